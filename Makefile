@@ -1,0 +1,42 @@
+# gpupool: `make run` and `make test` are the only commands a new machine needs.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+SHARED ?= ../shared
+TRACE_DIR := $(SHARED)/traces/alibaba-gpu-2023
+
+.PHONY: all deps configure build run test bench clean
+
+all: build
+
+deps:
+	@echo "==> checking build dependencies (scripts/install-deps.sh)"
+	@scripts/install-deps.sh
+
+$(BUILD_DIR)/CMakeCache.txt:
+	@echo "==> configuring $(BUILD_DIR) with CMake"
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: deps $(BUILD_DIR)/CMakeCache.txt
+	@echo "==> building $(BUILD_DIR)/gpupool, tests and benchmarks ($(JOBS) jobs)"
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	@if [ -f $(TRACE_DIR)/openb_node_list_gpu_node.csv ]; then \
+	  echo "==> simulating the FGD protocol on the Alibaba GPU 2023 trace ($(TRACE_DIR))"; \
+	  $(BUILD_DIR)/gpupool sim fgd --nodes $(TRACE_DIR)/openb_node_list_gpu_node.csv \
+	    --pods $(TRACE_DIR)/openb_pod_list_default.csv --policy all --seeds 42-51; \
+	else \
+	  echo "==> $(TRACE_DIR) not found: simulating a generated cluster and workload"; \
+	  $(BUILD_DIR)/gpupool sim fgd --generate --policy all --seeds 42-51; \
+	fi
+
+test: build
+	@echo "==> running the test suite"
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+bench: build
+	@echo "==> running benchmarks (Google Benchmark)"
+	@$(BUILD_DIR)/gpupool_bench --benchmark_counters_tabular=true
+
+clean:
+	rm -rf $(BUILD_DIR)

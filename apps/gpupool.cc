@@ -1,0 +1,14 @@
+// gpupool: one binary, many subcommands (see README.md).
+#include <CLI/CLI.hpp>
+
+#include "src/cli/sim_fgd.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpupool: a control plane for multi-tenant GPU pools"};
+  app.require_subcommand(1);
+  CLI::App* sim = app.add_subcommand("sim", "Simulate placement and scheduling on traces or generated workloads");
+  sim->require_subcommand(1);
+  gpupool::AddSimFgdCommand(*sim);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpupool needs to build and test.
+# Idempotent: when every package is present it only says so.
+set -euo pipefail
+
+PACKAGES=(
+  cmake g++ make            # the build
+  libgtest-dev libgmock-dev # unit, scenario and integration tests
+  libbenchmark-dev          # make bench
+  nlohmann-json3-dev        # JSON output and (later) the REST API's codec
+  libcli11-dev              # command-line flags of the one binary
+  libcsv-dev                # RFC 4180 CSV parsing of the trace files
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} build packages are installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+$SUDO apt-get update
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

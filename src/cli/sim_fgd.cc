@@ -1,0 +1,239 @@
+#include "src/cli/sim_fgd.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "src/cli/parse.h"
+#include "src/sim/fgd_protocol.h"
+#include "src/sim/fgd_reference.h"
+#include "src/sim/openb_trace.h"
+#include "src/sim/synthetic.h"
+
+namespace gpupool {
+namespace {
+
+struct Options {
+  std::string nodes_path;
+  std::string pods_path;
+  std::string policies = "all";
+  std::string seeds = "42-51";
+  std::string compare_path;
+  bool json = false;
+  bool generate = false;
+  int generate_nodes = 1200;
+  int generate_pods = 8000;
+  double tune_ratio = 1.3;
+  int threads = 0;
+};
+
+int Fail(const std::string& message) {
+  std::cerr << "gpupool sim fgd: " << message << "\n";
+  return 2;
+}
+
+Result<std::vector<PolicySpec>> ResolvePolicies(const std::string& text) {
+  auto names = ParseNameList("--policy", text);
+  if (!names) return std::unexpected(names.error());
+  std::vector<PolicySpec> out;
+  for (const std::string& name : *names) {
+    if (name == "all") {
+      for (const PolicySpec& p : BuiltinPolicies()) {
+        if (p.name != "best") out.push_back(p);
+      }
+      continue;
+    }
+    auto p = FindPolicy(name);
+    if (!p) return InvalidArgument("--policy: " + p.error().message);
+    out.push_back(*p);
+  }
+  return out;
+}
+
+nlohmann::json NumberOrNull(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
+
+std::string Fixed(double v, int decimals = 2) {
+  if (std::isnan(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+int Run(const Options& o) {
+  const Catalog& catalog = Catalog::Builtin();
+  std::vector<NodeSpec> nodes;
+  std::vector<TracePod> pods;
+  std::string workload_name;
+  if (o.generate) {
+    if (!o.nodes_path.empty() || !o.pods_path.empty()) return Fail("--generate excludes --nodes and --pods");
+    nodes = GenerateMixedCluster(o.generate_nodes, 1, catalog);
+    pods = GeneratePods(o.generate_pods, 2);
+    workload_name = "generated";
+  } else {
+    if (o.nodes_path.empty() || o.pods_path.empty()) {
+      return Fail("--nodes and --pods are required (or --generate for a generated cluster and workload)");
+    }
+    auto n = LoadOpenbNodesFile(o.nodes_path, catalog);
+    if (!n) return Fail(n.error().message);
+    auto p = LoadOpenbPodsFile(o.pods_path, catalog);
+    if (!p) return Fail(p.error().message);
+    nodes = std::move(*n);
+    pods = std::move(*p);
+    workload_name = std::filesystem::path(o.pods_path).stem().string();
+  }
+  if (!(o.tune_ratio > 0 && o.tune_ratio <= 10)) return Fail("--tune: must be in (0, 10]");
+  auto seeds = ParseSeedList("--seeds", o.seeds);
+  if (!seeds) return Fail(seeds.error().message);
+  auto policies = ResolvePolicies(o.policies);
+  if (!policies) return Fail(policies.error().message);
+  FgdReference reference;
+  if (!o.compare_path.empty()) {
+    auto ref = LoadFgdReference(o.compare_path);
+    if (!ref) return Fail(ref.error().message);
+    reference = std::move(*ref);
+  }
+
+  std::vector<Demand> demands;
+  demands.reserve(pods.size());
+  for (const auto& p : pods) demands.push_back(p.demand);
+  const FragmentationModel frag(ComputeTypicalDemands(demands, 0.95));
+
+  // Every (policy, seed) run is independent: run them on a small pool.
+  struct Job {
+    size_t policy;
+    uint64_t seed;
+    Result<FgdRunResult> result = InvalidArgument("not run");
+  };
+  std::vector<Job> jobs;
+  for (size_t p = 0; p < policies->size(); ++p) {
+    for (uint64_t s : *seeds) jobs.push_back(Job{p, s});
+  }
+  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const auto started = std::chrono::steady_clock::now();
+  std::atomic<size_t> next{0};
+  {
+    std::vector<std::jthread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&] {
+        for (size_t j; (j = next.fetch_add(1)) < jobs.size();) {
+          jobs[j].result = RunFgdProtocol(nodes, pods, frag, (*policies)[jobs[j].policy],
+                                          FgdRunOptions{o.tune_ratio, jobs[j].seed});
+        }
+      });
+    }
+  }
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  std::vector<FgdPolicySummary> summaries;
+  for (size_t p = 0; p < policies->size(); ++p) {
+    std::vector<FgdRunResult> runs;
+    for (auto& j : jobs) {
+      if (j.policy != p) continue;
+      if (!j.result) return Fail(j.result.error().message);
+      runs.push_back(std::move(*j.result));
+    }
+    summaries.push_back(SummarizeFgdRuns(runs));
+  }
+
+  auto published = [&](const std::string& policy) -> const FgdReferenceRow* {
+    auto it = reference.find({workload_name, policy});
+    return it == reference.end() ? nullptr : &it->second;
+  };
+
+  if (o.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : summaries) {
+      nlohmann::json alloc = nlohmann::json::object();
+      for (int k = 0; k < kFgdBins; ++k) alloc[std::to_string(k)] = NumberOrNull(s.allocated_pct[k]);
+      nlohmann::json j = {
+          {"policy", s.policy},
+          {"workload", workload_name},
+          {"seeds", s.seeds},
+          {"allocated_pct_at", alloc},
+          {"unallocated_pct_at_100", NumberOrNull(s.unallocated_pct_at_100)},
+          {"unallocated_pct_sd_at_100", NumberOrNull(s.unallocated_pct_sd_at_100)},
+          {"fragmentation_pct_at_100", NumberOrNull(s.fragmentation_pct_at_100)},
+          {"fragmentation_ratio_pct_at_100", NumberOrNull(s.fragmentation_ratio_pct_at_100)},
+          {"pods_failed_mean", s.pods_failed_mean},
+          {"wall_seconds", s.wall_seconds},
+      };
+      if (const auto* ref = published(s.policy)) {
+        j["published"] = {{"unallocated_pct_at_100", ref->unallocated_pct_at_100},
+                          {"unallocated_pct_sd_at_100", ref->allocated_pct_sd_at_100},
+                          {"fragmentation_pct_at_100", ref->frag_amount_pct_at_100}};
+      }
+      out.push_back(std::move(j));
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+
+  int64_t gpus = 0;
+  for (const auto& n : nodes) gpus += n.gpu_count;
+  std::printf("FGD protocol: %zu nodes, %lld GPUs; %zu pods (%s) inflated to %.0f%% of GPU capacity; %zu seeds\n",
+              nodes.size(), static_cast<long long>(gpus), pods.size(), workload_name.c_str(), o.tune_ratio * 100,
+              seeds->size());
+  std::printf("Unallocated GPU %% when arrived requests reach 100%% of capacity (lower is better), seed mean.\n\n");
+  std::printf("%-14s %8s %6s | %6s %6s %6s %6s %6s | %8s %8s | %7s %7s", "policy", "unalloc", "sd", "@80",
+              "@90", "@100", "@110", "@130", "frag", "frag/idle", "failed", "wall-s");
+  if (!reference.empty()) std::printf(" | %9s %6s", "published", "diff");
+  std::printf("\n%-14s %8s %6s | %34s | %8s %8s | %7s %7s", "", "@100 %", "", "GPU allocation % at arrived %",
+              "@100 %", "@100 %", "pods", "");
+  if (!reference.empty()) std::printf(" | %9s %6s", "unalloc", "points");
+  std::printf("\n");
+  for (const auto& s : summaries) {
+    std::printf("%-14s %8s %6s | %6s %6s %6s %6s %6s | %8s %8s | %7.0f %7.2f", s.policy.c_str(),
+                Fixed(s.unallocated_pct_at_100).c_str(), Fixed(s.unallocated_pct_sd_at_100).c_str(),
+                Fixed(s.allocated_pct[80]).c_str(), Fixed(s.allocated_pct[90]).c_str(),
+                Fixed(s.allocated_pct[100]).c_str(), Fixed(s.allocated_pct[110]).c_str(),
+                Fixed(s.allocated_pct[130]).c_str(), Fixed(s.fragmentation_pct_at_100).c_str(),
+                Fixed(s.fragmentation_ratio_pct_at_100).c_str(), s.pods_failed_mean, s.wall_seconds);
+    if (!reference.empty()) {
+      if (const auto* ref = published(s.policy)) {
+        std::printf(" | %9s %+6.2f", Fixed(ref->unallocated_pct_at_100).c_str(),
+                    s.unallocated_pct_at_100 - ref->unallocated_pct_at_100);
+      } else {
+        std::printf(" | %9s %6s", "-", "");
+      }
+    }
+    std::printf("\n");
+  }
+  std::printf("\n%zu runs on %d threads in %.2f s wall.\n", jobs.size(), threads, elapsed);
+  return 0;
+}
+
+}  // namespace
+
+void AddSimFgdCommand(CLI::App& sim) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = sim.add_subcommand("fgd", "Run the FGD paper's placement protocol on an openb trace");
+  cmd->add_option("--nodes", o->nodes_path, "openb node list CSV (sn,cpu_milli,memory_mib,gpu,model)");
+  cmd->add_option("--pods", o->pods_path, "openb pod list CSV (11- or 5-column layout)");
+  cmd->add_option("--policy", o->policies,
+                  "comma-separated policies, or 'all' (Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD, "
+                  "and ours)")
+      ->capture_default_str();
+  cmd->add_option("--seeds", o->seeds, "seeds: a range like 42-51 or a list like 42,43")->capture_default_str();
+  cmd->add_option("--tune", o->tune_ratio, "inflate arrivals to this multiple of cluster GPU capacity")
+      ->capture_default_str();
+  cmd->add_option("--compare", o->compare_path,
+                  "published per-policy results (fgd_policy_summary.csv) to print beside ours");
+  cmd->add_option("--threads", o->threads, "parallel runs (default: one per core)");
+  cmd->add_flag("--json", o->json, "print one JSON array, one object per policy");
+  cmd->add_flag("--generate", o->generate, "use a generated cluster and workload instead of trace files");
+  cmd->add_option("--generate-nodes", o->generate_nodes, "nodes in the generated cluster")->capture_default_str();
+  cmd->add_option("--generate-pods", o->generate_pods, "pods in the generated workload")->capture_default_str();
+  cmd->callback([o] {
+    const int rc = Run(*o);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace gpupool

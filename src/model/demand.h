@@ -1,0 +1,44 @@
+// What one replica (one pod, in the trace's words) asks for.
+//
+// A demand is one of three kinds, decided by its GPU fields:
+//   CPU-only      gpu_count == 0 (and gpu_milli == 0)
+//   GPU share     gpu_count == 1 and 0 < gpu_milli < 1000: a fraction of one GPU
+//   whole GPUs    gpu_count >= 1 and gpu_milli == 1000 on each
+// allowed_models restricts which GPU models may serve it (the trace's
+// gpu_spec); kAnyGpuModel when unconstrained. CPU-only demands ignore it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "src/base/status.h"
+#include "src/model/gpu_catalog.h"
+
+namespace gpupool {
+
+inline constexpr int32_t kMilliPerGpu = 1000;
+inline constexpr int kMaxGpusPerNode = 16;
+
+enum class DemandKind : uint8_t { kCpuOnly, kGpuShare, kWholeGpus };
+
+struct Demand {
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int32_t gpu_count = 0;
+  int32_t gpu_milli = 0;  // per GPU
+  GpuModelMask allowed_models = kAnyGpuModel;
+
+  DemandKind kind() const {
+    if (gpu_count == 0) return DemandKind::kCpuOnly;
+    return gpu_milli < kMilliPerGpu ? DemandKind::kGpuShare : DemandKind::kWholeGpus;
+  }
+  int64_t total_gpu_milli() const { return int64_t{gpu_count} * gpu_milli; }
+
+  friend bool operator==(const Demand&, const Demand&) = default;
+};
+
+// Checks the field rules above. The error names the offending field, e.g.
+// "gpu_milli: must be 1000 when gpu_count > 1 (got 500)".
+Status ValidateDemand(const Demand& d);
+
+}  // namespace gpupool

@@ -1,0 +1,127 @@
+#include "src/sched/policy.h"
+
+#include <functional>
+#include <map>
+
+#include "src/sched/plugins/plugins.h"
+
+namespace gpupool {
+namespace {
+
+using ScoreFactory = std::function<Result<std::unique_ptr<ScorePlugin>>(const PluginDeps&)>;
+using SelectorFactory = std::function<Result<std::unique_ptr<GpuSelector>>(const PluginDeps&)>;
+
+Result<const FragmentationModel*> NeedFrag(const PluginDeps& deps, std::string_view who) {
+  if (deps.frag == nullptr) {
+    return FailedPrecondition(std::string(who) + " needs the target workload's typical demands");
+  }
+  return deps.frag;
+}
+
+const std::map<std::string, ScoreFactory, std::less<>>& ScoreRegistry() {
+  static const auto* const kRegistry = new std::map<std::string, ScoreFactory, std::less<>>{
+      {"DotProd", [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeDotProdScore(); }},
+      {"GpuClustering",
+       [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeGpuClusteringScore(); }},
+      {"GpuPacking",
+       [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeGpuPackingScore(); }},
+      {"BestFit", [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeBestFitScore(); }},
+      {"FGD",
+       [](const PluginDeps& d) -> Result<std::unique_ptr<ScorePlugin>> {
+         auto frag = NeedFrag(d, "score plugin FGD");
+         if (!frag) return std::unexpected(frag.error());
+         return MakeFgdScore(*frag);
+       }},
+  };
+  return *kRegistry;
+}
+
+const std::map<std::string, SelectorFactory, std::less<>>& SelectorRegistry() {
+  static const auto* const kRegistry = new std::map<std::string, SelectorFactory, std::less<>>{
+      {"best", [](const PluginDeps&) -> Result<std::unique_ptr<GpuSelector>> { return MakeBestFitGpuSelector(); }},
+      {"random", [](const PluginDeps&) -> Result<std::unique_ptr<GpuSelector>> { return MakeRandomGpuSelector(); }},
+      {"fgd",
+       [](const PluginDeps& d) -> Result<std::unique_ptr<GpuSelector>> {
+         auto frag = NeedFrag(d, "GPU selector fgd");
+         if (!frag) return std::unexpected(frag.error());
+         return MakeFgdGpuSelector(*frag);
+       }},
+  };
+  return *kRegistry;
+}
+
+template <class Map>
+std::vector<std::string> KeysOf(const Map& m) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : m) out.push_back(k);
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+bool Policy::node_local() const {
+  for (const auto& s : scores) {
+    if (!s.plugin->node_local()) return false;
+  }
+  return true;
+}
+
+Result<Policy> BuildPolicy(const PolicySpec& spec, const PluginDeps& deps) {
+  Policy p;
+  p.name = spec.name;
+  p.random_node = spec.random_node;
+  for (const auto& [plugin, weight] : spec.scores) {
+    auto it = ScoreRegistry().find(plugin);
+    if (it == ScoreRegistry().end()) {
+      return InvalidArgument("policy '" + spec.name + "': unknown score plugin '" + plugin +
+                             "' (known: " + Join(ScorePluginNames()) + ")");
+    }
+    if (weight <= 0) {
+      return InvalidArgument("policy '" + spec.name + "': weight of '" + plugin + "' must be positive");
+    }
+    auto made = it->second(deps);
+    if (!made) return std::unexpected(made.error());
+    p.scores.push_back({std::move(*made), weight});
+  }
+  auto sel = SelectorRegistry().find(spec.gpu_selector);
+  if (sel == SelectorRegistry().end()) {
+    return InvalidArgument("policy '" + spec.name + "': unknown GPU selector '" + spec.gpu_selector +
+                           "' (known: " + Join(GpuSelectorNames()) + ")");
+  }
+  auto made = sel->second(deps);
+  if (!made) return std::unexpected(made.error());
+  p.gpu_selector = std::move(*made);
+  return p;
+}
+
+const std::vector<PolicySpec>& BuiltinPolicies() {
+  static const auto* const kPolicies = new std::vector<PolicySpec>{
+      {"Random", "a uniformly random feasible node; a uniformly random fitting GPU", {}, "random", true},
+      {"DotProd", "Tetris-like: smallest dot product of free capacity and demand", {{"DotProd", 1}}, "best", false},
+      {"GpuClustering", "keep demands of one GPU kind together", {{"GpuClustering", 1}}, "best", false},
+      {"GpuPacking", "fill used GPUs, then used nodes, then small idle nodes", {{"GpuPacking", 1}}, "best", false},
+      {"BestFit", "least CPU and GPU left after placement", {{"BestFit", 1}}, "best", false},
+      {"FGD", "fragmentation gradient descent (ATC'23)", {{"FGD", 1}}, "fgd", false},
+  };
+  return *kPolicies;
+}
+
+Result<PolicySpec> FindPolicy(std::string_view name) {
+  for (const auto& p : BuiltinPolicies()) {
+    if (p.name == name) return p;
+  }
+  std::vector<std::string> names;
+  for (const auto& p : BuiltinPolicies()) names.push_back(p.name);
+  return NotFound("unknown policy '" + std::string(name) + "' (known: " + Join(names) + ")");
+}
+
+std::vector<std::string> ScorePluginNames() { return KeysOf(ScoreRegistry()); }
+std::vector<std::string> GpuSelectorNames() { return KeysOf(SelectorRegistry()); }
+
+}  // namespace gpupool
