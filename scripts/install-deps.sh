@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev        # JSON output and (later) the REST API's codec
   libcli11-dev              # command-line flags of the one binary
   libcsv-dev                # RFC 4180 CSV parsing of the trace files
+  coinor-libclp-dev pkg-config  # LP solver for the share-packing prices of FGD+
 )
 
 missing=()

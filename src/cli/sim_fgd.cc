@@ -103,7 +103,8 @@ int Run(const Options& o) {
   std::vector<Demand> demands;
   demands.reserve(pods.size());
   for (const auto& p : pods) demands.push_back(p.demand);
-  const FragmentationModel frag(ComputeTypicalDemands(demands, 0.95));
+  auto target = TargetWorkloadOf(demands);
+  if (!target) return Fail(target.error().message);
 
   // Every (policy, seed) run is independent: run them on a small pool.
   struct Job {
@@ -123,7 +124,7 @@ int Run(const Options& o) {
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&] {
         for (size_t j; (j = next.fetch_add(1)) < jobs.size();) {
-          jobs[j].result = RunFgdProtocol(nodes, pods, frag, (*policies)[jobs[j].policy],
+          jobs[j].result = RunFgdProtocol(nodes, pods, *target, (*policies)[jobs[j].policy],
                                           FgdRunOptions{o.tune_ratio, jobs[j].seed});
         }
       });

@@ -11,6 +11,13 @@ namespace {
 using ScoreFactory = std::function<Result<std::unique_ptr<ScorePlugin>>(const PluginDeps&)>;
 using SelectorFactory = std::function<Result<std::unique_ptr<GpuSelector>>(const PluginDeps&)>;
 
+Result<const SharePackingModel*> NeedPacking(const PluginDeps& deps, std::string_view who) {
+  if (deps.packing == nullptr) {
+    return FailedPrecondition(std::string(who) + " needs the share-packing prices of the target workload");
+  }
+  return deps.packing;
+}
+
 Result<const FragmentationModel*> NeedFrag(const PluginDeps& deps, std::string_view who) {
   if (deps.frag == nullptr) {
     return FailedPrecondition(std::string(who) + " needs the target workload's typical demands");
@@ -26,6 +33,14 @@ const std::map<std::string, ScoreFactory, std::less<>>& ScoreRegistry() {
       {"GpuPacking",
        [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeGpuPackingScore(); }},
       {"BestFit", [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeBestFitScore(); }},
+      {"FGD+",
+       [](const PluginDeps& d) -> Result<std::unique_ptr<ScorePlugin>> {
+         auto frag = NeedFrag(d, "score plugin FGD+");
+         if (!frag) return std::unexpected(frag.error());
+         auto packing = NeedPacking(d, "score plugin FGD+");
+         if (!packing) return std::unexpected(packing.error());
+         return MakeFgdPlusScore(*frag, *packing);
+       }},
       {"FGD",
        [](const PluginDeps& d) -> Result<std::unique_ptr<ScorePlugin>> {
          auto frag = NeedFrag(d, "score plugin FGD");
@@ -39,6 +54,14 @@ const std::map<std::string, ScoreFactory, std::less<>>& ScoreRegistry() {
 const std::map<std::string, SelectorFactory, std::less<>>& SelectorRegistry() {
   static const auto* const kRegistry = new std::map<std::string, SelectorFactory, std::less<>>{
       {"best", [](const PluginDeps&) -> Result<std::unique_ptr<GpuSelector>> { return MakeBestFitGpuSelector(); }},
+      {"fgd+",
+       [](const PluginDeps& d) -> Result<std::unique_ptr<GpuSelector>> {
+         auto frag = NeedFrag(d, "GPU selector fgd+");
+         if (!frag) return std::unexpected(frag.error());
+         auto packing = NeedPacking(d, "GPU selector fgd+");
+         if (!packing) return std::unexpected(packing.error());
+         return MakeFgdPlusGpuSelector(*frag, *packing);
+       }},
       {"random", [](const PluginDeps&) -> Result<std::unique_ptr<GpuSelector>> { return MakeRandomGpuSelector(); }},
       {"fgd",
        [](const PluginDeps& d) -> Result<std::unique_ptr<GpuSelector>> {
@@ -108,6 +131,7 @@ const std::vector<PolicySpec>& BuiltinPolicies() {
       {"GpuPacking", "fill used GPUs, then used nodes, then small idle nodes", {{"GpuPacking", 1}}, "best", false},
       {"BestFit", "least CPU and GPU left after placement", {{"BestFit", 1}}, "best", false},
       {"FGD", "fragmentation gradient descent (ATC'23)", {{"FGD", 1}}, "fgd", false},
+      {"FGD+", "FGD, with GPU shares packed by cutting-stock LP prices (ours)", {{"FGD+", 1}}, "fgd+", false},
   };
   return *kPolicies;
 }

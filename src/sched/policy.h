@@ -17,14 +17,18 @@
 #include "src/base/status.h"
 #include "src/sched/fragmentation.h"
 #include "src/sched/plugin.h"
+#include "src/sched/share_packing.h"
 
 namespace gpupool {
 
 // What plugins may need to be built. `frag` is the target workload's
 // fragmentation model (FGD and its relatives need it); it must outlive the
 // policy.
+// `packing` holds the share-packing prices of the same workload (FGD+ needs
+// them). Both must outlive the policy.
 struct PluginDeps {
   const FragmentationModel* frag = nullptr;
+  const SharePackingModel* packing = nullptr;
 };
 
 struct PolicySpec {

@@ -8,6 +8,7 @@
 
 #include "src/base/check.h"
 #include "src/sched/scheduler.h"
+#include <memory>
 
 namespace gpupool {
 namespace {
@@ -51,11 +52,29 @@ std::vector<const TracePod*> BuildArrivals(const std::vector<const TracePod*>& s
 }  // namespace
 
 Result<FgdRunResult> RunFgdProtocol(const std::vector<NodeSpec>& nodes, const std::vector<TracePod>& pods,
-                                    const FragmentationModel& frag, const PolicySpec& policy_spec,
+                                    const TargetWorkload& target, const PolicySpec& policy_spec,
                                     const FgdRunOptions& options) {
-  const auto started = std::chrono::steady_clock::now();
-  auto policy = BuildPolicy(policy_spec, PluginDeps{&frag});
+  auto policy = BuildPolicy(policy_spec, target.deps());
   if (!policy) return std::unexpected(policy.error());
+  std::unique_ptr<Scheduler> scheduler;
+  auto result = RunFgdProtocolWith(
+      nodes, pods, target.frag, options,
+      [&](const Cluster& cluster, std::vector<int32_t> ranks, Rng& rng) {
+        scheduler = std::make_unique<Scheduler>(&cluster, &*policy, std::move(ranks), &rng);
+      },
+      [&](const Demand& d) -> std::optional<Placement> {
+        auto placed = scheduler->Schedule(d);
+        if (!placed) return std::nullopt;
+        return *placed;
+      });
+  if (result) result->policy = policy_spec.name;
+  return result;
+}
+
+Result<FgdRunResult> RunFgdProtocolWith(const std::vector<NodeSpec>& nodes, const std::vector<TracePod>& pods,
+                                        const FragmentationModel& frag, const FgdRunOptions& options,
+                                        const FgdStartFn& start, const FgdPlaceFn& place) {
+  const auto started = std::chrono::steady_clock::now();
 
   Cluster cluster;
   for (const NodeSpec& spec : nodes) {
@@ -77,10 +96,9 @@ Result<FgdRunResult> RunFgdProtocol(const std::vector<NodeSpec>& nodes, const st
   Rng rng(options.seed);
   const std::vector<const TracePod*> arrivals =
       BuildArrivals(sorted, cluster.gpu_milli_total(), options.tune_ratio, rng);
-  Scheduler scheduler(&cluster, &*policy, RandomRanks(cluster.node_count(), rng), &rng);
+  start(cluster, RandomRanks(cluster.node_count(), rng), rng);
 
   FgdRunResult result;
-  result.policy = policy_spec.name;
   result.seed = options.seed;
   result.placements.reserve(arrivals.size());
 
@@ -98,7 +116,7 @@ Result<FgdRunResult> RunFgdProtocol(const std::vector<NodeSpec>& nodes, const st
   int64_t arrived = 0;
   for (const TracePod* pod : arrivals) {
     arrived += pod->demand.total_gpu_milli();
-    auto placed = scheduler.Schedule(pod->demand);
+    const std::optional<Placement> placed = place(pod->demand);
     if (placed) {
       cluster.Allocate(placed->node, pod->demand, placed->gpus);
       const double updated = frag.NodeFragMilli(cluster.node(placed->node));
@@ -109,6 +127,7 @@ Result<FgdRunResult> RunFgdProtocol(const std::vector<NodeSpec>& nodes, const st
       ++result.pods_failed;
       result.placements.emplace_back(-1, 0);
     }
+    if (options.on_pod) options.on_pod(pod->demand, placed.has_value(), arrived, cluster);
     const double idle = static_cast<double>(cluster.gpu_milli_total() - cluster.gpu_milli_allocated());
     records.push_back(Record{
         static_cast<int>(RoundHalfEven(static_cast<double>(arrived) / gpus / 10.0)),

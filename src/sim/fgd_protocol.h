@@ -26,6 +26,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,8 @@
 #include "src/model/cluster.h"
 #include "src/sched/fragmentation.h"
 #include "src/sched/policy.h"
+#include "src/sched/scheduler.h"
+#include "src/sched/target_workload.h"
 #include "src/sim/openb_trace.h"
 
 namespace gpupool {
@@ -42,6 +46,10 @@ inline constexpr int kFgdBins = 131;  // arrived workload 0..130 %
 struct FgdRunOptions {
   double tune_ratio = 1.3;
   uint64_t seed = 42;
+  // Called after every pod with its demand, whether it was placed, the
+  // arrived GPU milli so far, and the cluster after the pod. For analysis
+  // tools and tests; may be empty.
+  std::function<void(const Demand&, bool placed, int64_t arrived_milli, const Cluster&)> on_pod;
 };
 
 struct FgdRunResult {
@@ -58,12 +66,22 @@ struct FgdRunResult {
   std::vector<std::pair<int32_t, uint16_t>> placements;
 };
 
-// Runs one (policy, seed). `pods` is the original list in any order; `frag`
-// must have been computed from it. Fails when the policy cannot be built or
+// Runs one (policy, seed). `pods` is the original list in any order;
+// `target` must have been computed from it. Fails when the policy cannot be built or
 // the workload asks for no GPU at all (inflation could not end).
 Result<FgdRunResult> RunFgdProtocol(const std::vector<NodeSpec>& nodes, const std::vector<TracePod>& pods,
-                                    const FragmentationModel& frag, const PolicySpec& policy,
+                                    const TargetWorkload& target, const PolicySpec& policy,
                                     const FgdRunOptions& options);
+
+// The protocol with any placement procedure: `start` is called once with
+// the run's empty cluster, the node ranks and the run's Rng (after the
+// workload draws); `place` is called for each pod and returns where it goes
+// (the runner applies it) or nullopt. For placement research and tests.
+using FgdStartFn = std::function<void(const Cluster&, std::vector<int32_t> node_rank, Rng& rng)>;
+using FgdPlaceFn = std::function<std::optional<Placement>(const Demand&)>;
+Result<FgdRunResult> RunFgdProtocolWith(const std::vector<NodeSpec>& nodes, const std::vector<TracePod>& pods,
+                                        const FragmentationModel& frag, const FgdRunOptions& options,
+                                        const FgdStartFn& start, const FgdPlaceFn& place);
 
 // Seed means over runs of one policy.
 struct FgdPolicySummary {

@@ -1,0 +1,20 @@
+#include "src/sched/target_workload.h"
+
+#include <map>
+#include <vector>
+
+namespace gpupool {
+
+Result<TargetWorkload> TargetWorkloadOf(std::span<const Demand> demands, double typical_coverage) {
+  std::map<int32_t, double> share_counts;
+  for (const Demand& d : demands) {
+    if (d.kind() == DemandKind::kGpuShare) share_counts[d.gpu_milli] += 1.0;
+  }
+  std::vector<ShareRate> rates;
+  for (const auto& [milli, count] : share_counts) rates.push_back({milli, count});
+  auto packing = SharePackingModel::Solve(rates);
+  if (!packing) return std::unexpected(packing.error());
+  return TargetWorkload{FragmentationModel(ComputeTypicalDemands(demands, typical_coverage)), std::move(*packing)};
+}
+
+}  // namespace gpupool
