@@ -46,7 +46,7 @@ Result<std::vector<PolicySpec>> ResolvePolicies(const std::string& text) {
   for (const std::string& name : *names) {
     if (name == "all") {
       for (const PolicySpec& p : BuiltinPolicies()) {
-        if (p.name != "best") out.push_back(p);
+        if (p.name != "best") out.push_back(p);  // an alias: already listed under its own name
       }
       continue;
     }
@@ -103,7 +103,12 @@ int Run(const Options& o) {
   std::vector<Demand> demands;
   demands.reserve(pods.size());
   for (const auto& p : pods) demands.push_back(p.demand);
-  auto target = TargetWorkloadOf(demands);
+  int64_t cluster_cpu = 0, cluster_gpu = 0;
+  for (const NodeSpec& n : nodes) {
+    cluster_cpu += n.cpu_milli;
+    cluster_gpu += int64_t{n.gpu_count} * kMilliPerGpu;
+  }
+  auto target = TargetWorkloadOf(demands, cluster_cpu, cluster_gpu);
   if (!target) return Fail(target.error().message);
 
   // Every (policy, seed) run is independent: run them on a small pool.

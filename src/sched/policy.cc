@@ -39,7 +39,7 @@ const std::map<std::string, ScoreFactory, std::less<>>& ScoreRegistry() {
          if (!frag) return std::unexpected(frag.error());
          auto packing = NeedPacking(d, "score plugin FGD+");
          if (!packing) return std::unexpected(packing.error());
-         return MakeFgdPlusScore(*frag, *packing);
+         return MakeFgdPlusScore(FgdPlusConfig{*frag, *packing, d.cpu_reserve_per_gpu_milli});
        }},
       {"FGD",
        [](const PluginDeps& d) -> Result<std::unique_ptr<ScorePlugin>> {
@@ -60,7 +60,7 @@ const std::map<std::string, SelectorFactory, std::less<>>& SelectorRegistry() {
          if (!frag) return std::unexpected(frag.error());
          auto packing = NeedPacking(d, "GPU selector fgd+");
          if (!packing) return std::unexpected(packing.error());
-         return MakeFgdPlusGpuSelector(*frag, *packing);
+         return MakeFgdPlusGpuSelector(FgdPlusConfig{*frag, *packing, d.cpu_reserve_per_gpu_milli});
        }},
       {"random", [](const PluginDeps&) -> Result<std::unique_ptr<GpuSelector>> { return MakeRandomGpuSelector(); }},
       {"fgd",
@@ -131,7 +131,9 @@ const std::vector<PolicySpec>& BuiltinPolicies() {
       {"GpuPacking", "fill used GPUs, then used nodes, then small idle nodes", {{"GpuPacking", 1}}, "best", false},
       {"BestFit", "least CPU and GPU left after placement", {{"BestFit", 1}}, "best", false},
       {"FGD", "fragmentation gradient descent (ATC'23)", {{"FGD", 1}}, "fgd", false},
-      {"FGD+", "FGD, with GPU shares packed by cutting-stock LP prices (ours)", {{"FGD+", 1}}, "fgd+", false},
+      {"FGD+", "FGD with LP-priced share packing and a CPU reserve per free GPU (ours)", {{"FGD+", 1}}, "fgd+",
+       false},
+      {"best", "the best policy we have: FGD+", {{"FGD+", 1}}, "fgd+", false},
   };
   return *kPolicies;
 }

@@ -24,11 +24,13 @@ namespace gpupool {
 // What plugins may need to be built. `frag` is the target workload's
 // fragmentation model (FGD and its relatives need it); it must outlive the
 // policy.
-// `packing` holds the share-packing prices of the same workload (FGD+ needs
-// them). Both must outlive the policy.
+// `packing` holds the share-packing prices of the same workload and
+// cpu_reserve_per_gpu_milli the CPU to keep per free GPU (FGD+ needs both;
+// see src/sched/plugins/fgd_plus.h). The models must outlive the policy.
 struct PluginDeps {
   const FragmentationModel* frag = nullptr;
   const SharePackingModel* packing = nullptr;
+  int64_t cpu_reserve_per_gpu_milli = 0;
 };
 
 struct PolicySpec {

@@ -18,13 +18,16 @@ namespace gpupool {
 struct TargetWorkload {
   FragmentationModel frag;
   SharePackingModel packing;
+  int64_t cpu_reserve_per_gpu_milli = 0;
 
   // Dependencies for BuildPolicy; valid while this object lives.
-  PluginDeps deps() const { return PluginDeps{&frag, &packing}; }
+  PluginDeps deps() const { return PluginDeps{&frag, &packing, cpu_reserve_per_gpu_milli}; }
 };
 
 // Typical demands cover `typical_coverage` of the demands (FGD uses 0.95);
-// share prices use every GPU share in the list.
-Result<TargetWorkload> TargetWorkloadOf(std::span<const Demand> demands, double typical_coverage = 0.95);
+// share prices use every GPU share in the list; the CPU reserve also needs
+// the capacity of the cluster the policy will place on.
+Result<TargetWorkload> TargetWorkloadOf(std::span<const Demand> demands, int64_t cluster_cpu_milli,
+                                        int64_t cluster_gpu_milli, double typical_coverage = 0.95);
 
 }  // namespace gpupool

@@ -1,5 +1,6 @@
 #include "src/sched/plugins/fgd_plus.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "src/sched/plugins/fgd.h"
@@ -8,37 +9,68 @@
 namespace gpupool {
 namespace {
 
-// Score layout: ((-loss_steps) * 2 + used_gpu) * 128 + fgd_score, with
-// fgd_score in 0..100, so each criterion only breaks ties of the one before.
+// Score layout, most significant first:
+//   ((-loss_steps * 4 - stranded * 2 + used_gpu) * kFgdRange + fgd_score)
+// with fgd_score in 0..100 < kFgdRange, stranded and used_gpu in {0, 1}, so
+// each criterion only breaks ties of the ones before it.
 constexpr int64_t kFgdRange = 128;
 constexpr double kLossStepsPerGpu = 1000.0;
 
+int64_t FgdScoreOf(double before, double after) {
+  return static_cast<int64_t>(1.0 / (1.0 + std::exp(-(before - after) / 1000.0)) * 100.0);
+}
+
+// 1 when the node, after placing d, keeps less CPU than the reserve for its
+// remaining free GPU capacity.
+int64_t Stranded(const FgdPlusConfig& c, const Node& n, const Demand& d) {
+  if (c.cpu_reserve_per_gpu_milli <= 0) return 0;
+  const int64_t free_gpu_milli_after = n.gpu_milli_free_total - d.total_gpu_milli();
+  const int64_t cpu_after = n.cpu_milli_free - d.cpu_milli;
+  // cpu_after < free_gpus_after * reserve, in integers.
+  return cpu_after * kMilliPerGpu < free_gpu_milli_after * c.cpu_reserve_per_gpu_milli ? 1 : 0;
+}
+
 }  // namespace
 
-FgdPlusChoice FgdPlusBestChoice(const FragmentationModel& frag, const SharePackingModel& packing, const Node& n,
-                                const Demand& d) {
-  if (d.kind() != DemandKind::kGpuShare) {
-    const FgdChoice c = FgdBestChoice(frag, n, d);
-    return {c.score, c.gpus};
+int64_t CpuReservePerGpuMilli(int64_t cluster_cpu_milli, int64_t cluster_gpu_milli, std::span<const Demand> demands) {
+  if (cluster_gpu_milli <= 0) return 0;
+  int64_t cpu_only_cpu = 0, gpu_milli = 0;
+  for (const Demand& d : demands) {
+    if (d.gpu_count == 0) {
+      cpu_only_cpu += d.cpu_milli;
+    } else {
+      gpu_milli += d.total_gpu_milli();
+    }
   }
-  const double before = frag.NodeFragMilli(n);
+  const double cluster_per_gpu = static_cast<double>(cluster_cpu_milli) * kMilliPerGpu / cluster_gpu_milli;
+  const double cpu_only_per_gpu =
+      gpu_milli > 0 ? static_cast<double>(cpu_only_cpu) * kMilliPerGpu / static_cast<double>(gpu_milli) : 0.0;
+  return std::max<int64_t>(0, std::llround(kCpuReserveShare * (cluster_per_gpu - cpu_only_per_gpu)));
+}
+
+FgdPlusChoice FgdPlusBestChoice(const FgdPlusConfig& c, const Node& n, const Demand& d) {
+  if (d.kind() != DemandKind::kGpuShare) {
+    const FgdChoice f = FgdBestChoice(*c.frag, n, d);
+    return {-Stranded(c, n, d) * 2 * kFgdRange + f.score, f.gpus};
+  }
+  const double before = c.frag->NodeFragMilli(n);
+  const int64_t stranded = Stranded(c, n, d);  // the same for every GPU of the node
   FgdPlusChoice best{INT64_MIN, 0};
   int16_t tried[kMaxGpusPerNode];
   int tried_count = 0;
   for (int g = 0; g < n.gpu_count; ++g) {
     const int16_t f = n.gpu_free_milli[g];
     if (f < d.gpu_milli) continue;
-    bool seen = false;  // equal free milli: same outcome, keep the lower index
+    bool seen = false;  // equal free milli: the same outcome; keep the lower index
     for (int i = 0; i < tried_count; ++i) seen |= tried[i] == f;
     if (seen) continue;
     tried[tried_count++] = f;
     const GpuMask mask = static_cast<GpuMask>(1u << g);
-    const int64_t loss_steps =
-        static_cast<int64_t>(std::floor(packing.Loss(f, d.gpu_milli) * kLossStepsPerGpu + 1e-9));
+    const auto loss_steps =
+        static_cast<int64_t>(std::floor(c.packing->Loss(f, d.gpu_milli) * kLossStepsPerGpu + 1e-9));
     const int64_t used = f < kMilliPerGpu ? 1 : 0;
-    const double after = frag.NodeFragMilli(NodeAfter(n, d, mask));
-    const int64_t fgd = static_cast<int64_t>(1.0 / (1.0 + std::exp(-(before - after) / 1000.0)) * 100.0);
-    const int64_t score = (-loss_steps * 2 + used) * kFgdRange + fgd;
+    const int64_t fgd = FgdScoreOf(before, c.frag->NodeFragMilli(NodeAfter(n, d, mask)));
+    const int64_t score = (-loss_steps * 4 - stranded * 2 + used) * kFgdRange + fgd;
     if (score > best.score) best = {score, mask};
   }
   return best;
@@ -48,39 +80,33 @@ namespace {
 
 class FgdPlusScore final : public ScorePlugin {
  public:
-  FgdPlusScore(const FragmentationModel* frag, const SharePackingModel* packing) : frag_(frag), packing_(packing) {}
+  explicit FgdPlusScore(FgdPlusConfig config) : config_(config) {}
   std::string_view name() const override { return "FGD+"; }
-  int64_t Score(const Node& n, const Demand& d) const override {
-    return FgdPlusBestChoice(*frag_, *packing_, n, d).score;
-  }
+  int64_t Score(const Node& n, const Demand& d) const override { return FgdPlusBestChoice(config_, n, d).score; }
 
  private:
-  const FragmentationModel* frag_;
-  const SharePackingModel* packing_;
+  FgdPlusConfig config_;
 };
 
 class FgdPlusGpuSelector final : public GpuSelector {
  public:
-  FgdPlusGpuSelector(const FragmentationModel* frag, const SharePackingModel* packing)
-      : frag_(frag), packing_(packing) {}
+  explicit FgdPlusGpuSelector(FgdPlusConfig config) : config_(config) {}
   std::string_view name() const override { return "fgd+"; }
   GpuMask Select(const Node& n, const Demand& d, Rng&) const override {
-    return FgdPlusBestChoice(*frag_, *packing_, n, d).gpus;
+    return FgdPlusBestChoice(config_, n, d).gpus;
   }
 
  private:
-  const FragmentationModel* frag_;
-  const SharePackingModel* packing_;
+  FgdPlusConfig config_;
 };
 
 }  // namespace
 
-std::unique_ptr<ScorePlugin> MakeFgdPlusScore(const FragmentationModel* frag, const SharePackingModel* packing) {
-  return std::make_unique<FgdPlusScore>(frag, packing);
+std::unique_ptr<ScorePlugin> MakeFgdPlusScore(const FgdPlusConfig& config) {
+  return std::make_unique<FgdPlusScore>(config);
 }
-std::unique_ptr<GpuSelector> MakeFgdPlusGpuSelector(const FragmentationModel* frag,
-                                                    const SharePackingModel* packing) {
-  return std::make_unique<FgdPlusGpuSelector>(frag, packing);
+std::unique_ptr<GpuSelector> MakeFgdPlusGpuSelector(const FgdPlusConfig& config) {
+  return std::make_unique<FgdPlusGpuSelector>(config);
 }
 
 }  // namespace gpupool

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "src/sched/fragmentation.h"
+#include "src/sched/plugins/fgd_plus.h"
 #include "src/sched/share_packing.h"
 #include "src/sched/plugin.h"
 
@@ -23,13 +24,13 @@ std::unique_ptr<ScorePlugin> MakeGpuPackingScore();
 std::unique_ptr<ScorePlugin> MakeBestFitScore();
 // `frag` must outlive the plugin.
 std::unique_ptr<ScorePlugin> MakeFgdScore(const FragmentationModel* frag);
-// `frag` and `packing` must outlive the plugin.
-std::unique_ptr<ScorePlugin> MakeFgdPlusScore(const FragmentationModel* frag, const SharePackingModel* packing);
+// The models `config` points to must outlive the plugin.
+std::unique_ptr<ScorePlugin> MakeFgdPlusScore(const FgdPlusConfig& config);
 
 // GPU selectors.
 std::unique_ptr<GpuSelector> MakeBestFitGpuSelector();
 std::unique_ptr<GpuSelector> MakeRandomGpuSelector();
 std::unique_ptr<GpuSelector> MakeFgdGpuSelector(const FragmentationModel* frag);
-std::unique_ptr<GpuSelector> MakeFgdPlusGpuSelector(const FragmentationModel* frag, const SharePackingModel* packing);
+std::unique_ptr<GpuSelector> MakeFgdPlusGpuSelector(const FgdPlusConfig& config);
 
 }  // namespace gpupool
