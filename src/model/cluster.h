@@ -57,6 +57,8 @@ struct Node {
   std::array<int16_t, kMaxGpusPerNode> gpu_free_milli{};
 
   int32_t gpu_milli_total() const { return int32_t{gpu_count} * kMilliPerGpu; }
+
+  friend bool operator==(const Node&, const Node&) = default;
 };
 
 // The GPU "kind" of a demand: 0 for a share of one GPU, k for k whole GPUs,

@@ -65,15 +65,15 @@ std::optional<NodeIndex> Scheduler::RandomFeasible(const Demand& d) {
   return feasible_scratch_[rng_->Below(feasible_scratch_.size())];
 }
 
-std::expected<Placement, Rejection> Scheduler::Schedule(const Demand& d) {
+std::optional<Placement> Scheduler::Schedule(const Demand& d) {
   Placement p;
   if (policy_->random_node) {
     auto node = RandomFeasible(d);
-    if (!node) return std::unexpected(Explain(d));
+    if (!node) return std::nullopt;
     p.node = *node;
   } else {
     auto best = index_ ? index_->Best(d) : ScanBest(d);
-    if (!best) return std::unexpected(Explain(d));
+    if (!best) return std::nullopt;
     p.node = best->first;
     p.score = best->second;
   }

@@ -11,7 +11,6 @@
 
 #include <array>
 #include <cstdint>
-#include <expected>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,9 +44,11 @@ class Scheduler {
   // added to the cluster later are not supported (build a new scheduler).
   Scheduler(const Cluster* cluster, const Policy* policy, std::vector<int32_t> node_rank, Rng* rng);
 
-  std::expected<Placement, Rejection> Schedule(const Demand& d);
+  // The placement for `d`, or nullopt when no node fits. Why nothing fits is
+  // not computed here (it costs a scan of every node): ask Explain.
+  std::optional<Placement> Schedule(const Demand& d);
 
-  // Counts the first failing check of every node (also used for rejections).
+  // Why `d` fits nowhere: the first failing check of every node. O(nodes).
   Rejection Explain(const Demand& d) const;
 
  private:

@@ -1,8 +1,15 @@
 #include "src/sched/score_index.h"
 
+#include <algorithm>
+
 #include "src/base/check.h"
 
 namespace gpupool {
+
+bool ScoreIndex::IsPristine(const Node& n) {
+  return n.cpu_milli_free == n.cpu_milli_total && n.memory_mib_free == n.memory_mib_total &&
+         n.gpu_milli_free_total == n.gpu_milli_total() && n.gpu_kinds_present == 0 && n.cpu_only_residents == 0;
+}
 
 size_t ScoreIndex::DemandHash::operator()(const Demand& d) const {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -24,25 +31,57 @@ ScoreIndex::ScoreIndex(const Cluster* cluster, const Policy* policy, const std::
   GP_CHECK(static_cast<int>(node_rank->size()) == cluster->node_count());
   node_of_rank_.assign(node_rank->size(), -1);
   for (size_t i = 0; i < node_rank->size(); ++i) node_of_rank_[(*node_rank)[i]] = static_cast<NodeIndex>(i);
+  while (leaves_ < node_rank->size()) leaves_ <<= 1;
+}
+
+int32_t ScoreIndex::ScoreOf(const Shape& s, const Node& n) const {
+  if (CheckFit(n, s.demand) != FitFailure::kNone) return kEmpty;
+  const int64_t score = policy_->Score(n, s.demand);
+  GP_CHECK(score >= -kMaxScore && score <= kMaxScore) << "policy " << policy_->name << " scored " << score;
+  return static_cast<int32_t>(score);
 }
 
 void ScoreIndex::Refresh(Shape& s, NodeIndex i) {
-  const Node& n = cluster_->node(i);
-  const int32_t rank = (*node_rank_)[i];
-  const int64_t old_score = s.score[i];
-  const int64_t new_score = CheckFit(n, s.demand) == FitFailure::kNone ? policy_->Score(n, s.demand) : kInfeasible;
-  if (old_score == new_score) return;
-  if (old_score != kInfeasible) s.ranked.erase({-old_score, rank});
-  if (new_score != kInfeasible) s.ranked.insert({-new_score, rank});
-  s.score[i] = new_score;
+  size_t pos = leaves_ + static_cast<size_t>((*node_rank_)[i]);
+  const int32_t score = ScoreOf(s, cluster_->node(i));
+  if (s.tree[pos] == score) return;
+  s.tree[pos] = score;
+  while (pos > 1) {
+    pos >>= 1;
+    const int32_t best = std::max(s.tree[2 * pos], s.tree[2 * pos + 1]);
+    if (s.tree[pos] == best) break;  // the ancestors above are unchanged too
+    s.tree[pos] = best;
+  }
 }
 
 void ScoreIndex::Rebuild(Shape& s) {
   const int n = cluster_->node_count();
-  s.ranked.clear();
-  s.score.assign(n, kInfeasible);
+  s.tree.assign(2 * leaves_, kEmpty);
   s.stamp.assign(n, 0);
-  for (NodeIndex i = 0; i < n; ++i) Refresh(s, i);
+  s.round = 0;
+  // Nodes that were never touched score alike when their specs match: score
+  // each distinct untouched spec once (a fresh cluster has only a handful).
+  std::vector<std::pair<NodeIndex, int32_t>> pristine;
+  for (NodeIndex i = 0; i < n; ++i) {
+    const Node& node = cluster_->node(i);
+    int32_t score = kEmpty;
+    bool found = false;
+    if (IsPristine(node)) {
+      for (const auto& [j, sc] : pristine) {
+        if (cluster_->node(j) == node) {
+          score = sc;
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) {
+      score = ScoreOf(s, node);
+      if (IsPristine(node) && pristine.size() < 64) pristine.emplace_back(i, score);
+    }
+    s.tree[leaves_ + static_cast<size_t>((*node_rank_)[i])] = score;
+  }
+  for (size_t pos = leaves_ - 1; pos >= 1; --pos) s.tree[pos] = std::max(s.tree[2 * pos], s.tree[2 * pos + 1]);
   s.cursor = cluster_->change_log_end();
   s.built = true;
 }
@@ -59,21 +98,29 @@ std::optional<std::pair<NodeIndex, int64_t>> ScoreIndex::Best(const Demand& d) {
   if (!s.built || s.cursor < cluster_->change_log_base() || pending > static_cast<uint64_t>(cluster_->node_count())) {
     Rebuild(s);
   } else if (pending > 0) {
+    // A node changed several times since the last look needs one refresh.
+    // Repeats are skipped by a per-shape stamp (a refresh-round number), or
+    // for free when they are adjacent in the log, as packing makes common.
     if (++s.round == 0) {  // stamps wrapped: clear them
       std::fill(s.stamp.begin(), s.stamp.end(), 0);
       s.round = 1;
     }
+    NodeIndex previous = -1;
     for (uint64_t seq = s.cursor; seq < end; ++seq) {
       const NodeIndex i = cluster_->changed_node(seq);
+      if (i == previous) continue;
+      previous = i;
       if (s.stamp[i] == s.round) continue;
       s.stamp[i] = s.round;
       Refresh(s, i);
     }
     s.cursor = end;
   }
-  if (s.ranked.empty()) return std::nullopt;
-  const auto& [neg_score, rank] = *s.ranked.begin();
-  return std::make_pair(node_of_rank_[rank], -neg_score);
+  const int32_t top = s.tree[1];
+  if (top == kEmpty) return std::nullopt;
+  size_t pos = 1;  // descend to the leftmost (lowest-rank) leaf holding the best score
+  while (pos < leaves_) pos = s.tree[2 * pos] == top ? 2 * pos : 2 * pos + 1;
+  return std::make_pair(node_of_rank_[pos - leaves_], int64_t{top});
 }
 
 }  // namespace gpupool

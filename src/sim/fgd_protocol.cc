@@ -62,11 +62,7 @@ Result<FgdRunResult> RunFgdProtocol(const std::vector<NodeSpec>& nodes, const st
       [&](const Cluster& cluster, std::vector<int32_t> ranks, Rng& rng) {
         scheduler = std::make_unique<Scheduler>(&cluster, &*policy, std::move(ranks), &rng);
       },
-      [&](const Demand& d) -> std::optional<Placement> {
-        auto placed = scheduler->Schedule(d);
-        if (!placed) return std::nullopt;
-        return *placed;
-      });
+      [&](const Demand& d) { return scheduler->Schedule(d); });
   if (result) result->policy = policy_spec.name;
   return result;
 }
