@@ -24,7 +24,8 @@ run: build
 	@if [ -f $(TRACE_DIR)/openb_node_list_gpu_node.csv ]; then \
 	  echo "==> simulating the FGD protocol on the Alibaba GPU 2023 trace ($(TRACE_DIR))"; \
 	  $(BUILD_DIR)/gpupool sim fgd --nodes $(TRACE_DIR)/openb_node_list_gpu_node.csv \
-	    --pods $(TRACE_DIR)/openb_pod_list_default.csv --policy all --seeds 42-51; \
+	    --pods $(TRACE_DIR)/openb_pod_list_default.csv --policy all --seeds 42-51 \
+	    --compare $(TRACE_DIR)/fgd-expected-results/fgd_policy_summary.csv; \
 	else \
 	  echo "==> $(TRACE_DIR) not found: simulating a generated cluster and workload"; \
 	  $(BUILD_DIR)/gpupool sim fgd --generate --policy all --seeds 42-51; \
@@ -36,7 +37,16 @@ test: build
 
 bench: build
 	@echo "==> running benchmarks (Google Benchmark)"
-	@$(BUILD_DIR)/gpupool_bench --benchmark_counters_tabular=true
+	@$(BUILD_DIR)/gpupool_bench
+	@if [ -f $(TRACE_DIR)/openb_node_list_gpu_node.csv ]; then \
+	  echo "==> timing the FGD protocol: 6 published policies x 10 seeds on the default trace"; \
+	  /usr/bin/time -f "wall %e s, max RSS %M KiB" $(BUILD_DIR)/gpupool sim fgd \
+	    --nodes $(TRACE_DIR)/openb_node_list_gpu_node.csv --pods $(TRACE_DIR)/openb_pod_list_default.csv \
+	    --policy Random,DotProd,GpuClustering,GpuPacking,BestFit,FGD --seeds 42-51 \
+	    --compare $(TRACE_DIR)/fgd-expected-results/fgd_policy_summary.csv; \
+	else \
+	  echo "==> $(TRACE_DIR) not found: skipping the FGD protocol timing (it needs the trace)"; \
+	fi
 
 clean:
 	rm -rf $(BUILD_DIR)

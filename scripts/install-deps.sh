@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake g++ make            # the build
+  time                      # make bench: wall time and peak memory of whole runs
   libgtest-dev libgmock-dev # unit, scenario and integration tests
   libbenchmark-dev          # make bench
   nlohmann-json3-dev        # JSON output and (later) the REST API's codec

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "src/base/check.h"
 #include "src/base/rng.h"
@@ -71,8 +72,13 @@ std::vector<NodeSpec> GenerateEightGpuCluster(int node_count, uint64_t seed, con
 
 std::vector<TracePod> GeneratePods(int count, uint64_t seed) {
   Rng rng(seed);
-  // Fractions of one GPU that inference services ask for.
-  constexpr int32_t kShareMilli[] = {100, 200, 250, 300, 400, 500, 600, 750, 800};
+  // Fractions of one GPU that inference services ask for, with relative
+  // weights. Shares follow model memory footprints, so most do not divide a
+  // GPU evenly (a 0.81 share leaves 0.19 that little else fits).
+  constexpr std::pair<int32_t, int> kShareMilli[] = {{810, 35}, {470, 25}, {320, 11}, {650, 8}, {230, 5},
+                                                     {150, 5},  {550, 5},  {370, 3},  {100, 3}};
+  int share_weight_total = 0;
+  for (const auto& [milli, weight] : kShareMilli) share_weight_total += weight;
   constexpr int64_t kCpuOnlyCores[] = {1, 2, 4, 8, 16, 32};
   std::vector<TracePod> pods;
   pods.reserve(count);
@@ -85,7 +91,11 @@ std::vector<TracePod> GeneratePods(int count, uint64_t seed) {
       d.cpu_milli = kCpuOnlyCores[rng.Below(std::size(kCpuOnlyCores))] * 1000;
     } else if (kind < 51) {  // a share of one GPU: inference replicas
       d.gpu_count = 1;
-      d.gpu_milli = kShareMilli[rng.Below(std::size(kShareMilli))];
+      int x = static_cast<int>(rng.Below(static_cast<uint64_t>(share_weight_total)));
+      for (const auto& [milli, weight] : kShareMilli) {
+        d.gpu_milli = milli;
+        if ((x -= weight) < 0) break;
+      }
       d.cpu_milli = static_cast<int64_t>(2 + rng.Below(11)) * 1000;
     } else if (kind < 97) {  // one whole GPU: training or large inference
       d.gpu_count = 1;
