@@ -6,6 +6,9 @@ namespace gpupool {
 namespace {
 
 Result<uint64_t> ParseU64(std::string_view flag, std::string_view text) {
+  if (text.empty()) {
+    return InvalidArgument(std::string(flag) + ": expected a non-negative integer, got nothing (seeds are >= 0)");
+  }
   uint64_t v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
@@ -47,7 +50,7 @@ Result<std::vector<uint64_t>> ParseSeedList(std::string_view flag, std::string_v
       if (!hi) return std::unexpected(hi.error());
       if (*hi < *lo) return InvalidArgument(std::string(flag) + ": range '" + item + "' runs backwards");
       if (*hi - *lo >= 10000) return InvalidArgument(std::string(flag) + ": range '" + item + "' is too long");
-      for (uint64_t s = *lo; s <= *hi; ++s) seeds.push_back(s);
+      for (uint64_t k = 0; k <= *hi - *lo; ++k) seeds.push_back(*lo + k);  // no wrap when hi == UINT64_MAX
     }
     if (seeds.size() > 10000) return InvalidArgument(std::string(flag) + ": more than 10000 seeds");
   }

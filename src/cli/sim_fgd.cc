@@ -23,7 +23,7 @@ namespace {
 struct Options {
   std::string nodes_path;
   std::string pods_path;
-  std::string policies = "all";
+  std::string policies = "best";
   std::string seeds = "42-51";
   std::string compare_path;
   bool json = false;
@@ -223,8 +223,8 @@ void AddSimFgdCommand(CLI::App& sim) {
   cmd->add_option("--nodes", o->nodes_path, "openb node list CSV (sn,cpu_milli,memory_mib,gpu,model)");
   cmd->add_option("--pods", o->pods_path, "openb pod list CSV (11- or 5-column layout)");
   cmd->add_option("--policy", o->policies,
-                  "comma-separated policies, or 'all' (Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD, "
-                  "and ours)")
+                  "comma-separated policies: Random, DotProd, GpuClustering, GpuPacking, BestFit, FGD, FGD+, "
+                  "best (our best, the default), or all")
       ->capture_default_str();
   cmd->add_option("--seeds", o->seeds, "seeds: a range like 42-51 or a list like 42,43")->capture_default_str();
   cmd->add_option("--tune", o->tune_ratio, "inflate arrivals to this multiple of cluster GPU capacity")

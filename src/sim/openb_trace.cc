@@ -171,9 +171,15 @@ Result<std::vector<TracePod>> ParsePods(const Catalog& catalog, std::string_view
       }
     }
     if (auto valid = ValidateDemand(p.demand); !valid) {
-      // ValidateDemand names the field; point at the GPU columns it checks.
-      const int column = valid.error().message.starts_with("num_gpu") ? 3 : 4;
-      return InvalidArgument(CsvFieldError(field(column), valid.error().message));
+      // ValidateDemand's message starts with the field it blames ("num_gpu: ..."
+      // or "gpu_milli: ..."): point at that column and drop the repeated name.
+      std::string_view message = valid.error().message;
+      const int column = message.starts_with("num_gpu") ? 3 : 4;
+      const std::string_view prefix = kPodHeader[column];
+      if (message.starts_with(prefix) && message.substr(prefix.size()).starts_with(": ")) {
+        message.remove_prefix(prefix.size() + 2);
+      }
+      return InvalidArgument(CsvFieldError(field(column), message));
     }
     names.insert(p.name);
     pods.push_back(std::move(p));
