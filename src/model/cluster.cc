@@ -61,6 +61,7 @@ Result<NodeIndex> Cluster::AddNode(NodeSpec spec) {
   Recompute(n);
   nodes_.push_back(n);
   names_.push_back(std::move(spec.name));
+  last_change_.push_back(0);
   gpu_milli_total_ += n.gpu_milli_total();
   return static_cast<NodeIndex>(nodes_.size() - 1);
 }
@@ -146,6 +147,7 @@ void Cluster::NoteChange(NodeIndex i) {
     change_log_.erase(change_log_.begin(), change_log_.begin() + static_cast<std::ptrdiff_t>(drop));
     log_base_ += drop;
   }
+  last_change_[i] = log_base_ + change_log_.size();
   change_log_.push_back(i);
 }
 

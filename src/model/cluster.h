@@ -123,6 +123,10 @@ class Cluster {
   uint64_t change_log_end() const { return log_base_ + change_log_.size(); }
   uint64_t change_log_base() const { return log_base_; }
   NodeIndex changed_node(uint64_t seq) const { return change_log_[seq - log_base_]; }
+  // The log position of node i's latest change (0 if it never changed). A
+  // reader of a window of the log can refresh each node once, at the entry
+  // where last_change_seq(i) == seq.
+  uint64_t last_change_seq(NodeIndex i) const { return last_change_[i]; }
 
  private:
   static void Recompute(Node& n);
@@ -137,6 +141,7 @@ class Cluster {
   int64_t gpu_milli_total_ = 0;
   int64_t gpu_milli_allocated_ = 0;
   std::vector<NodeIndex> change_log_;
+  std::vector<uint64_t> last_change_;  // per node
   uint64_t log_base_ = 0;
 };
 

@@ -420,6 +420,10 @@ TEST_F(ClusterAllocTest, ChangeLogRecordsChangedNodesInOrder) {
   std::vector<NodeIndex> got;
   for (uint64_t s = c_.change_log_base(); s < c_.change_log_end(); ++s) got.push_back(c_.changed_node(s));
   EXPECT_EQ(got, (std::vector<NodeIndex>{2, 0, 1, 2, 0, 2}));
+  // Each node's latest change: node 2 at 5, node 0 at 4, node 1 at 2.
+  EXPECT_EQ(c_.last_change_seq(2), 5u);
+  EXPECT_EQ(c_.last_change_seq(0), 4u);
+  EXPECT_EQ(c_.last_change_seq(1), 2u);
 }
 
 TEST(ClusterChangeLogTest, OldEntriesAreDroppedButRecentOnesKept) {

@@ -57,8 +57,6 @@ void ScoreIndex::Refresh(Shape& s, NodeIndex i) {
 void ScoreIndex::Rebuild(Shape& s) {
   const int n = cluster_->node_count();
   s.tree.assign(2 * leaves_, kEmpty);
-  s.stamp.assign(n, 0);
-  s.round = 0;
   // Nodes that were never touched score alike when their specs match: score
   // each distinct untouched spec once (a fresh cluster has only a handful).
   std::vector<std::pair<NodeIndex, int32_t>> pristine;
@@ -97,22 +95,12 @@ std::optional<std::pair<NodeIndex, int64_t>> ScoreIndex::Best(const Demand& d) {
   const uint64_t pending = end - s.cursor;
   if (!s.built || s.cursor < cluster_->change_log_base() || pending > static_cast<uint64_t>(cluster_->node_count())) {
     Rebuild(s);
-  } else if (pending > 0) {
-    // A node changed several times since the last look needs one refresh.
-    // Repeats are skipped by a per-shape stamp (a refresh-round number), or
-    // for free when they are adjacent in the log, as packing makes common.
-    if (++s.round == 0) {  // stamps wrapped: clear them
-      std::fill(s.stamp.begin(), s.stamp.end(), 0);
-      s.round = 1;
-    }
-    NodeIndex previous = -1;
+  } else {
+    // A node changed several times since the last look needs one refresh:
+    // at its latest entry in the window.
     for (uint64_t seq = s.cursor; seq < end; ++seq) {
       const NodeIndex i = cluster_->changed_node(seq);
-      if (i == previous) continue;
-      previous = i;
-      if (s.stamp[i] == s.round) continue;
-      s.stamp[i] = s.round;
-      Refresh(s, i);
+      if (cluster_->last_change_seq(i) == seq) Refresh(s, i);
     }
     s.cursor = end;
   }

@@ -13,8 +13,9 @@
 // Cost per decision: for each node changed since this shape was last asked,
 // one CheckFit, one policy score and O(log N) comparisons; then one O(log N)
 // descent; no allocation. Memory per shape: 2 x next_pow2(N) x 4 bytes of
-// tree plus N x 4 bytes of stamps (about 19 MB for 150 shapes on 10,000
-// nodes, so the hot part stays in cache).
+// tree (about 19 MB for 150 shapes on 10,000 nodes, so the hot part stays
+// in cache). A node changed several times is refreshed once, at its latest
+// change (Cluster::last_change_seq).
 //
 // Requires a node-local policy (Policy::node_local()) whose scores fit in
 // 32 bits (checked). Not thread-safe.
@@ -51,8 +52,6 @@ class ScoreIndex {
   struct Shape {
     Demand demand;
     std::vector<int32_t> tree;    // 1-based heap layout; leaves at [leaves, 2*leaves)
-    std::vector<uint32_t> stamp;  // refresh round that last saw the node
-    uint32_t round = 0;
     uint64_t cursor = 0;          // change log position read up to
     bool built = false;
   };
