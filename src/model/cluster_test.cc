@@ -10,40 +10,23 @@
 #include <vector>
 
 #include "src/base/rng.h"
+#include "tests/builders.h"
 
 namespace gpupool {
 namespace {
+
+using testing::CpuOnly;
+using testing::NodeOf;
+using testing::Share;
+using testing::TypicalOf;
+using testing::Whole;
+
 
 constexpr GpuModelId kT4 = 0;
 constexpr GpuModelId kG2 = 1;
 
 NodeSpec Spec(std::string name, int64_t cpu, int64_t mem, int gpus = 0, GpuModelId model = kNoGpuModel) {
   return NodeSpec{std::move(name), cpu, mem, gpus, model};
-}
-
-Demand CpuOnly(int64_t cpu, int64_t mem) { return Demand{cpu, mem, 0, 0, kAnyGpuModel}; }
-Demand Share(int32_t milli, int64_t cpu = 0, int64_t mem = 0, GpuModelMask m = kAnyGpuModel) {
-  return Demand{cpu, mem, 1, milli, m};
-}
-Demand Whole(int32_t gpus, int64_t cpu = 0, int64_t mem = 0, GpuModelMask m = kAnyGpuModel) {
-  return Demand{cpu, mem, gpus, kMilliPerGpu, m};
-}
-
-// A node built directly (not through Cluster) with the given free milli per
-// GPU and derived fields computed here, for CheckFit/GpusSatisfy tests.
-Node MakeNode(int64_t cpu_free, int64_t mem_free, GpuModelId model, std::vector<int16_t> free) {
-  Node n;
-  n.cpu_milli_total = n.cpu_milli_free = cpu_free;
-  n.memory_mib_total = n.memory_mib_free = mem_free;
-  n.gpu_model = free.empty() ? kNoGpuModel : model;
-  n.gpu_count = static_cast<uint8_t>(free.size());
-  for (size_t g = 0; g < free.size(); ++g) {
-    n.gpu_free_milli[g] = free[g];
-    n.gpu_milli_free_total += free[g];
-    n.max_gpu_free_milli = std::max(n.max_gpu_free_milli, free[g]);
-    n.gpus_fully_free += free[g] == kMilliPerGpu;
-  }
-  return n;
 }
 
 // Recomputes every node's state from the live allocations (`live`) and the
@@ -180,7 +163,7 @@ TEST(ClusterAddNodeTest, RejectsImpossibleSpecs) {
 // ---------------------------------------------------------------- CheckFit
 
 TEST(ClusterCheckFitTest, CpuOnly) {
-  const Node cpu_node = MakeNode(4000, 8192, kNoGpuModel, {});
+  const Node cpu_node = NodeOf(4000, {}, kNoGpuModel, 8192);
   EXPECT_EQ(CheckFit(cpu_node, CpuOnly(4000, 8192)), FitFailure::kNone);  // exact fit
   EXPECT_EQ(CheckFit(cpu_node, CpuOnly(4001, 8192)), FitFailure::kCpu);
   EXPECT_EQ(CheckFit(cpu_node, CpuOnly(4000, 8193)), FitFailure::kMemory);
@@ -189,32 +172,32 @@ TEST(ClusterCheckFitTest, CpuOnly) {
   Demand d = CpuOnly(1000, 1000);
   d.allowed_models = 0;
   EXPECT_EQ(CheckFit(cpu_node, d), FitFailure::kNone);
-  EXPECT_EQ(CheckFit(MakeNode(4000, 8192, kT4, {0, 0}), d), FitFailure::kNone);
+  EXPECT_EQ(CheckFit(NodeOf(4000, {0, 0}, kT4, 8192), d), FitFailure::kNone);
 }
 
 TEST(ClusterCheckFitTest, Share) {
-  const Node n = MakeNode(4000, 8192, kT4, {400, 700, 0});
+  const Node n = NodeOf(4000, {400, 700, 0}, kT4, 8192);
   EXPECT_EQ(CheckFit(n, Share(700)), FitFailure::kNone);
   EXPECT_EQ(CheckFit(n, Share(701)), FitFailure::kGpuCapacity);
   // 1100 milli free in total, but no single GPU has 800.
   EXPECT_EQ(CheckFit(n, Share(800)), FitFailure::kGpuCapacity);
   EXPECT_EQ(CheckFit(n, Share(1)), FitFailure::kNone);
-  EXPECT_EQ(CheckFit(MakeNode(4000, 8192, kNoGpuModel, {}), Share(100)), FitFailure::kGpuModel);
+  EXPECT_EQ(CheckFit(NodeOf(4000, {}, kNoGpuModel, 8192), Share(100)), FitFailure::kGpuModel);
 }
 
 TEST(ClusterCheckFitTest, WholeGpus) {
-  const Node n = MakeNode(4000, 8192, kT4, {1000, 999, 1000, 0});
+  const Node n = NodeOf(4000, {1000, 999, 1000, 0}, kT4, 8192);
   EXPECT_EQ(CheckFit(n, Whole(1)), FitFailure::kNone);
   EXPECT_EQ(CheckFit(n, Whole(2)), FitFailure::kNone);
   // 2999 milli free, but only two fully free GPUs.
   EXPECT_EQ(CheckFit(n, Whole(3)), FitFailure::kGpuCapacity);
-  EXPECT_EQ(CheckFit(MakeNode(1, 1, kT4, {999}), Whole(1)), FitFailure::kGpuCapacity);
-  EXPECT_EQ(CheckFit(MakeNode(4000, 8192, kNoGpuModel, {}), Whole(1)), FitFailure::kGpuModel);
+  EXPECT_EQ(CheckFit(NodeOf(1, {999}, kT4, 1), Whole(1)), FitFailure::kGpuCapacity);
+  EXPECT_EQ(CheckFit(NodeOf(4000, {}, kNoGpuModel, 8192), Whole(1)), FitFailure::kGpuModel);
 }
 
 TEST(ClusterCheckFitTest, ModelMask) {
-  const Node t4 = MakeNode(4000, 8192, kT4, {1000, 1000});
-  const Node g2 = MakeNode(4000, 8192, kG2, {1000, 1000});
+  const Node t4 = NodeOf(4000, {1000, 1000}, kT4, 8192);
+  const Node g2 = NodeOf(4000, {1000, 1000}, kG2, 8192);
   const GpuModelMask only_g2 = GpuModelMask{1} << kG2;
   const GpuModelMask both = only_g2 | GpuModelMask{1} << kT4;
   EXPECT_EQ(CheckFit(t4, Share(500, 0, 0, only_g2)), FitFailure::kGpuModel);
@@ -223,13 +206,13 @@ TEST(ClusterCheckFitTest, ModelMask) {
   EXPECT_EQ(CheckFit(t4, Whole(2, 0, 0, both)), FitFailure::kNone);
   EXPECT_EQ(CheckFit(g2, Whole(2, 0, 0, both)), FitFailure::kNone);
   // The highest model id works too (mask bit 63).
-  const Node high = MakeNode(1, 1, 63, {1000});
+  const Node high = NodeOf(1, {1000}, 63, 1);
   EXPECT_EQ(CheckFit(high, Whole(1, 0, 0, GpuModelMask{1} << 63)), FitFailure::kNone);
   EXPECT_EQ(CheckFit(high, Whole(1, 0, 0, ~(GpuModelMask{1} << 63))), FitFailure::kGpuModel);
 }
 
 TEST(ClusterCheckFitTest, FailureOrder) {
-  const Node n = MakeNode(1000, 1000, kT4, {500});
+  const Node n = NodeOf(1000, {500}, kT4, 1000);
   const GpuModelMask not_t4 = ~(GpuModelMask{1} << kT4);
   // Everything wrong: the model is reported first.
   EXPECT_EQ(CheckFit(n, Share(900, 2000, 2000, not_t4)), FitFailure::kGpuModel);
@@ -256,14 +239,14 @@ TEST(ClusterCheckFitTest, FailureNamesAreDistinct) {
 // ---------------------------------------------------------------- GpusSatisfy
 
 TEST(ClusterGpusSatisfyTest, CpuOnlyTakesNoGpus) {
-  const Node n = MakeNode(1000, 1000, kT4, {1000, 1000});
+  const Node n = NodeOf(1000, {1000, 1000}, kT4, 1000);
   EXPECT_TRUE(GpusSatisfy(n, CpuOnly(1, 1), 0));
   EXPECT_FALSE(GpusSatisfy(n, CpuOnly(1, 1), 0b01));
-  EXPECT_TRUE(GpusSatisfy(MakeNode(1, 1, kNoGpuModel, {}), CpuOnly(1, 1), 0));
+  EXPECT_TRUE(GpusSatisfy(NodeOf(1, {}, kNoGpuModel, 1), CpuOnly(1, 1), 0));
 }
 
 TEST(ClusterGpusSatisfyTest, Share) {
-  const Node n = MakeNode(1000, 1000, kT4, {300, 600, 1000, 1000});
+  const Node n = NodeOf(1000, {300, 600, 1000, 1000}, kT4, 1000);
   EXPECT_FALSE(GpusSatisfy(n, Share(500), 0b0001));  // only 300 free
   EXPECT_TRUE(GpusSatisfy(n, Share(500), 0b0010));
   EXPECT_TRUE(GpusSatisfy(n, Share(600), 0b0010));   // exactly enough
@@ -274,7 +257,7 @@ TEST(ClusterGpusSatisfyTest, Share) {
 }
 
 TEST(ClusterGpusSatisfyTest, WholeGpus) {
-  const Node n = MakeNode(1000, 1000, kT4, {1000, 999, 1000, 1000});
+  const Node n = NodeOf(1000, {1000, 999, 1000, 1000}, kT4, 1000);
   EXPECT_TRUE(GpusSatisfy(n, Whole(2), 0b0101));
   EXPECT_TRUE(GpusSatisfy(n, Whole(3), 0b1101));
   EXPECT_FALSE(GpusSatisfy(n, Whole(2), 0b0011));  // GPU 1 is not fully free
@@ -284,7 +267,7 @@ TEST(ClusterGpusSatisfyTest, WholeGpus) {
 }
 
 TEST(ClusterGpusSatisfyTest, SixteenGpuNode) {
-  const Node n = MakeNode(1, 1, kG2, std::vector<int16_t>(16, 1000));
+  const Node n = NodeOf(1, std::vector<int>(16, 1000), kG2, 1);
   EXPECT_TRUE(GpusSatisfy(n, Whole(16), 0xffff));
   EXPECT_TRUE(GpusSatisfy(n, Share(10), 0x8000));
   EXPECT_FALSE(GpusSatisfy(n, Whole(15), 0xffff));

@@ -4,30 +4,21 @@
 
 #include <algorithm>
 #include <vector>
+#include "tests/builders.h"
 
 namespace gpupool {
 namespace {
 
+using testing::CpuOnly;
+using testing::NodeOf;
+using testing::Share;
+using testing::TypicalOf;
+using testing::Whole;
+
+
 Demand D(int64_t cpu, int32_t gpu_count, int32_t gpu_milli, int64_t memory = 0,
          GpuModelMask models = kAnyGpuModel) {
   return Demand{cpu, memory, gpu_count, gpu_milli, models};
-}
-
-// A node with the given free CPU and per-GPU free milli (model `model`);
-// derived fields computed here.
-Node MakeNode(int64_t cpu_free, const std::vector<int>& free, GpuModelId model = 0) {
-  Node n;
-  n.cpu_milli_total = n.cpu_milli_free = cpu_free;
-  n.memory_mib_total = n.memory_mib_free = 1 << 20;
-  n.gpu_count = static_cast<uint8_t>(free.size());
-  n.gpu_model = free.empty() ? kNoGpuModel : model;
-  for (size_t g = 0; g < free.size(); ++g) {
-    n.gpu_free_milli[g] = static_cast<int16_t>(free[g]);
-    n.gpu_milli_free_total += free[g];
-    n.max_gpu_free_milli = std::max<int16_t>(n.max_gpu_free_milli, static_cast<int16_t>(free[g]));
-    n.gpus_fully_free += free[g] == kMilliPerGpu;
-  }
-  return n;
 }
 
 double SumOfPopularities(const std::vector<TypicalDemand>& t) {
@@ -109,7 +100,7 @@ FragmentationModel Only(const Demand& d) { return FragmentationModel({TypicalDem
 
 TEST(NodeFragMilliTest, HandComputedCases) {
   // 8 cores free; GPUs free 1000, 600, 200, 0: T = 1800.
-  const Node n = MakeNode(8000, {1000, 600, 200, 0});
+  const Node n = NodeOf(8000, {1000, 600, 200, 0});
   ASSERT_EQ(n.gpu_milli_free_total, 1800);
 
   // CPU-only typical demands count all free GPU milli, whether they fit or not.
@@ -141,9 +132,9 @@ TEST(NodeFragMilliTest, HandComputedCases) {
 
 TEST(NodeFragMilliTest, ZeroFreeGpuMilliIsZero) {
   const FragmentationModel cpu_only = Only(D(4000, 0, 0));
-  EXPECT_DOUBLE_EQ(cpu_only.NodeFragMilli(MakeNode(8000, {0, 0})), 0);
-  EXPECT_DOUBLE_EQ(Only(D(1000, 1, 500, 0, 0b10)).NodeFragMilli(MakeNode(8000, {0, 0})), 0);
-  EXPECT_DOUBLE_EQ(cpu_only.NodeFragMilli(MakeNode(8000, {})), 0);  // a node without GPUs
+  EXPECT_DOUBLE_EQ(cpu_only.NodeFragMilli(NodeOf(8000, {0, 0})), 0);
+  EXPECT_DOUBLE_EQ(Only(D(1000, 1, 500, 0, 0b10)).NodeFragMilli(NodeOf(8000, {0, 0})), 0);
+  EXPECT_DOUBLE_EQ(cpu_only.NodeFragMilli(NodeOf(8000, {})), 0);  // a node without GPUs
 }
 
 }  // namespace

@@ -12,12 +12,17 @@
 #include "src/sched/policy.h"
 #include "src/sched/target_workload.h"
 #include "src/sim/synthetic.h"
+#include "tests/builders.h"
 
 namespace gpupool {
 namespace {
 
-Demand Share(int32_t milli, int64_t cpu = 0) { return Demand{cpu, 0, 1, milli, kAnyGpuModel}; }
-Demand Whole(int32_t count, int64_t cpu = 0) { return Demand{cpu, 0, count, kMilliPerGpu, kAnyGpuModel}; }
+using testing::CpuOnly;
+using testing::NodeOf;
+using testing::Share;
+using testing::TypicalOf;
+using testing::Whole;
+
 
 Policy Build(const std::string& name, const PluginDeps& deps = {}) {
   auto spec = FindPolicy(name);

@@ -9,34 +9,17 @@
 #include "src/base/rng.h"
 #include "src/sched/plugins/fgd.h"
 #include "src/sched/plugins/plugins.h"
+#include "tests/builders.h"
 
 namespace gpupool {
 namespace {
 
-Demand Share(int32_t milli, int64_t cpu = 0) { return Demand{cpu, 0, 1, milli, kAnyGpuModel}; }
-Demand Whole(int32_t count, int64_t cpu = 0) { return Demand{cpu, 0, count, kMilliPerGpu, kAnyGpuModel}; }
-Demand CpuOnly(int64_t cpu) { return Demand{cpu, 0, 0, 0, kAnyGpuModel}; }
+using testing::CpuOnly;
+using testing::NodeOf;
+using testing::Share;
+using testing::TypicalOf;
+using testing::Whole;
 
-Node MakeNode(int64_t cpu_free, const std::vector<int>& free) {
-  Node n;
-  n.cpu_milli_total = n.cpu_milli_free = cpu_free;
-  n.memory_mib_total = n.memory_mib_free = 1 << 20;
-  n.gpu_count = static_cast<uint8_t>(free.size());
-  n.gpu_model = 0;
-  for (size_t g = 0; g < free.size(); ++g) {
-    n.gpu_free_milli[g] = static_cast<int16_t>(free[g]);
-    n.gpu_milli_free_total += free[g];
-    n.max_gpu_free_milli = std::max<int16_t>(n.max_gpu_free_milli, static_cast<int16_t>(free[g]));
-    n.gpus_fully_free += free[g] == kMilliPerGpu;
-  }
-  return n;
-}
-
-FragmentationModel Typical(std::vector<std::pair<Demand, double>> demands) {
-  std::vector<TypicalDemand> t;
-  for (const auto& [d, p] : demands) t.push_back({d, p, 1});
-  return FragmentationModel(std::move(t));
-}
 
 SharePackingModel Packing(std::vector<ShareRate> rates) {
   auto m = SharePackingModel::Solve(rates);
@@ -51,14 +34,14 @@ TEST(FgdPlusTest, ShareAvoidsAPositiveLossHoleEvenIfUsed) {
   const SharePackingModel packing = Packing({{500, 1.0}, {600, 1.0}});
   ASSERT_NEAR(packing.Loss(900, 500), 0.5, 1e-9);
   ASSERT_NEAR(packing.Loss(1000, 500), 0.0, 1e-9);
-  const FragmentationModel frag = Typical({{Share(500), 0.5}, {Share(600), 0.5}});
+  const FragmentationModel frag = TypicalOf({{Share(500), 0.5}, {Share(600), 0.5}});
   const FgdPlusConfig config{&frag, &packing, 0};
 
   // Free {900, 1000}: GPU0 is used (criterion 3 would prefer it) but loses
   // 0.5 GPU of packing worth; GPU1 loses nothing and wins.
   // FGD of GPU1: {900, 500}: F = 0.5 x 500 (600 does not fit GPU1) = 250 ->
   //   100 sigmoid(-0.25) = 43.8 -> 43; score = (0 - 0 + 0) x 128 + 43.
-  const Node n = MakeNode(8000, {900, 1000});
+  const Node n = NodeOf(8000, {900, 1000});
   const FgdPlusChoice c = FgdPlusBestChoice(config, n, Share(500));
   EXPECT_EQ(c.gpus, 0b10);
   EXPECT_EQ(c.score, 43);
@@ -67,25 +50,25 @@ TEST(FgdPlusTest, ShareAvoidsAPositiveLossHoleEvenIfUsed) {
 
   // Across nodes: a fresh node beats a node whose only hole would be wasted.
   auto score = MakeFgdPlusScore(config);
-  EXPECT_GT(score->Score(MakeNode(8000, {1000}), Share(500)), score->Score(MakeNode(8000, {900}), Share(500)));
+  EXPECT_GT(score->Score(NodeOf(8000, {1000}), Share(500)), score->Score(NodeOf(8000, {900}), Share(500)));
 }
 
 TEST(FgdPlusTest, ShareTakesAUsedGpuOverAFreshOneWhenLossesTie) {
   // Only 500s: every Loss is 0. FGD alone ties the two GPUs at 50 and would
   // take GPU0 (lowest index); FGD+ takes the used GPU1.
   const SharePackingModel packing = Packing({{500, 1.0}});
-  const FragmentationModel frag = Typical({{Share(500), 1.0}});
+  const FragmentationModel frag = TypicalOf({{Share(500), 1.0}});
   const FgdPlusConfig config{&frag, &packing, 0};
-  const Node n = MakeNode(8000, {1000, 500});
+  const Node n = NodeOf(8000, {1000, 500});
   ASSERT_EQ(FgdBestChoice(frag, n, Share(500)).gpus, 0b01);
   const FgdPlusChoice c = FgdPlusBestChoice(config, n, Share(500));
   EXPECT_EQ(c.gpus, 0b10);
   EXPECT_EQ(c.score, 1 * 128 + 50);
 
   auto score = MakeFgdPlusScore(config);
-  EXPECT_GT(score->Score(n, Share(500)), score->Score(MakeNode(8000, {1000, 1000}), Share(500)));
+  EXPECT_GT(score->Score(n, Share(500)), score->Score(NodeOf(8000, {1000, 1000}), Share(500)));
   // Equal free milli: the lower index.
-  EXPECT_EQ(FgdPlusBestChoice(config, MakeNode(8000, {1000, 500, 500}), Share(500)).gpus, 0b010);
+  EXPECT_EQ(FgdPlusBestChoice(config, NodeOf(8000, {1000, 500, 500}), Share(500)).gpus, 0b010);
 }
 
 TEST(FgdPlusTest, CpuReserveCriterionBeatsFgd) {
@@ -94,9 +77,9 @@ TEST(FgdPlusTest, CpuReserveCriterionBeatsFgd) {
   //     4 cores, F = 2000: delta = 1000 -> 100 sigmoid(1) = 73.1 -> 73.
   //  B: 16 cores, 3 GPUs: F = 0 before and after (12 cores >= 10) -> 50.
   const SharePackingModel packing = Packing({});
-  const FragmentationModel frag = Typical({{Whole(1, 10000), 1.0}});
-  const Node a = MakeNode(8000, {1000, 1000, 1000});
-  const Node b = MakeNode(16000, {1000, 1000, 1000});
+  const FragmentationModel frag = TypicalOf({{Whole(1, 10000), 1.0}});
+  const Node a = NodeOf(8000, {1000, 1000, 1000});
+  const Node b = NodeOf(16000, {1000, 1000, 1000});
   const Demand d = Whole(1, 4000);
 
   // Without a reserve FGD+ is FGD here: A wins.
@@ -113,7 +96,7 @@ TEST(FgdPlusTest, CpuReserveCriterionBeatsFgd) {
 
   // Boundary: exactly the reserve left is not stranded. 12 cores, after 8 for
   // 2 free GPUs x 4 = 8.
-  const Node edge = MakeNode(12000, {1000, 1000, 1000});
+  const Node edge = NodeOf(12000, {1000, 1000, 1000});
   const int64_t fgd_edge = FgdBestChoice(frag, edge, d).score;
   EXPECT_EQ(FgdPlusBestChoice(on, edge, d).score, fgd_edge);
 
@@ -123,8 +106,8 @@ TEST(FgdPlusTest, CpuReserveCriterionBeatsFgd) {
   const SharePackingModel p500 = Packing({{500, 1.0}});
   const FgdPlusConfig share_on{&frag, &p500, 4000};
   const FgdPlusConfig share_off{&frag, &p500, 0};
-  const Node roomy = MakeNode(4000, {1000});
-  const Node tight = MakeNode(2000, {1000});
+  const Node roomy = NodeOf(4000, {1000});
+  const Node tight = NodeOf(2000, {1000});
   EXPECT_EQ(FgdPlusBestChoice(share_on, roomy, Share(500, 1000)).score,
             FgdPlusBestChoice(share_off, roomy, Share(500, 1000)).score);
   EXPECT_EQ(FgdPlusBestChoice(share_on, tight, Share(500, 1000)).score,

@@ -7,63 +7,46 @@
 
 #include "src/base/rng.h"
 #include "src/sched/plugins/plugins.h"
+#include "tests/builders.h"
 
 namespace gpupool {
 namespace {
 
-Demand Share(int32_t milli, int64_t cpu = 0) { return Demand{cpu, 0, 1, milli, kAnyGpuModel}; }
-Demand Whole(int32_t count, int64_t cpu = 0) { return Demand{cpu, 0, count, kMilliPerGpu, kAnyGpuModel}; }
-Demand CpuOnly(int64_t cpu) { return Demand{cpu, 0, 0, 0, kAnyGpuModel}; }
+using testing::CpuOnly;
+using testing::NodeOf;
+using testing::Share;
+using testing::TypicalOf;
+using testing::Whole;
 
-Node MakeNode(int64_t cpu_free, const std::vector<int>& free) {
-  Node n;
-  n.cpu_milli_total = n.cpu_milli_free = cpu_free;
-  n.memory_mib_total = n.memory_mib_free = 1 << 20;
-  n.gpu_count = static_cast<uint8_t>(free.size());
-  n.gpu_model = 0;
-  for (size_t g = 0; g < free.size(); ++g) {
-    n.gpu_free_milli[g] = static_cast<int16_t>(free[g]);
-    n.gpu_milli_free_total += free[g];
-    n.max_gpu_free_milli = std::max<int16_t>(n.max_gpu_free_milli, static_cast<int16_t>(free[g]));
-    n.gpus_fully_free += free[g] == kMilliPerGpu;
-  }
-  return n;
-}
-
-FragmentationModel Typical(std::vector<std::pair<Demand, double>> demands) {
-  std::vector<TypicalDemand> t;
-  for (const auto& [d, p] : demands) t.push_back({d, p, 1});
-  return FragmentationModel(std::move(t));
-}
 
 TEST(FgdTest, ScoreIs50WhenPlacementChangesNothing) {
-  const FragmentationModel frag = Typical({{Share(500, 1000), 1.0}});
+  const FragmentationModel frag = TypicalOf({{Share(500, 1000), 1.0}});
   // Before: both GPUs fit a 500-share, nothing below -> F = 0. After a whole
   // GPU on GPU0: free {0, 1000}, still fits, 0 below -> F = 0. sigmoid(0) = 0.5.
-  const Node n = MakeNode(8000, {1000, 1000});
+  const Node n = NodeOf(8000, {1000, 1000});
   const FgdChoice c = FgdBestChoice(frag, n, Whole(1, 1000));
   EXPECT_EQ(c.score, 50);
   EXPECT_EQ(c.gpus, 0b01);
   // A node with no free GPU milli has F = 0 before and after a CPU-only pod.
-  const FgdChoice cpu = FgdBestChoice(frag, MakeNode(8000, {0, 0}), CpuOnly(1000));
+  const FgdChoice cpu = FgdBestChoice(frag, NodeOf(8000, {0, 0}), CpuOnly(1000));
   EXPECT_EQ(cpu.score, 50);
   EXPECT_EQ(cpu.gpus, 0);
 }
 
 TEST(FgdTest, PrefersTheNodeWhoseHoleTheShareFillsExactly) {
   // Typical: 1 x 1000 (p = 0.5), 300-share (p = 0.5); no CPU.
-  const FragmentationModel frag = Typical({{Whole(1), 0.5}, {Share(300), 0.5}});
+  const FragmentationModel frag = TypicalOf({{Whole(1), 0.5}, {Share(300), 0.5}});
   auto score = MakeFgdScore(&frag);
   const Demand d = Share(300);
   // Node A: free {300, 1000}. F = 0.5 x 300 (whole GPU fits, 300 below) + 0 = 150.
   //   on GPU0 -> {0, 1000}: F = 0; delta = 150 -> 100 sigmoid(0.15) = 53.7 -> 53
   //   on GPU1 -> {300, 700}: whole GPU does not fit -> 0.5 x 1000 = 500; delta = -350 -> 41.3 -> 41
-  const Node a = MakeNode(8000, {300, 1000});
+  const Node a = NodeOf(8000, {300, 1000});
   const FgdChoice ca = FgdBestChoice(frag, a, d);
   EXPECT_EQ(ca.score, 53);
   EXPECT_EQ(ca.gpus, 0b01);
   // Node B: free {1000, 1000}, F = 0 -> {700, 1000}: F = 0.5 x 700 = 350; delta = -350 -> 41
-  const Node b = MakeNode(8000, {1000, 1000});
+  const Node b = NodeOf(8000, {1000, 1000});
   EXPECT_EQ(FgdBestChoice(frag, b, d).score, 41);
   EXPECT_EQ(score->Score(a, d), 53);
   EXPECT_EQ(score->Score(b, d), 41);
@@ -72,8 +55,8 @@ TEST(FgdTest, PrefersTheNodeWhoseHoleTheShareFillsExactly) {
   //   GPU0 -> {200, 500, 1000}: F = 200 -> 100 sigmoid(-0.2) = 45.0 -> 45
   //   GPU1 -> {700, 0, 1000}:   F = 0   -> 50
   //   GPU2 -> {700, 500, 500}:  F = 0   -> 50 (a tie with GPU1: GPU1 is kept)
-  const FragmentationModel f500 = Typical({{Share(500), 1.0}});
-  const FgdChoice c = FgdBestChoice(f500, MakeNode(8000, {700, 500, 1000}), Share(500));
+  const FragmentationModel f500 = TypicalOf({{Share(500), 1.0}});
+  const FgdChoice c = FgdBestChoice(f500, NodeOf(8000, {700, 500, 1000}), Share(500));
   EXPECT_EQ(c.score, 50);
   EXPECT_EQ(c.gpus, 0b010);
 }
@@ -81,21 +64,21 @@ TEST(FgdTest, PrefersTheNodeWhoseHoleTheShareFillsExactly) {
 TEST(FgdTest, BestChoiceTakesTheLowestIndexOnEqualIntegerScores) {
   // free {1000, 500}, 500-share typical: GPU0 -> {500, 500}: F = 0; GPU1 ->
   // {1000, 0}: F = 0. Both 50: FGD keeps GPU0, not the exact fit (unlike best-fit).
-  const FragmentationModel frag = Typical({{Share(500), 1.0}});
-  const Node n = MakeNode(8000, {1000, 500});
+  const FragmentationModel frag = TypicalOf({{Share(500), 1.0}});
+  const Node n = NodeOf(8000, {1000, 500});
   const FgdChoice c = FgdBestChoice(frag, n, Share(500));
   EXPECT_EQ(c.score, 50);
   EXPECT_EQ(c.gpus, 0b01);
   Rng rng(0);
   EXPECT_EQ(MakeFgdGpuSelector(&frag)->Select(n, Share(500), rng), 0b01);
   // Whole GPUs: the lowest-index fully free ones.
-  const Node m = MakeNode(8000, {1000, 200, 1000, 1000});
+  const Node m = NodeOf(8000, {1000, 200, 1000, 1000});
   EXPECT_EQ(FgdBestChoice(frag, m, Whole(2)).gpus, 0b0101);
   EXPECT_EQ(MakeFgdGpuSelector(&frag)->Select(m, Whole(2), rng), 0b0101);
 }
 
 TEST(FgdTest, NodeAfterSubtractsAndRecomputes) {
-  Node n = MakeNode(10000, {1000, 600, 1000});
+  Node n = NodeOf(10000, {1000, 600, 1000});
   n.memory_mib_free = 5000;
   const Node after = NodeAfter(n, Demand{2000, 1000, 1, 400, kAnyGpuModel}, 0b010);
   EXPECT_EQ(after.cpu_milli_free, 8000);

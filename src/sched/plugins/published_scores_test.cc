@@ -11,15 +11,19 @@
 #include "src/base/rng.h"
 #include "src/model/cluster.h"
 #include "src/sched/plugins/plugins.h"
+#include "tests/builders.h"
 
 namespace gpupool {
 namespace {
 
-constexpr int64_t kBigMemory = int64_t{1} << 30;
+using testing::CpuOnly;
+using testing::NodeOf;
+using testing::Share;
+using testing::TypicalOf;
+using testing::Whole;
 
-Demand CpuOnly(int64_t cpu) { return Demand{cpu, 0, 0, 0, kAnyGpuModel}; }
-Demand Share(int32_t milli, int64_t cpu = 0) { return Demand{cpu, 0, 1, milli, kAnyGpuModel}; }
-Demand Whole(int32_t count, int64_t cpu = 0) { return Demand{cpu, 0, count, kMilliPerGpu, kAnyGpuModel}; }
+
+constexpr int64_t kBigMemory = int64_t{1} << 30;
 
 NodeIndex AddIdle(Cluster& c, int gpus, int64_t cpu, GpuModelId model = 0) {
   static int serial = 0;
