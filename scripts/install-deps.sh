@@ -12,6 +12,8 @@ PACKAGES=(
   libcli11-dev              # command-line flags of the one binary
   libcsv-dev                # RFC 4180 CSV parsing of the trace files
   coinor-libclp-dev pkg-config  # LP solver for the share-packing prices of FGD+
+  libyaml-cpp-dev           # scenario files (YAML)
+  libssl-dev                # SHA-256 of event logs (libcrypto)
 )
 
 missing=()

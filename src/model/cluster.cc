@@ -10,6 +10,9 @@ namespace gpupool {
 const char* FitFailureName(FitFailure f) {
   switch (f) {
     case FitFailure::kNone: return "fits";
+    case FitFailure::kUnavailable: return "node not ready";
+    case FitFailure::kPool: return "pool not allowed";
+    case FitFailure::kReserved: return "reserved for another job";
     case FitFailure::kGpuModel: return "GPU model not allowed";
     case FitFailure::kGpuCapacity: return "not enough free GPU";
     case FitFailure::kCpu: return "not enough free CPU";
@@ -19,6 +22,9 @@ const char* FitFailureName(FitFailure f) {
 }
 
 FitFailure CheckFit(const Node& n, const Demand& d) {
+  if (n.condition != NodeCondition::kReady) return FitFailure::kUnavailable;
+  if (!(d.allowed_pools >> n.pool & 1)) return FitFailure::kPool;
+  if (n.reserved_for >= 0 && n.reserved_for != d.reservation) return FitFailure::kReserved;
   if (d.gpu_count > 0) {
     if (n.gpu_model == kNoGpuModel || !(d.allowed_models >> n.gpu_model & 1)) return FitFailure::kGpuModel;
     if (d.gpu_milli < kMilliPerGpu) {
@@ -52,11 +58,14 @@ Result<NodeIndex> Cluster::AddNode(NodeSpec spec) {
   if ((spec.gpu_count > 0) != (spec.gpu_model != kNoGpuModel)) {
     return InvalidArgument(where + "a node has a GPU model if and only if it has GPUs");
   }
+  if (spec.pool >= kMaxPools) return InvalidArgument(where + "pool id must be below " + std::to_string(kMaxPools));
   Node n;
   n.cpu_milli_total = n.cpu_milli_free = spec.cpu_milli;
   n.memory_mib_total = n.memory_mib_free = spec.memory_mib;
   n.gpu_model = spec.gpu_model;
   n.gpu_count = static_cast<uint8_t>(spec.gpu_count);
+  n.pool = spec.pool;
+  n.attr_class = spec.attr_class;
   for (int g = 0; g < spec.gpu_count; ++g) n.gpu_free_milli[g] = kMilliPerGpu;
   Recompute(n);
   nodes_.push_back(n);
@@ -138,6 +147,18 @@ void Cluster::Release(AllocationId id) {
   a.node = -1;
   free_allocation_ids_.push_back(id);
   --live_allocations_;
+}
+
+void Cluster::SetCondition(NodeIndex i, NodeCondition c) {
+  GP_CHECK(i >= 0 && i < node_count()) << "node index " << i;
+  nodes_[i].condition = c;
+  NoteChange(i);
+}
+
+void Cluster::SetReservation(NodeIndex i, int64_t job) {
+  GP_CHECK(i >= 0 && i < node_count()) << "node index " << i;
+  nodes_[i].reserved_for = job;
+  NoteChange(i);
 }
 
 void Cluster::NoteChange(NodeIndex i) {

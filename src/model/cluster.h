@@ -27,6 +27,14 @@ using GpuMask = uint16_t;  // bit i = GPU index i on the node
 static_assert(kMaxGpusPerNode <= 16, "GpuMask must hold every GPU of a node");
 
 inline constexpr GpuModelId kNoGpuModel = 0xff;  // a node without GPUs
+inline constexpr int kMaxPools = 64;               // pool ids fit a uint64_t mask
+
+// Whether a node takes new work.
+enum class NodeCondition : uint8_t {
+  kReady,     // takes new work
+  kCordoned,  // runs what it has, takes nothing new (draining)
+  kDown,      // lost: nothing runs or starts here
+};
 
 struct NodeSpec {
   std::string name;
@@ -34,6 +42,8 @@ struct NodeSpec {
   int64_t memory_mib = 0;
   int gpu_count = 0;
   GpuModelId gpu_model = kNoGpuModel;  // kNoGpuModel iff gpu_count == 0
+  uint8_t pool = 0;                    // < kMaxPools
+  uint16_t attr_class = 0;             // index into the engine's node attribute table
 };
 
 // Hot, per-node state. Derived fields (gpu_milli_free_total, gpus_fully_free,
@@ -48,6 +58,10 @@ struct Node {
   uint8_t gpu_count = 0;
   uint8_t gpus_fully_free = 0;
   int16_t max_gpu_free_milli = 0;
+  uint8_t pool = 0;
+  NodeCondition condition = NodeCondition::kReady;
+  uint16_t attr_class = 0;
+  int64_t reserved_for = -1;  // a job id: only that job may start here; -1 = none
   // Allocations on the node by GPU kind (see GpuKindOf): index 0 counts
   // shares, index k counts k-whole-GPU allocations. CPU-only allocations are
   // counted in cpu_only_residents.
@@ -71,12 +85,15 @@ inline int GpuKindOf(const Demand& d) {
 // Why a demand does not fit a node, in the order the checks run.
 enum class FitFailure : uint8_t {
   kNone,
+  kUnavailable,  // the node is cordoned or down
+  kPool,         // the node's pool is not allowed
+  kReserved,     // the node is reserved for another job
   kGpuModel,     // the node's GPU model is not allowed (or the node has no GPUs)
   kGpuCapacity,  // not enough fully free GPUs, or no GPU with enough free milli
   kCpu,
   kMemory,
 };
-inline constexpr int kFitFailureCount = 5;
+inline constexpr int kFitFailureCount = 8;
 const char* FitFailureName(FitFailure f);
 
 // Does `d` fit on `n` right now? Pure; O(1) thanks to the derived fields.
@@ -113,6 +130,9 @@ class Cluster {
   AllocationId Allocate(NodeIndex node, const Demand& d, GpuMask gpus);
   // Returns an allocation's resources to its node. Requires a live id.
   void Release(AllocationId id);
+  // Node lifecycle and reservations; each is a logged change.
+  void SetCondition(NodeIndex i, NodeCondition c);
+  void SetReservation(NodeIndex i, int64_t job);  // -1 clears
   const Allocation& allocation(AllocationId id) const { return allocations_[id]; }
   int live_allocations() const { return live_allocations_; }
 

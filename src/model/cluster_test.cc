@@ -228,12 +228,25 @@ TEST(ClusterCheckFitTest, FailureOrder) {
 
 TEST(ClusterCheckFitTest, FailureNamesAreDistinct) {
   std::set<std::string> names;
-  for (FitFailure f : {FitFailure::kNone, FitFailure::kGpuModel, FitFailure::kGpuCapacity, FitFailure::kCpu,
-                       FitFailure::kMemory}) {
-    names.insert(FitFailureName(f));
-  }
+  for (int f = 0; f < kFitFailureCount; ++f) names.insert(FitFailureName(static_cast<FitFailure>(f)));
   EXPECT_EQ(names.size(), static_cast<size_t>(kFitFailureCount));
   EXPECT_STREQ(FitFailureName(FitFailure::kNone), "fits");
+}
+
+TEST(ClusterCheckFitTest, NodeConditionPoolAndReservationComeFirst) {
+  Node n = NodeOf(4000, {1000, 1000}, kT4, 8192);
+  n.pool = 3;
+  Demand d = Whole(1);
+  EXPECT_EQ(CheckFit(n, d), FitFailure::kNone);
+  d.allowed_pools = uint64_t{1} << 2;
+  EXPECT_EQ(CheckFit(n, d), FitFailure::kPool);
+  d.allowed_pools = uint64_t{1} << 3;
+  n.reserved_for = 42;
+  EXPECT_EQ(CheckFit(n, d), FitFailure::kReserved);
+  d.reservation = 42;
+  EXPECT_EQ(CheckFit(n, d), FitFailure::kNone);
+  n.condition = NodeCondition::kCordoned;
+  EXPECT_EQ(CheckFit(n, d), FitFailure::kUnavailable);
 }
 
 // ---------------------------------------------------------------- GpusSatisfy

@@ -6,6 +6,11 @@
 //   whole GPUs    gpu_count >= 1 and gpu_milli == 1000 on each
 // allowed_models restricts which GPU models may serve it (the trace's
 // gpu_spec); kAnyGpuModel when unconstrained. CPU-only demands ignore it.
+// allowed_pools restricts the pools (bit i = pool id i) whose nodes may
+// serve it; requirement names an entry of the engine's requirement table
+// (attribute minimums, ecosystem; 0 = none); reservation is the job id that
+// may use nodes reserved for it (-1 = none). The three default to "no
+// constraint", which is all the FGD protocol uses.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +32,9 @@ struct Demand {
   int32_t gpu_count = 0;
   int32_t gpu_milli = 0;  // per GPU
   GpuModelMask allowed_models = kAnyGpuModel;
+  uint64_t allowed_pools = ~uint64_t{0};
+  uint16_t requirement = 0;
+  int64_t reservation = -1;
 
   DemandKind kind() const {
     if (gpu_count == 0) return DemandKind::kCpuOnly;

@@ -22,6 +22,8 @@ size_t ScoreIndex::DemandHash::operator()(const Demand& d) const {
   mix(static_cast<uint64_t>(d.memory_mib));
   mix(static_cast<uint64_t>(d.gpu_count) << 32 | static_cast<uint32_t>(d.gpu_milli));
   mix(d.allowed_models);
+  mix(d.allowed_pools);
+  mix(static_cast<uint64_t>(d.requirement) << 48 ^ static_cast<uint64_t>(d.reservation));
   return static_cast<size_t>(h);
 }
 
