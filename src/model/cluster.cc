@@ -17,6 +17,7 @@ const char* FitFailureName(FitFailure f) {
     case FitFailure::kGpuCapacity: return "not enough free GPU";
     case FitFailure::kCpu: return "not enough free CPU";
     case FitFailure::kMemory: return "not enough free memory";
+    case FitFailure::kFiltered: return "does not meet the job's requirements";
   }
   return "unknown";
 }

@@ -92,8 +92,9 @@ enum class FitFailure : uint8_t {
   kGpuCapacity,  // not enough fully free GPUs, or no GPU with enough free milli
   kCpu,
   kMemory,
+  kFiltered,     // a policy filter refused it (e.g. ecosystem); never from CheckFit
 };
-inline constexpr int kFitFailureCount = 8;
+inline constexpr int kFitFailureCount = 9;
 const char* FitFailureName(FitFailure f);
 
 // Does `d` fit on `n` right now? Pure; O(1) thanks to the derived fields.

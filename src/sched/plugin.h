@@ -32,6 +32,15 @@
 
 namespace gpupool {
 
+// A node-local hard constraint beyond CheckFit (e.g. ecosystem
+// compatibility). Called only for nodes where CheckFit passed.
+class FilterPlugin {
+ public:
+  virtual ~FilterPlugin() = default;
+  virtual std::string_view name() const = 0;
+  virtual bool Filter(const Node& n, const Demand& d) const = 0;
+};
+
 class ScorePlugin {
  public:
   virtual ~ScorePlugin() = default;

@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 
+#include "src/sched/attributes.h"
 #include "src/sched/plugins/plugins.h"
 
 namespace gpupool {
@@ -10,6 +11,24 @@ namespace {
 
 using ScoreFactory = std::function<Result<std::unique_ptr<ScorePlugin>>(const PluginDeps&)>;
 using SelectorFactory = std::function<Result<std::unique_ptr<GpuSelector>>(const PluginDeps&)>;
+using FilterFactory = std::function<Result<std::unique_ptr<FilterPlugin>>(const PluginDeps&)>;
+
+Result<const AttributeTable*> NeedAttributes(const PluginDeps& deps, std::string_view who) {
+  if (deps.attributes == nullptr) return FailedPrecondition(std::string(who) + " needs the node attribute table");
+  return deps.attributes;
+}
+
+const std::map<std::string, FilterFactory, std::less<>>& FilterRegistry() {
+  static const auto* const kRegistry = new std::map<std::string, FilterFactory, std::less<>>{
+      {"AttributeFit",
+       [](const PluginDeps& d) -> Result<std::unique_ptr<FilterPlugin>> {
+         auto t = NeedAttributes(d, "filter AttributeFit");
+         if (!t) return std::unexpected(t.error());
+         return MakeAttributeFilter(*t);
+       }},
+  };
+  return *kRegistry;
+}
 
 Result<const SharePackingModel*> NeedPacking(const PluginDeps& deps, std::string_view who) {
   if (deps.packing == nullptr) {
@@ -27,6 +46,12 @@ Result<const FragmentationModel*> NeedFrag(const PluginDeps& deps, std::string_v
 
 const std::map<std::string, ScoreFactory, std::less<>>& ScoreRegistry() {
   static const auto* const kRegistry = new std::map<std::string, ScoreFactory, std::less<>>{
+      {"AttributeDistance",
+       [](const PluginDeps& d) -> Result<std::unique_ptr<ScorePlugin>> {
+         auto t = NeedAttributes(d, "score plugin AttributeDistance");
+         if (!t) return std::unexpected(t.error());
+         return MakeAttributeScore(*t);
+       }},
       {"DotProd", [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeDotProdScore(); }},
       {"GpuClustering",
        [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeGpuClusteringScore(); }},
@@ -99,6 +124,16 @@ Result<Policy> BuildPolicy(const PolicySpec& spec, const PluginDeps& deps) {
   Policy p;
   p.name = spec.name;
   p.random_node = spec.random_node;
+  for (const std::string& filter : spec.filters) {
+    auto it = FilterRegistry().find(filter);
+    if (it == FilterRegistry().end()) {
+      return InvalidArgument("policy '" + spec.name + "': unknown filter plugin '" + filter +
+                             "' (known: " + Join(FilterPluginNames()) + ")");
+    }
+    auto made = it->second(deps);
+    if (!made) return std::unexpected(made.error());
+    p.filters.push_back(std::move(*made));
+  }
   for (const auto& [plugin, weight] : spec.scores) {
     auto it = ScoreRegistry().find(plugin);
     if (it == ScoreRegistry().end()) {
@@ -149,5 +184,14 @@ Result<PolicySpec> FindPolicy(std::string_view name) {
 
 std::vector<std::string> ScorePluginNames() { return KeysOf(ScoreRegistry()); }
 std::vector<std::string> GpuSelectorNames() { return KeysOf(SelectorRegistry()); }
+std::vector<std::string> FilterPluginNames() { return KeysOf(FilterRegistry()); }
+
+PolicySpec WithAttributeMatching(PolicySpec base) {
+  base.filters.insert(base.filters.begin(), "AttributeFit");
+  // Attribute scores lie in [-1000, 1000]; 2^20 times that stays inside the
+  // index's 32-bit range with base scores up to +-2^19 added.
+  base.scores.insert(base.scores.begin(), {"AttributeDistance", int64_t{1} << 20});
+  return base;
+}
 
 }  // namespace gpupool

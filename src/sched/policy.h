@@ -20,6 +20,10 @@
 #include "src/sched/share_packing.h"
 
 namespace gpupool {
+class AttributeTable;
+}  // namespace gpupool
+
+namespace gpupool {
 
 // What plugins may need to be built. `frag` is the target workload's
 // fragmentation model (FGD and its relatives need it); it must outlive the
@@ -31,6 +35,7 @@ struct PluginDeps {
   const FragmentationModel* frag = nullptr;
   const SharePackingModel* packing = nullptr;
   int64_t cpu_reserve_per_gpu_milli = 0;
+  const AttributeTable* attributes = nullptr;  // for AttributeFit / AttributeDistance
 };
 
 struct PolicySpec {
@@ -39,6 +44,7 @@ struct PolicySpec {
   std::vector<std::pair<std::string, int64_t>> scores;  // plugin name, weight
   std::string gpu_selector;                             // selector name
   bool random_node = false;  // PreScore: a uniformly random feasible node wins
+  std::vector<std::string> filters;                     // filter plugin names
 };
 
 struct WeightedScore {
@@ -48,9 +54,21 @@ struct WeightedScore {
 
 struct Policy {
   std::string name;
+  std::vector<std::unique_ptr<FilterPlugin>> filters;
   std::vector<WeightedScore> scores;
   std::unique_ptr<GpuSelector> gpu_selector;
   bool random_node = false;
+
+  // CheckFit, then every filter plugin: kNone, the CheckFit failure, or
+  // kFiltered.
+  FitFailure Feasibility(const Node& n, const Demand& d) const {
+    const FitFailure f = CheckFit(n, d);
+    if (f != FitFailure::kNone) return f;
+    for (const auto& filter : filters) {
+      if (!filter->Filter(n, d)) return FitFailure::kFiltered;
+    }
+    return FitFailure::kNone;
+  }
 
   // Weighted sum of the plugin scores. Requires CheckFit(n, d) == kNone.
   int64_t Score(const Node& n, const Demand& d) const {
@@ -70,8 +88,14 @@ const std::vector<PolicySpec>& BuiltinPolicies();
 // Looks a built-in policy up by name (case-sensitive); the error lists the
 // known names.
 Result<PolicySpec> FindPolicy(std::string_view name);
-// Names of the registered score plugins and GPU selectors.
+// Names of the registered plugins.
 std::vector<std::string> ScorePluginNames();
 std::vector<std::string> GpuSelectorNames();
+std::vector<std::string> FilterPluginNames();
+
+// `base` with heterogeneous matching in front (src/sched/attributes.h): the
+// AttributeFit filter, and the AttributeDistance score weighted so that it
+// decides before the base policy's scores (which must stay within +-2^19).
+PolicySpec WithAttributeMatching(PolicySpec base);
 
 }  // namespace gpupool

@@ -1,5 +1,6 @@
 #include "src/sched/scheduler.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "src/base/check.h"
@@ -38,15 +39,26 @@ Scheduler::Scheduler(const Cluster* cluster, const Policy* policy, std::vector<i
 
 Rejection Scheduler::Explain(const Demand& d) const {
   Rejection r;
-  for (const Node& n : cluster_->nodes()) ++r.nodes_by_reason[static_cast<int>(CheckFit(n, d))];
+  for (const Node& n : cluster_->nodes()) ++r.nodes_by_reason[static_cast<int>(policy_->Feasibility(n, d))];
   return r;
 }
 
-std::optional<std::pair<NodeIndex, int64_t>> Scheduler::ScanBest(const Demand& d) {
+std::vector<int32_t> StableRanks(int n, uint64_t seed) {
+  std::vector<std::pair<uint64_t, int32_t>> keys(n);
+  for (int i = 0; i < n; ++i) keys[i] = {Rng(seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(i + 1))).Next(), i};
+  std::sort(keys.begin(), keys.end());
+  std::vector<int32_t> ranks(n);
+  for (int pos = 0; pos < n; ++pos) ranks[keys[pos].second] = pos;
+  return ranks;
+}
+
+std::optional<std::pair<NodeIndex, int64_t>> Scheduler::ScanBest(const Demand& d,
+                                                                  const std::function<bool(NodeIndex)>* allowed) {
   std::optional<std::pair<NodeIndex, int64_t>> best;
   for (NodeIndex i = 0; i < cluster_->node_count(); ++i) {
+    if (allowed && !(*allowed)(i)) continue;
     const Node& n = cluster_->node(i);
-    if (CheckFit(n, d) != FitFailure::kNone) continue;
+    if (policy_->Feasibility(n, d) != FitFailure::kNone) continue;
     const int64_t s = policy_->Score(n, d);
     if (!best || s > best->second || (s == best->second && node_rank_[i] < node_rank_[best->first])) {
       best = {i, s};
@@ -58,7 +70,7 @@ std::optional<std::pair<NodeIndex, int64_t>> Scheduler::ScanBest(const Demand& d
 std::optional<NodeIndex> Scheduler::RandomFeasible(const Demand& d) {
   feasible_scratch_.clear();
   for (NodeIndex i = 0; i < cluster_->node_count(); ++i) {
-    if (CheckFit(cluster_->node(i), d) == FitFailure::kNone) feasible_scratch_.push_back(i);
+    if (policy_->Feasibility(cluster_->node(i), d) == FitFailure::kNone) feasible_scratch_.push_back(i);
   }
   if (feasible_scratch_.empty()) return std::nullopt;
   if (feasible_scratch_.size() == 1) return feasible_scratch_[0];
@@ -66,17 +78,23 @@ std::optional<NodeIndex> Scheduler::RandomFeasible(const Demand& d) {
 }
 
 std::optional<Placement> Scheduler::Schedule(const Demand& d) {
-  Placement p;
   if (policy_->random_node) {
     auto node = RandomFeasible(d);
     if (!node) return std::nullopt;
-    p.node = *node;
-  } else {
-    auto best = index_ ? index_->Best(d) : ScanBest(d);
-    if (!best) return std::nullopt;
-    p.node = best->first;
-    p.score = best->second;
+    return Finish(d, std::make_pair(*node, int64_t{0}));
   }
+  return Finish(d, index_ ? index_->Best(d) : ScanBest(d));
+}
+
+std::optional<Placement> Scheduler::ScheduleWhere(const Demand& d, const std::function<bool(NodeIndex)>& allowed) {
+  return Finish(d, ScanBest(d, &allowed));
+}
+
+std::optional<Placement> Scheduler::Finish(const Demand& d, std::optional<std::pair<NodeIndex, int64_t>> best) {
+  if (!best) return std::nullopt;
+  Placement p;
+  p.node = best->first;
+  p.score = best->second;
   const Node& n = cluster_->node(p.node);
   if (d.gpu_count > 0) p.gpus = policy_->gpu_selector->Select(n, d, *rng_);
   GP_CHECK(GpusSatisfy(n, d, p.gpus)) << "selector " << policy_->gpu_selector->name() << " chose GPUs " << p.gpus

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,11 +49,17 @@ class Scheduler {
   // not computed here (it costs a scan of every node): ask Explain.
   std::optional<Placement> Schedule(const Demand& d);
 
+  // As Schedule, but only nodes for which `allowed(node)` holds are
+  // considered (e.g. affinity to other jobs). Always a full scan.
+  std::optional<Placement> ScheduleWhere(const Demand& d, const std::function<bool(NodeIndex)>& allowed);
+
   // Why `d` fits nowhere: the first failing check of every node. O(nodes).
   Rejection Explain(const Demand& d) const;
 
  private:
-  std::optional<std::pair<NodeIndex, int64_t>> ScanBest(const Demand& d);
+  std::optional<std::pair<NodeIndex, int64_t>> ScanBest(const Demand& d,
+                                                       const std::function<bool(NodeIndex)>* allowed = nullptr);
+  std::optional<Placement> Finish(const Demand& d, std::optional<std::pair<NodeIndex, int64_t>> best);
   std::optional<NodeIndex> RandomFeasible(const Demand& d);
 
   const Cluster* cluster_;
@@ -65,5 +72,10 @@ class Scheduler {
 
 // A uniformly random permutation of 0..n-1 drawn from `rng`.
 std::vector<int32_t> RandomRanks(int n, Rng& rng);
+
+// A random permutation of 0..n-1 that is stable under appends: node i's
+// position relative to nodes 0..n-1 depends only on (seed, i), so adding
+// node n keeps the order of the others. For clusters that grow.
+std::vector<int32_t> StableRanks(int n, uint64_t seed);
 
 }  // namespace gpupool

@@ -37,7 +37,7 @@ ScoreIndex::ScoreIndex(const Cluster* cluster, const Policy* policy, const std::
 }
 
 int32_t ScoreIndex::ScoreOf(const Shape& s, const Node& n) const {
-  if (CheckFit(n, s.demand) != FitFailure::kNone) return kEmpty;
+  if (policy_->Feasibility(n, s.demand) != FitFailure::kNone) return kEmpty;
   const int64_t score = policy_->Score(n, s.demand);
   GP_CHECK(score >= -kMaxScore && score <= kMaxScore) << "policy " << policy_->name << " scored " << score;
   return static_cast<int32_t>(score);

@@ -1,0 +1,781 @@
+#include "src/engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "src/base/check.h"
+
+namespace gpupool {
+namespace {
+
+// A running job as a preemption candidate.
+struct VictimCost {
+  int32_t priority;  // tier: lowest first
+  int64_t lost;      // GPU-milli x ms of work lost: least first
+  JobId id;
+  auto operator<=>(const VictimCost&) const = default;
+};
+
+// Node with the resources of `j`'s replicas on it given back.
+void GiveBack(Node& n, const Job& j, NodeIndex node) {
+  for (const ReplicaPlacement& r : j.placements) {
+    if (r.node != node) continue;
+    n.cpu_milli_free += j.spec.demand.cpu_milli;
+    n.memory_mib_free += j.spec.demand.memory_mib;
+    for (int g = 0; g < n.gpu_count; ++g) {
+      if (r.gpus >> g & 1) n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] + j.spec.demand.gpu_milli);
+    }
+  }
+  int32_t total = 0;
+  int16_t max_free = 0;
+  uint8_t fully = 0;
+  for (int g = 0; g < n.gpu_count; ++g) {
+    total += n.gpu_free_milli[g];
+    max_free = std::max(max_free, n.gpu_free_milli[g]);
+    fully += n.gpu_free_milli[g] == kMilliPerGpu;
+  }
+  n.gpu_milli_free_total = total;
+  n.max_gpu_free_milli = max_free;
+  n.gpus_fully_free = fully;
+}
+
+// The node as if `d` were placed on it (CPU, memory, and the GPUs chosen
+// lowest-index first for whole GPUs or tightest for a share).
+void TakeOut(Node& n, const Demand& d) {
+  n.cpu_milli_free -= d.cpu_milli;
+  n.memory_mib_free -= d.memory_mib;
+  if (d.gpu_count == 0) return;
+  if (d.gpu_milli < kMilliPerGpu) {
+    int best = -1;
+    for (int g = 0; g < n.gpu_count; ++g) {
+      if (n.gpu_free_milli[g] >= d.gpu_milli && (best < 0 || n.gpu_free_milli[g] < n.gpu_free_milli[best])) best = g;
+    }
+    n.gpu_free_milli[best] = static_cast<int16_t>(n.gpu_free_milli[best] - d.gpu_milli);
+  } else {
+    int taken = 0;
+    for (int g = 0; g < n.gpu_count && taken < d.gpu_count; ++g) {
+      if (n.gpu_free_milli[g] == kMilliPerGpu) {
+        n.gpu_free_milli[g] = 0;
+        ++taken;
+      }
+    }
+  }
+  int32_t total = 0;
+  int16_t max_free = 0;
+  uint8_t fully = 0;
+  for (int g = 0; g < n.gpu_count; ++g) {
+    total += n.gpu_free_milli[g];
+    max_free = std::max(max_free, n.gpu_free_milli[g]);
+    fully += n.gpu_free_milli[g] == kMilliPerGpu;
+  }
+  n.gpu_milli_free_total = total;
+  n.max_gpu_free_milli = max_free;
+  n.gpus_fully_free = fully;
+}
+
+// The node with nothing on it (its spec), ready and unreserved.
+Node Pristine(const Node& n) {
+  Node p = n;
+  p.cpu_milli_free = p.cpu_milli_total;
+  p.memory_mib_free = p.memory_mib_total;
+  for (int g = 0; g < p.gpu_count; ++g) p.gpu_free_milli[g] = kMilliPerGpu;
+  p.gpu_milli_free_total = p.gpu_milli_total();
+  p.max_gpu_free_milli = p.gpu_count > 0 ? kMilliPerGpu : 0;
+  p.gpus_fully_free = p.gpu_count;
+  p.gpu_kind_count = {};
+  p.gpu_kinds_present = 0;
+  p.cpu_only_residents = 0;
+  p.condition = NodeCondition::kReady;
+  p.reserved_for = -1;
+  return p;
+}
+
+// How many replicas of `d` an empty node of this shape holds.
+int ReplicasPerEmptyNode(const Node& empty, const Demand& d) {
+  Node n = empty;
+  int count = 0;
+  while (count < 1024 && CheckFit(n, d) == FitFailure::kNone) {
+    TakeOut(n, d);
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::Create(EngineConfig config, TargetWorkload target,
+                                               AttributeTable attributes) {
+  auto spec = FindPolicy(config.policy);
+  if (!spec) return InvalidArgument("policy: " + spec.error().message);
+  std::unique_ptr<Engine> e(new Engine(std::move(config), std::move(target), std::move(attributes)));
+  PluginDeps deps = e->target_.deps();
+  deps.attributes = &e->attributes_;
+  auto policy = BuildPolicy(WithAttributeMatching(*spec), deps);
+  if (!policy) return std::unexpected(policy.error());
+  e->policy_ = std::move(*policy);
+  if (e->config_.lending.threshold < 0 || e->config_.lending.threshold > 1 || e->config_.lending.lend_fraction < 0 ||
+      e->config_.lending.lend_fraction > 1 || e->config_.lending.window < Duration(0)) {
+    return InvalidArgument("lending: threshold and lend fraction must be in [0, 1], the window not negative");
+  }
+  return e;
+}
+
+Engine::Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes)
+    : config_(std::move(config)),
+      target_(std::move(target)),
+      attributes_(std::move(attributes)),
+      state_(config_.lending),
+      rng_(config_.seed) {}
+
+void Engine::Emit(EventBody body, Instant now, const Sink& sink) {
+  Event e{state_.last_seq + 1, std::max(now, state_.now), std::move(body)};
+  state_.Apply(e);
+  if (sink) sink(e);
+}
+
+void Engine::Replay(const Event& e) { state_.Apply(e); }
+
+Scheduler& Engine::scheduler() {
+  if (!scheduler_ || scheduler_nodes_ != state_.cluster.node_count()) {
+    scheduler_ = std::make_unique<Scheduler>(&state_.cluster, &policy_,
+                                             StableRanks(state_.cluster.node_count(), config_.seed), &rng_);
+    scheduler_nodes_ = state_.cluster.node_count();
+  }
+  return *scheduler_;
+}
+
+// --- set-up -------------------------------------------------------------------
+
+Result<PoolId> Engine::AddPool(std::string name, PoolSelector selector, std::vector<TenantId> dedicated_to,
+                               Instant now, const Sink& sink) {
+  if (name.empty()) return InvalidArgument("pool name: must not be empty");
+  if (state_.pools.size() >= static_cast<size_t>(kMaxPools)) {
+    return InvalidArgument("pools: at most " + std::to_string(kMaxPools));
+  }
+  for (const Pool& p : state_.pools) {
+    if (p.name == name) return InvalidArgument("pool '" + name + "' already exists");
+  }
+  for (TenantId t : dedicated_to) {
+    if (t < 0 || t >= static_cast<TenantId>(state_.tenants.size())) {
+      return InvalidArgument("pool '" + name + "': dedicated_to names unknown tenant " + std::to_string(t));
+    }
+  }
+  Pool p;
+  p.id = static_cast<PoolId>(state_.pools.size());
+  p.name = std::move(name);
+  p.selector = std::move(selector);
+  p.dedicated_to = std::move(dedicated_to);
+  const PoolId id = p.id;
+  Emit(PoolAdded{std::move(p)}, now, sink);
+  return id;
+}
+
+Result<NodeIndex> Engine::AddNode(NodeSpec spec, std::string region, std::string zone, std::string rack,
+                                  Instant now, const Sink& sink) {
+  for (NodeIndex i = 0; i < state_.cluster.node_count(); ++i) {
+    if (state_.cluster.node_name(i) == spec.name) return InvalidArgument("node '" + spec.name + "' already exists");
+  }
+  if (spec.attr_class >= attributes_.node_class_count()) {
+    return InvalidArgument("node '" + spec.name + "': unknown attribute class " + std::to_string(spec.attr_class));
+  }
+  std::optional<PoolId> pool;
+  for (const Pool& p : state_.pools) {
+    const bool model_ok = spec.gpu_model == kNoGpuModel ? p.selector.models == kAnyGpuModel
+                                                       : (p.selector.models >> spec.gpu_model & 1) != 0;
+    const bool region_ok = p.selector.regions.empty() ||
+                           std::find(p.selector.regions.begin(), p.selector.regions.end(), region) !=
+                               p.selector.regions.end();
+    if (model_ok && region_ok) {
+      pool = p.id;
+      break;
+    }
+  }
+  if (!pool) return InvalidArgument("node '" + spec.name + "': no pool selects its GPU model and region");
+  spec.pool = *pool;
+  // Validate as the cluster would, before anything is decided.
+  Cluster probe;
+  if (auto ok = probe.AddNode(spec); !ok) return std::unexpected(ok.error());
+  const NodeIndex index = state_.cluster.node_count();
+  Emit(NodeAdded{std::move(spec), std::move(region), std::move(zone), std::move(rack)}, now, sink);
+  SchedulePass(now, sink);
+  return index;
+}
+
+Result<TenantId> Engine::AddTenant(std::string name, Instant now, const Sink& sink) {
+  if (name.empty()) return InvalidArgument("tenant name: must not be empty");
+  for (const Tenant& t : state_.tenants) {
+    if (t.name == name) return InvalidArgument("tenant '" + name + "' already exists");
+  }
+  const auto id = static_cast<TenantId>(state_.tenants.size());
+  Emit(TenantAdded{id, std::move(name)}, now, sink);
+  return id;
+}
+
+Status Engine::SetQuota(TenantId tenant, PoolId pool, Quota quota, Instant now, const Sink& sink) {
+  if (tenant < 0 || tenant >= static_cast<TenantId>(state_.tenants.size())) {
+    return NotFound("tenant " + std::to_string(tenant) + " does not exist");
+  }
+  if (pool >= state_.pools.size()) return NotFound("pool " + std::to_string(pool) + " does not exist");
+  if (quota.guaranteed_milli < 0) return InvalidArgument("guaranteed: must not be negative");
+  if (quota.elastic_limit_milli < quota.guaranteed_milli) {
+    return InvalidArgument("elastic limit: must be at least the guarantee");
+  }
+  if (!(quota.weight > 0) || !std::isfinite(quota.weight)) return InvalidArgument("weight: must be positive");
+  const Pool& p = state_.pools[pool];
+  if (!p.dedicated_to.empty() && quota.elastic_limit_milli > 0 &&
+      std::find(p.dedicated_to.begin(), p.dedicated_to.end(), tenant) == p.dedicated_to.end()) {
+    return InvalidArgument("pool '" + p.name + "' is dedicated to other tenants");
+  }
+  int64_t guaranteed = quota.guaranteed_milli;
+  for (const Tenant& t : state_.tenants) {
+    if (t.id != tenant) guaranteed += t.pools[pool].quota.guaranteed_milli;
+  }
+  if (guaranteed > state_.pool_totals[pool].gpu_milli) {
+    return InvalidArgument("guaranteed: pool '" + p.name + "' would guarantee " + std::to_string(guaranteed) +
+                           " GPU milli of its " + std::to_string(state_.pool_totals[pool].gpu_milli));
+  }
+  Emit(QuotaSet{tenant, pool, quota}, now, sink);
+  SchedulePass(now, sink);
+  return {};
+}
+
+// --- jobs ---------------------------------------------------------------------
+
+std::string Engine::NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools) {
+  if (pool_shapes_nodes_ != state_.cluster.node_count()) {
+    pool_shapes_.assign(state_.pools.size(), {});
+    for (const Node& n : state_.cluster.nodes()) {
+      const Node empty = Pristine(n);
+      auto& shapes = pool_shapes_[n.pool];
+      auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) { return s.first == empty; });
+      if (it == shapes.end()) {
+        shapes.emplace_back(empty, 1);
+      } else {
+        ++it->second;
+      }
+    }
+    pool_shapes_nodes_ = state_.cluster.node_count();
+  }
+  const Tenant& tenant = state_.tenants[spec.tenant];
+  std::string why;
+  *fitting_pools = 0;
+  for (const Pool& p : state_.pools) {
+    if (!(spec.demand.allowed_pools >> p.id & 1)) continue;
+    const TenantPool& tp = tenant.pools[p.id];
+    std::string pool_why;
+    if (tp.quota.elastic_limit_milli == 0) {
+      pool_why = "no quota";
+    } else if (spec.total_gpu_milli() > tp.quota.elastic_limit_milli) {
+      pool_why = "asks for " + std::to_string(spec.total_gpu_milli()) + " GPU milli, above the elastic limit " +
+                 std::to_string(tp.quota.elastic_limit_milli);
+    } else {
+      Demand d = spec.demand;
+      d.allowed_pools = uint64_t{1} << p.id;
+      int64_t hostable = 0;
+      FitFailure first_failure = FitFailure::kNone;
+      for (const auto& [shape, count] : pool_shapes_[p.id]) {
+        const FitFailure f = policy_.Feasibility(shape, d);
+        if (f == FitFailure::kNone) {
+          hostable += int64_t{ReplicasPerEmptyNode(shape, d)} * count;
+        } else if (first_failure == FitFailure::kNone) {
+          first_failure = f;
+        }
+      }
+      if (hostable >= spec.replicas) {
+        *fitting_pools |= uint64_t{1} << p.id;
+        continue;
+      }
+      if (hostable == 0) {
+        pool_why = first_failure == FitFailure::kFiltered ? "no node meets the job's requirements"
+                   : first_failure == FitFailure::kNone   ? "the pool has no nodes"
+                                                          : std::string("no node is big enough (") +
+                                                                FitFailureName(first_failure) + ")";
+      } else {
+        pool_why = "empty nodes hold " + std::to_string(hostable) + " of its " + std::to_string(spec.replicas) +
+                   " replicas";
+      }
+    }
+    why += (why.empty() ? "" : "; ") + std::string("pool '") + p.name + "': " + pool_why;
+  }
+  return why.empty() ? "no pool may run it" : why;
+}
+
+Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
+  if (spec.tenant < 0 || spec.tenant >= static_cast<TenantId>(state_.tenants.size())) {
+    return NotFound("tenant " + std::to_string(spec.tenant) + " does not exist");
+  }
+  if (auto ok = ValidateDemand(spec.demand); !ok) return std::unexpected(ok.error());
+  if (spec.replicas < 1 || spec.replicas > config_.max_replicas) {
+    return InvalidArgument("replicas: must be between 1 and " + std::to_string(config_.max_replicas));
+  }
+  if (spec.checkpoint_interval < Duration(0) || spec.checkpoint_duration < Duration(0)) {
+    return InvalidArgument("checkpoint: interval and duration must not be negative");
+  }
+  if (spec.demand.requirement >= attributes_.requirement_count()) {
+    return InvalidArgument("requirement: unknown requirement " + std::to_string(spec.demand.requirement));
+  }
+  uint64_t pools = 0;
+  for (PoolId p : spec.pools) {
+    if (p >= state_.pools.size()) return InvalidArgument("pools: pool " + std::to_string(p) + " does not exist");
+    pools |= uint64_t{1} << p;
+  }
+  if (spec.pools.empty()) pools = state_.pools.empty() ? 0 : (~uint64_t{0} >> (64 - state_.pools.size()));
+  // Isolation: dedicated pools accept only their tenants (POOL-2).
+  for (const Pool& p : state_.pools) {
+    if (!p.dedicated_to.empty() &&
+        std::find(p.dedicated_to.begin(), p.dedicated_to.end(), spec.tenant) == p.dedicated_to.end()) {
+      pools &= ~(uint64_t{1} << p.id);
+    }
+  }
+  spec.demand.allowed_pools = pools;
+  spec.demand.reservation = -1;
+  const JobId id = state_.next_job_id;
+  uint64_t fitting = 0;
+  const std::string why = NeverFitsReason(spec, &fitting);
+  if (fitting == 0) {
+    Emit(JobRejected{id, std::move(spec), why}, now, sink);
+    return id;
+  }
+  spec.demand.allowed_pools = fitting;
+  Emit(JobSubmitted{id, std::move(spec)}, now, sink);
+  RecallIfNeeded(state_.job(id), now, sink);
+  SchedulePass(now, sink);
+  return id;
+}
+
+Status Engine::Cancel(JobId id, Instant now, const Sink& sink) {
+  const Job* j = state_.find_job(id);
+  if (!j) return NotFound("job " + std::to_string(id) + " is not pending or running");
+  if (state_.reservations.contains(id)) Emit(ReservationReleased{id}, now, sink);
+  Emit(JobCancelled{id}, now, sink);
+  SchedulePass(now, sink);
+  return {};
+}
+
+Status Engine::Finish(JobId id, bool succeeded, Instant now, const Sink& sink) {
+  const Job* j = state_.find_job(id);
+  if (!j || (j->state != JobState::kRunning && j->state != JobState::kCheckpointing)) {
+    return NotFound("job " + std::to_string(id) + " is not running");
+  }
+  Emit(JobFinished{id, succeeded}, now, sink);
+  SchedulePass(now, sink);
+  return {};
+}
+
+Status Engine::CheckpointDone(JobId id, Instant now, const Sink& sink) {
+  const Job* j = state_.find_job(id);
+  if (!j || j->state != JobState::kCheckpointing) {
+    return NotFound("job " + std::to_string(id) + " is not checkpointing");
+  }
+  Emit(JobPreempted{id, Duration(0)}, now, sink);
+  SchedulePass(now, sink);
+  return {};
+}
+
+void Engine::Tick(Instant now, const Sink& sink) {
+  Lend(now, sink);
+  SchedulePass(now, sink);
+}
+
+// --- lending (QUOTA-3) --------------------------------------------------------
+
+void Engine::Lend(Instant now, const Sink& sink) {
+  if (!config_.lending.enabled) return;
+  for (const Tenant& t : state_.tenants) {
+    for (PoolId p = 0; p < state_.pools.size(); ++p) {
+      const TenantPool& tp = t.pools[p];
+      if (tp.quota.reserved || tp.quota.guaranteed_milli <= 0 || tp.usage.lent_milli > 0) continue;
+      if (!tp.usage.below_threshold_since || now - *tp.usage.below_threshold_since < config_.lending.window) continue;
+      // Work already waiting for this tenant keeps the guarantee at home.
+      const JobQueue::TenantQueue* tq = state_.queue.find_tenant(t.id);
+      if (tq && tq->size > 0) continue;
+      const auto milli =
+          static_cast<int64_t>(std::floor(config_.lending.lend_fraction * static_cast<double>(tp.quota.guaranteed_milli)));
+      if (milli > 0) Emit(QuotaLent{t.id, p, milli}, now, sink);
+    }
+  }
+}
+
+void Engine::RecallIfNeeded(const Job& j, Instant now, const Sink& sink) {
+  for (PoolId p = 0; p < state_.pools.size(); ++p) {
+    if (!(j.spec.demand.allowed_pools >> p & 1)) continue;
+    const TenantPool& tp = state_.tenant_pool(j.spec.tenant, p);
+    if (tp.usage.lent_milli <= 0) continue;
+    if (tp.usage.gpu_milli + j.spec.total_gpu_milli() > tp.effective_guarantee()) {
+      Emit(QuotaRecalled{j.spec.tenant, p, tp.usage.lent_milli}, now, sink);
+    }
+  }
+}
+
+// --- scheduling ---------------------------------------------------------------
+
+double Engine::DominantShare(TenantId t) const {
+  const Tenant& tenant = state_.tenants[t];
+  double used[3] = {0, 0, 0}, total[3] = {0, 0, 0};
+  double weight = 0;
+  for (PoolId p = 0; p < state_.pools.size(); ++p) {
+    const TenantPool& tp = tenant.pools[p];
+    if (tp.quota.elastic_limit_milli == 0) continue;
+    used[0] += static_cast<double>(tp.usage.gpu_milli);
+    used[1] += static_cast<double>(tp.usage.cpu_milli);
+    used[2] += static_cast<double>(tp.usage.memory_mib);
+    total[0] += static_cast<double>(state_.pool_totals[p].gpu_milli);
+    total[1] += static_cast<double>(state_.pool_totals[p].cpu_milli);
+    total[2] += static_cast<double>(state_.pool_totals[p].memory_mib);
+    weight = std::max(weight, tp.quota.weight);
+  }
+  double share = 0;
+  for (int r = 0; r < 3; ++r) {
+    if (total[r] > 0) share = std::max(share, used[r] / total[r]);
+  }
+  return weight > 0 ? share / weight : share;
+}
+
+bool Engine::HasIdleGuarantee(TenantId t) const {
+  for (const TenantPool& tp : state_.tenants[t].pools) {
+    if (tp.idle_guarantee_milli() > 0) return true;
+  }
+  return false;
+}
+
+void Engine::SchedulePass(Instant now, const Sink& sink) {
+  struct TenantKey {
+    int phase;  // 0: has idle guarantee
+    double share;
+    TenantId tenant;
+    auto operator<=>(const TenantKey&) const = default;
+  };
+  auto key_of = [this](TenantId t) { return TenantKey{HasIdleGuarantee(t) ? 0 : 1, DominantShare(t), t}; };
+  std::set<TenantKey> order;
+  for (TenantId t : state_.queue.tenants()) order.insert(key_of(t));
+  while (!order.empty()) {
+    const TenantKey k = *order.begin();
+    order.erase(order.begin());
+    JobQueue::TenantQueue* tq = &state_.queue.tenant(k.tenant);
+    bool placed = false;
+    for (auto it = tq->heads.begin(); it != tq->heads.end() && !placed; ++it) {
+      const GroupKey group = it->second;
+      if (tq->groups.at(group).blocked_epoch == state_.capacity_epoch) continue;
+      Job& j = state_.job(it->first.job);
+      const Outcome o = TryStart(j, now, sink);
+      if (o == Outcome::kPlaced) {
+        placed = true;
+        break;
+      }
+      // The job (and so its group) is still queued: skip the group until
+      // capacity frees up.
+      tq = &state_.queue.tenant(k.tenant);
+      tq->groups.at(group).blocked_epoch = state_.capacity_epoch;
+      it = tq->heads.lower_bound({it->first, group});
+    }
+    if (placed && state_.queue.find_tenant(k.tenant)) order.insert(key_of(k.tenant));
+  }
+}
+
+Engine::Outcome Engine::TryStart(Job& j, Instant now, const Sink& sink) {
+  const TenantId t = j.spec.tenant;
+  const int64_t need = j.spec.total_gpu_milli();
+  // Admission is accounting: may the tenant hold `need` more in the pool?
+  // Whether the capacity is free right now is the placement's question.
+  struct Candidate {
+    PoolId pool;
+    bool within;
+  };
+  std::vector<Candidate> candidates;
+  std::optional<PoolId> quota_limited;
+  for (PoolId p = 0; p < state_.pools.size(); ++p) {
+    if (!(j.spec.demand.allowed_pools >> p & 1)) continue;
+    const TenantPool& tp = state_.tenant_pool(t, p);
+    if (tp.quota.elastic_limit_milli == 0) continue;
+    const bool within = tp.usage.gpu_milli + need <= tp.effective_guarantee();
+    if (!within && !MayBorrow(t, p, need)) {
+      if (tp.usage.gpu_milli + need > tp.quota.elastic_limit_milli && !quota_limited) quota_limited = p;
+      continue;
+    }
+    candidates.push_back({p, within});
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.within > b.within; });
+  for (const Candidate& c : candidates) {
+    if (TryPlaceIn(j, c.pool, c.within, now, sink)) return Outcome::kPlaced;
+  }
+  if (j.victims_pending > 0) return Outcome::kWaiting;
+  // PostFilter: preemption. Own lower-priority work may make room (and
+  // quota); a job within its guarantee may also take borrowed capacity back.
+  for (PoolId p = 0; p < state_.pools.size(); ++p) {
+    if (!(j.spec.demand.allowed_pools >> p & 1)) continue;
+    const TenantPool& tp = state_.tenant_pool(t, p);
+    if (tp.quota.elastic_limit_milli == 0) continue;
+    const bool within = tp.usage.gpu_milli + need <= tp.effective_guarantee();
+    if (!TryPreempt(j, p, within, now, sink)) continue;
+    // Victims that did not checkpoint are gone already: start now if it fits.
+    if (j.victims_pending == 0) {
+      const bool within_now = state_.tenant_pool(t, p).usage.gpu_milli + need <= tp.effective_guarantee();
+      if ((within_now || MayBorrow(t, p, need)) && TryPlaceIn(j, p, within_now, now, sink)) return Outcome::kPlaced;
+    }
+    return Outcome::kWaiting;
+  }
+  if (candidates.empty()) {
+    if (quota_limited && !state_.tenant_pool(t, *quota_limited).usage.exhausted_alerted) {
+      Emit(QuotaExhausted{t, *quota_limited, j.id}, now, sink);
+    }
+    return Outcome::kBlocked;
+  }
+  if (j.spec.replicas > 1 && !state_.reservations.contains(j.id)) MaybeReserveForGang(j, candidates[0].pool, now, sink);
+  return Outcome::kBlocked;
+}
+
+bool Engine::MayBorrow(TenantId t, PoolId p, int64_t need) const {
+  const TenantPool& tp = state_.tenant_pool(t, p);
+  if (tp.usage.gpu_milli + need > tp.quota.elastic_limit_milli) return false;
+  // The elastic capacity of the pool: what no tenant's effective guarantee
+  // holds. Borrowing across tenants must stay within it.
+  int64_t guaranteed = 0, borrowed = 0;
+  for (const Tenant& other : state_.tenants) {
+    guaranteed += other.pools[p].effective_guarantee();
+    borrowed += other.pools[p].borrowed_milli();
+  }
+  const int64_t elastic = state_.pool_ready_gpu_milli(p) - guaranteed;
+  const int64_t borrowed_after = tp.usage.gpu_milli + need - tp.effective_guarantee();
+  return borrowed - tp.borrowed_milli() + borrowed_after <= elastic;
+}
+
+bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sink& sink) {
+  Demand d = j.spec.demand;
+  d.allowed_pools = uint64_t{1} << pool;
+  if (state_.reservations.contains(j.id)) d.reservation = j.id;
+  Scheduler& sched = scheduler();
+  const bool constrained = j.spec.affinity != 0 || j.spec.anti_affinity != 0;
+  auto allowed = [&](NodeIndex n) {
+    const auto& counts = state_.node_label_counts[n];
+    auto has = [&](LabelMask m) {
+      if (counts.empty()) return false;
+      for (int b = 0; b < 64; ++b) {
+        if ((m >> b & 1) && counts[b] > 0) return true;
+      }
+      return false;
+    };
+    if (j.spec.affinity != 0 && !has(j.spec.affinity)) return false;
+    if (j.spec.anti_affinity != 0 && has(j.spec.anti_affinity)) return false;
+    return true;
+  };
+  // Gang: place replicas one at a time on the real cluster, then undo; the
+  // event applies them for good (all or nothing).
+  std::vector<PlacedReplica> placed;
+  std::vector<AllocationId> tentative;
+  Cluster& cluster = state_.cluster;
+  for (int r = 0; r < j.spec.replicas; ++r) {
+    auto p = constrained ? sched.ScheduleWhere(d, allowed) : sched.Schedule(d);
+    if (!p) break;
+    placed.push_back({p->node, p->gpus});
+    tentative.push_back(cluster.Allocate(p->node, d, p->gpus));
+  }
+  for (auto it = tentative.rbegin(); it != tentative.rend(); ++it) cluster.Release(*it);
+  if (static_cast<int>(placed.size()) < j.spec.replicas) return false;
+  if (state_.reservations.contains(j.id)) Emit(ReservationReleased{j.id}, now, sink);
+  Emit(JobPlaced{j.id, pool, !within, std::move(placed)}, now, sink);
+  return true;
+}
+
+Duration Engine::LostWork(const Job& v, Instant now) const {
+  const Duration ran = now - v.started;
+  if (v.spec.checkpointable) return Duration(0);
+  if (v.spec.checkpoint_interval > Duration(0)) return ran % v.spec.checkpoint_interval;
+  return ran;
+}
+
+bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sink& sink) {
+  const TenantId t = j.spec.tenant;
+  // Candidates, by node, cheapest first.
+  struct Candidate {
+    VictimCost cost;
+    Job* job;
+    PreemptReason reason;
+  };
+  std::map<NodeIndex, std::vector<Candidate>> by_node;
+  std::map<TenantId, int64_t> budget;  // guarantee reclaim: at most each lender's borrowed milli
+  int64_t own_low = 0;                 // the tenant's own lower-priority work in the pool
+  for (auto& [id, v] : state_.running) {
+    if (v->state != JobState::kRunning || v->pool != pool) continue;
+    PreemptReason reason;
+    if (v->spec.tenant == t && v->spec.priority < j.spec.priority) {
+      reason = PreemptReason::kPriority;
+      own_low += v->spec.total_gpu_milli();
+    } else if (within && v->spec.tenant != t && v->borrowed &&
+               state_.tenant_pool(v->spec.tenant, pool).borrowed_milli() > 0) {
+      reason = PreemptReason::kGuaranteeReclaim;
+      budget.emplace(v->spec.tenant, state_.tenant_pool(v->spec.tenant, pool).borrowed_milli());
+    } else {
+      continue;
+    }
+    const Duration lost = v->spec.checkpointable ? v->spec.checkpoint_duration : LostWork(*v, now);
+    const VictimCost cost{v->spec.priority, ToMillis(lost) * v->spec.total_gpu_milli(), v->id};
+    for (const ReplicaPlacement& r : v->placements) {
+      auto& list = by_node[r.node];
+      if (list.empty() || list.back().job != v) list.push_back({cost, v, reason});
+    }
+  }
+  if (by_node.empty()) return false;
+  // Preempting only makes sense if the job would then be admitted: with its
+  // own lower-priority work gone it must fit the tenant's quota.
+  {
+    const TenantPool& tp = state_.tenant_pool(t, pool);
+    const int64_t need = j.spec.total_gpu_milli();
+    if (!within && tp.usage.gpu_milli - own_low + need > tp.quota.elastic_limit_milli) return false;
+  }
+  for (auto& [node, list] : by_node) {
+    std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) { return a.cost < b.cost; });
+  }
+  // Plan replica by replica on working copies of the nodes.
+  Demand d = j.spec.demand;
+  d.allowed_pools = uint64_t{1} << pool;
+  d.reservation = j.id;
+  std::map<NodeIndex, Node> working;
+  std::set<JobId> chosen;
+  std::vector<Candidate> victims;
+  std::set<NodeIndex> nodes_used;
+  for (int r = 0; r < j.spec.replicas; ++r) {
+    struct Plan {
+      int32_t worst_priority;
+      int64_t lost;
+      size_t count;
+      NodeIndex node;
+      auto operator<=>(const Plan&) const = default;
+    };
+    std::optional<Plan> best;
+    std::vector<Candidate> best_victims;
+    for (NodeIndex n = 0; n < state_.cluster.node_count(); ++n) {
+      const Node& real = state_.cluster.node(n);
+      if (real.pool != pool || real.condition != NodeCondition::kReady) continue;
+      if (real.reserved_for >= 0 && real.reserved_for != j.id) continue;
+      Node copy = working.contains(n) ? working[n] : real;
+      copy.reserved_for = -1;
+      if (policy_.Feasibility(copy, d) == FitFailure::kFiltered) continue;
+      std::vector<Candidate> take;
+      Plan plan{INT32_MIN, 0, 0, n};
+      auto it = by_node.find(n);
+      std::map<TenantId, int64_t> spent;
+      size_t next = 0;
+      while (CheckFit(copy, d) != FitFailure::kNone) {
+        if (it == by_node.end()) break;
+        while (next < it->second.size() && chosen.contains(it->second[next].job->id)) ++next;
+        if (next >= it->second.size()) break;
+        const Candidate& c = it->second[next++];
+        if (c.reason == PreemptReason::kGuaranteeReclaim) {
+          const int64_t cost = c.job->spec.total_gpu_milli();
+          if (spent[c.job->spec.tenant] + cost > budget[c.job->spec.tenant]) continue;  // keep its guarantee
+          spent[c.job->spec.tenant] += cost;
+        }
+        GiveBack(copy, *c.job, n);
+        take.push_back(c);
+        plan.worst_priority = std::max(plan.worst_priority, c.cost.priority);
+        plan.lost += c.cost.lost;
+      }
+      if (CheckFit(copy, d) != FitFailure::kNone) continue;
+      plan.count = take.size();
+      if (take.empty()) plan.worst_priority = INT32_MIN;
+      if (!best || plan < *best) {
+        best = plan;
+        best_victims = std::move(take);
+      }
+    }
+    if (!best) return false;
+    // Commit this replica's plan on the working copies. A victim may span
+    // several nodes: give its resources back everywhere.
+    for (const Candidate& c : best_victims) {
+      chosen.insert(c.job->id);
+      victims.push_back(c);
+      for (const ReplicaPlacement& rp : c.job->placements) {
+        if (!working.contains(rp.node)) working[rp.node] = state_.cluster.node(rp.node);
+        GiveBack(working[rp.node], *c.job, rp.node);
+      }
+      if (c.reason == PreemptReason::kGuaranteeReclaim) budget[c.job->spec.tenant] -= c.job->spec.total_gpu_milli();
+    }
+    if (!working.contains(best->node)) working[best->node] = state_.cluster.node(best->node);
+    TakeOut(working[best->node], d);
+    nodes_used.insert(best->node);
+  }
+  if (victims.empty()) return false;  // it fits without preemption: a later pass will place it
+  // Hold the nodes for the preemptor (with any it already held), so that
+  // what the victims free goes to it; then stop the victims.
+  std::set<NodeIndex> hold(nodes_used.begin(), nodes_used.end());
+  if (auto held = state_.reservations.find(j.id); held != state_.reservations.end()) {
+    hold.insert(held->second.begin(), held->second.end());
+    Emit(ReservationReleased{j.id}, now, sink);
+  }
+  std::erase_if(hold, [this](NodeIndex n) { return state_.cluster.node(n).reserved_for >= 0; });
+  if (!hold.empty()) Emit(NodesReserved{j.id, std::vector<NodeIndex>(hold.begin(), hold.end())}, now, sink);
+  for (const Candidate& c : victims) {
+    const bool checkpoint = c.job->spec.checkpointable;
+    const JobId victim = c.job->id;
+    const Duration lost = LostWork(*c.job, now);
+    Emit(PreemptionStarted{victim, j.id, c.reason, checkpoint}, now, sink);
+    if (!checkpoint) Emit(JobPreempted{victim, lost}, now, sink);
+  }
+  return true;
+}
+
+void Engine::MaybeReserveForGang(Job& j, PoolId pool, Instant now, const Sink& sink) {
+  // One hold per pool at a time, so that holds cannot starve the pool.
+  for (const auto& [job, nodes] : state_.reservations) {
+    if (!nodes.empty() && state_.cluster.node(nodes.front()).pool == pool) return;
+  }
+  Demand d = j.spec.demand;
+  d.allowed_pools = uint64_t{1} << pool;
+  struct Pick {
+    int64_t free_milli;
+    NodeIndex node;
+  };
+  std::vector<Pick> picks;
+  for (NodeIndex n = 0; n < state_.cluster.node_count(); ++n) {
+    const Node& node = state_.cluster.node(n);
+    if (node.pool != pool || node.condition != NodeCondition::kReady || node.reserved_for >= 0) continue;
+    if (policy_.Feasibility(Pristine(node), d) != FitFailure::kNone) continue;
+    picks.push_back({node.gpu_milli_free_total, n});
+  }
+  std::sort(picks.begin(), picks.end(), [](const Pick& a, const Pick& b) {
+    return a.free_milli != b.free_milli ? a.free_milli > b.free_milli : a.node < b.node;
+  });
+  std::vector<NodeIndex> hold;
+  int replicas = 0;
+  for (const Pick& p : picks) {
+    if (replicas >= j.spec.replicas) break;
+    hold.push_back(p.node);
+    replicas += ReplicasPerEmptyNode(Pristine(state_.cluster.node(p.node)), d);
+  }
+  if (replicas < j.spec.replicas) return;
+  Emit(NodesReserved{j.id, std::move(hold)}, now, sink);
+}
+
+std::string Engine::ExplainPending(JobId id) const {
+  const Job* j = state_.find_job(id);
+  if (!j) return "job " + std::to_string(id) + " is not live";
+  if (j->state != JobState::kPending) return std::string("job is ") + JobStateName(j->state);
+  if (j->victims_pending > 0) {
+    return "waiting for " + std::to_string(j->victims_pending) + " preempted job(s) to checkpoint";
+  }
+  std::string out;
+  for (PoolId p = 0; p < state_.pools.size(); ++p) {
+    if (!(j->spec.demand.allowed_pools >> p & 1)) continue;
+    const TenantPool& tp = state_.tenant_pool(j->spec.tenant, p);
+    std::string why;
+    const int64_t need = j->spec.total_gpu_milli();
+    if (tp.usage.gpu_milli + need > tp.quota.elastic_limit_milli) {
+      why = "tenant quota exhausted (uses " + std::to_string(tp.usage.gpu_milli) + " of " +
+            std::to_string(tp.quota.elastic_limit_milli) + " GPU milli)";
+    } else {
+      Demand d = j->spec.demand;
+      d.allowed_pools = uint64_t{1} << p;
+      if (state_.reservations.contains(id)) d.reservation = id;
+      Rejection r;
+      for (const Node& n : state_.cluster.nodes()) ++r.nodes_by_reason[static_cast<int>(policy_.Feasibility(n, d))];
+      why = r.nodes_by_reason[0] > 0 ? "waits its turn in the queue" : r.Describe();
+    }
+    out += (out.empty() ? "" : "; ") + std::string("pool '") + state_.pools[p].name + "': " + why;
+  }
+  return out;
+}
+
+}  // namespace gpupool

@@ -1,0 +1,134 @@
+// The Engine: the deterministic core shared by the simulator and the server
+// (DESIGN section 2). Each command validates its input, decides events,
+// applies each one to the state (EngineState::Apply, the only mutator) and
+// hands it to the caller's sink, in order. It owns no thread, clock, socket
+// or file: time arrives as `now`, randomness from the seed in its config.
+// Same commands, same times, same config: the same events, byte for byte.
+//
+// Expected failures (unknown tenant, malformed demand, ...) come back as an
+// Error and decide nothing. A job that is valid but can never run is a fact
+// and becomes a JobRejected event.
+//
+// Scheduling (after every command that may let work start):
+//  - Admission per tenant and pool (QUOTA-1): a job within the tenant's
+//    effective guarantee may use any free capacity; beyond it the tenant
+//    borrows, up to its elastic limit, only capacity that is neither in use
+//    nor held idle for another tenant's guarantee, and such jobs are marked
+//    borrowed (preemptible).
+//  - Order: tenants with idle guarantee first, then by weighted dominant
+//    resource share (DRF over GPU, CPU and memory, QUOTA-6); within a tenant
+//    by priority, deadline, submit time and id (QUOTA-2).
+//  - A job that cannot be placed may preempt (PostFilter): a job within its
+//    tenant's guarantee takes capacity back from other tenants' borrowed
+//    jobs, never taking one below its guarantee; a job may preempt lower
+//    priority jobs of its own tenant. Victims: lowest priority first, then
+//    least lost work; the fewest that make room, on the fewest nodes; the
+//    nodes are reserved for the preemptor while checkpointable victims
+//    checkpoint.
+//  - A gang job that cannot be placed reserves nodes so that smaller jobs
+//    backfill around it without starving it (one such hold per pool).
+//  - Gangs are all or nothing.
+//
+// Thread-safety: none; the caller serialises commands.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/base/rng.h"
+#include "src/base/status.h"
+#include "src/engine/event.h"
+#include "src/engine/state.h"
+#include "src/sched/attributes.h"
+#include "src/sched/policy.h"
+#include "src/sched/scheduler.h"
+#include "src/sched/target_workload.h"
+
+namespace gpupool {
+
+struct EngineConfig {
+  std::string policy = "best";  // the base placement policy; attribute matching is added in front
+  LendingConfig lending;
+  uint64_t seed = 1;            // node tie-break ranks and the Random policy
+  int32_t max_replicas = 4096;
+};
+
+class Engine {
+ public:
+  using Sink = std::function<void(const Event&)>;
+
+  // `target` describes the expected workload (FGD-family policies need it);
+  // `attributes` the node classes and job requirements (POOL-4/5).
+  static Result<std::unique_ptr<Engine>> Create(EngineConfig config, TargetWorkload target,
+                                                AttributeTable attributes);
+
+  // --- set-up ---------------------------------------------------------------
+  Result<PoolId> AddPool(std::string name, PoolSelector selector, std::vector<TenantId> dedicated_to, Instant now,
+                         const Sink& sink);
+  // The node joins the first pool whose selector matches its model and region.
+  Result<NodeIndex> AddNode(NodeSpec spec, std::string region, std::string zone, std::string rack, Instant now,
+                            const Sink& sink);
+  Result<TenantId> AddTenant(std::string name, Instant now, const Sink& sink);
+  Status SetQuota(TenantId tenant, PoolId pool, Quota quota, Instant now, const Sink& sink);
+
+  // --- jobs -----------------------------------------------------------------
+  // Returns the job's id; the job is either queued (JobSubmitted) or
+  // rejected (JobRejected, with the reason).
+  Result<JobId> Submit(JobSpec spec, Instant now, const Sink& sink);
+  Status Cancel(JobId job, Instant now, const Sink& sink);
+  // A running job ended (its replicas exited).
+  Status Finish(JobId job, bool succeeded, Instant now, const Sink& sink);
+  // A checkpointing victim has saved its state: release it.
+  Status CheckpointDone(JobId job, Instant now, const Sink& sink);
+  // Control loops (lending) and a scheduling pass.
+  void Tick(Instant now, const Sink& sink);
+
+  // Applies an event decided earlier (recovery by replay). Requires the
+  // event to be the next one (seq) and to fit the state.
+  void Replay(const Event& e);
+
+  const EngineState& state() const { return state_; }
+  const AttributeTable& attributes() const { return attributes_; }
+  const EngineConfig& config() const { return config_; }
+  // Why a pending job waits, for users: the scheduler's view right now.
+  std::string ExplainPending(JobId job) const;
+
+ private:
+  Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes);
+
+  enum class Outcome { kPlaced, kWaiting, kBlocked };
+
+  void Emit(EventBody body, Instant now, const Sink& sink);
+  void SchedulePass(Instant now, const Sink& sink);
+  Outcome TryStart(Job& j, Instant now, const Sink& sink);
+  bool TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sink& sink);
+  bool TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sink& sink);
+  // May tenant t borrow `need` more GPU milli in pool p (elastic limit, and
+  // the pool's elastic capacity left after every effective guarantee)?
+  bool MayBorrow(TenantId t, PoolId p, int64_t need) const;
+  void MaybeReserveForGang(Job& j, PoolId pool, Instant now, const Sink& sink);
+  void RecallIfNeeded(const Job& j, Instant now, const Sink& sink);
+  void Lend(Instant now, const Sink& sink);
+  std::string NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools);
+  Scheduler& scheduler();
+  double DominantShare(TenantId t) const;
+  bool HasIdleGuarantee(TenantId t) const;
+  Duration LostWork(const Job& v, Instant now) const;
+
+  EngineConfig config_;
+  TargetWorkload target_;
+  AttributeTable attributes_;
+  Policy policy_;
+  EngineState state_;
+  Rng rng_;
+  std::unique_ptr<Scheduler> scheduler_;
+  int scheduler_nodes_ = -1;  // node count the scheduler was built for
+  // Distinct untouched node shapes per pool (for "can it ever fit"), rebuilt
+  // when nodes are added.
+  std::vector<std::vector<std::pair<Node, int>>> pool_shapes_;
+  int pool_shapes_nodes_ = -1;
+};
+
+}  // namespace gpupool

@@ -1,0 +1,346 @@
+// Scenario tests of the Engine that read like the requirements they check.
+// Every event is followed by an invariant check.
+#include "src/engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tests/builders.h"
+
+namespace gpupool {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Share;
+using testing::Whole;
+
+constexpr int64_t kGpu = kMilliPerGpu;
+
+class EngineHarness {
+ public:
+  explicit EngineHarness(std::string policy = "BestFit", LendingConfig lending = {}) {
+    EngineConfig config;
+    config.policy = std::move(policy);
+    config.lending = lending;
+    std::vector<Demand> mix = {Whole(1, 8000), Share(500, 2000)};
+    auto target = TargetWorkloadOf(mix, 1, 1);
+    EXPECT_TRUE(target.has_value());
+    AttributeTable attrs;
+    cuda_ = attrs.AddNodeClass({"a100", {}, 0, "nvidia-ampere", {{"cuda", {{12, 2, 0}}}, {"nccl", {{2, 18, 0}}}}});
+    cann_ = attrs.AddNodeClass({"ascend", {}, 0, "ascend-910", {{"cann", {{8, 0, 0}}}, {"hccl", {{8, 0, 0}}}}});
+    Requirement needs_cuda;
+    needs_cuda.name = "cuda12";
+    needs_cuda.ecosystem = {{"cuda", {{12, 0, 0}}}};
+    cuda_job_ = attrs.AddRequirement(needs_cuda);
+    auto e = Engine::Create(config, std::move(*target), std::move(attrs));
+    EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
+    engine = std::move(*e);
+    sink = [this](const Event& ev) {
+      log.push_back(ev);
+      auto ok = CheckInvariants(engine->state());
+      ASSERT_TRUE(ok.has_value()) << ok.error().message << " after " << ToJsonLine(ev);
+    };
+  }
+
+  PoolId Pool(std::string name, GpuModelMask models = kAnyGpuModel, std::vector<TenantId> dedicated = {}) {
+    auto p = engine->AddPool(std::move(name), PoolSelector{models, {}}, std::move(dedicated), now, sink);
+    EXPECT_TRUE(p.has_value()) << (p ? "" : p.error().message);
+    return *p;
+  }
+  void Nodes(int count, std::string model, int gpus = 8, int64_t cpu = 96000, uint16_t attr = 0) {
+    const GpuModelId m = *Catalog::Builtin().Find(model);
+    for (int i = 0; i < count; ++i) {
+      NodeSpec spec{model + "-" + std::to_string(node_seq_++), cpu, 1 << 20, gpus, m, 0, attr};
+      auto n = engine->AddNode(spec, "r1", "z1", "rack1", now, sink);
+      EXPECT_TRUE(n.has_value()) << (n ? "" : n.error().message);
+    }
+  }
+  TenantId Tenant(std::string name, PoolId pool, int64_t guaranteed_gpus, int64_t limit_gpus, double weight = 1,
+                  bool reserved = false) {
+    auto t = engine->AddTenant(std::move(name), now, sink);
+    EXPECT_TRUE(t.has_value());
+    Quota q{guaranteed_gpus * kGpu, limit_gpus * kGpu, weight, reserved};
+    auto ok = engine->SetQuota(*t, pool, q, now, sink);
+    EXPECT_TRUE(ok.has_value()) << (ok ? "" : ok.error().message);
+    return *t;
+  }
+  JobId Submit(TenantId t, Demand d, int replicas = 1, int priority = 0, bool checkpointable = false) {
+    JobSpec s;
+    s.tenant = t;
+    s.demand = d;
+    s.replicas = replicas;
+    s.priority = priority;
+    s.checkpointable = checkpointable;
+    s.checkpoint_duration = 20s;
+    auto id = engine->Submit(s, now, sink);
+    EXPECT_TRUE(id.has_value()) << (id ? "" : id.error().message);
+    return id ? *id : -1;
+  }
+  JobState State(JobId id) const {
+    const Job* j = engine->state().find_job(id);
+    return j ? j->state : JobState::kSucceeded;  // gone: finished or cancelled
+  }
+  template <class T>
+  std::vector<T> Events() const {
+    std::vector<T> out;
+    for (const Event& e : log) {
+      if (auto* b = std::get_if<T>(&e.body)) out.push_back(*b);
+    }
+    return out;
+  }
+  void Advance(Duration d) {
+    now += d;
+    engine->Tick(now, sink);
+  }
+
+  std::unique_ptr<Engine> engine;
+  Engine::Sink sink;
+  std::vector<Event> log;
+  Instant now{};
+  uint16_t cuda_ = 0, cann_ = 0, cuda_job_ = 0;
+
+ private:
+  int node_seq_ = 0;
+};
+
+TEST(EngineTest, AJobWithinItsGuaranteeRunsAtOnceAndFinishes) {
+  EngineHarness h;
+  const PoolId p = h.Pool("a100");
+  h.Nodes(2, "A100-80GB");
+  const TenantId a = h.Tenant("a", p, 8, 16);
+  const JobId j = h.Submit(a, Whole(4, 8000));
+  EXPECT_EQ(h.State(j), JobState::kRunning);
+  ASSERT_EQ(h.Events<JobPlaced>().size(), 1u);
+  EXPECT_FALSE(h.Events<JobPlaced>()[0].borrowed);
+  EXPECT_EQ(h.engine->state().tenant_pool(a, p).usage.gpu_milli, 4 * kGpu);
+  ASSERT_TRUE(h.engine->Finish(j, true, h.now, h.sink).has_value());
+  EXPECT_EQ(h.engine->state().tenant_pool(a, p).usage.gpu_milli, 0);
+  EXPECT_EQ(h.engine->state().jobs.size(), 0u);
+}
+
+TEST(EngineTest, TenantIdleForFiveMinutesLendsThirtyPercentAndGetsItBackByPreemption) {
+  // Tenant A is guaranteed 10 of the 16 GPUs, B 6 with an elastic limit of 16.
+  EngineHarness h;
+  const PoolId p = h.Pool("a100");
+  h.Nodes(2, "A100-80GB");
+  const TenantId a = h.Tenant("a", p, 10, 16);
+  const TenantId b = h.Tenant("b", p, 6, 16);
+  // B fills its guarantee; it cannot borrow A's idle, reserved guarantee.
+  std::vector<JobId> b_jobs;
+  for (int i = 0; i < 6; ++i) b_jobs.push_back(h.Submit(b, Whole(1, 4000), 1, 0, /*checkpointable=*/true));
+  const JobId b_extra = h.Submit(b, Whole(1, 4000), 1, 0, true);
+  EXPECT_EQ(h.State(b_extra), JobState::kPending);
+  // A stays idle (below 50% of its guarantee) for the whole 5-minute window.
+  h.Advance(4min);
+  EXPECT_TRUE(h.Events<QuotaLent>().empty());
+  h.Advance(1min);
+  ASSERT_EQ(h.Events<QuotaLent>().size(), 1u);
+  EXPECT_EQ(h.Events<QuotaLent>()[0].milli, 3 * kGpu);  // 30% of 10 GPUs
+  // B now borrows A's lent GPUs.
+  EXPECT_EQ(h.State(b_extra), JobState::kRunning);
+  const JobId b_more1 = h.Submit(b, Whole(1, 4000), 1, 0, true);
+  const JobId b_more2 = h.Submit(b, Whole(1, 4000), 1, 0, true);
+  EXPECT_EQ(h.State(b_more1), JobState::kRunning);
+  EXPECT_EQ(h.State(b_more2), JobState::kRunning);
+  EXPECT_EQ(h.engine->state().tenant_pool(b, p).borrowed_milli(), 3 * kGpu);
+  // A submits work that needs its whole guarantee: the loan is recalled and
+  // B's borrowed work is checkpointed, then preempted; A runs.
+  const JobId a_job = h.Submit(a, Whole(8, 8000), 1, 0);
+  ASSERT_EQ(h.Events<QuotaRecalled>().size(), 1u);
+  EXPECT_EQ(h.State(a_job), JobState::kPending);
+  const auto started = h.Events<PreemptionStarted>();
+  ASSERT_FALSE(started.empty());
+  for (const auto& s : started) {
+    EXPECT_EQ(s.reason, PreemptReason::kGuaranteeReclaim);
+    EXPECT_TRUE(s.checkpoint);
+    EXPECT_EQ(s.preemptor, a_job);
+    EXPECT_TRUE(h.engine->state().job(s.victim).borrowed);
+  }
+  // B is never taken below its guarantee: at most its 3 borrowed GPUs go.
+  EXPECT_LE(static_cast<int64_t>(started.size()), 3);
+  for (const auto& s : started) {
+    EXPECT_EQ(h.State(s.victim), JobState::kCheckpointing);
+    ASSERT_TRUE(h.engine->CheckpointDone(s.victim, h.now + 20s, h.sink).has_value());
+  }
+  EXPECT_EQ(h.State(a_job), JobState::kRunning);
+  EXPECT_EQ(h.engine->state().tenant_pool(b, p).usage.gpu_milli, 16 * kGpu - 8 * kGpu - 0);  // B kept 8
+  EXPECT_GE(h.engine->state().tenant_pool(b, p).usage.gpu_milli, 6 * kGpu);
+}
+
+TEST(EngineTest, HigherPriorityPreemptsLowerWithinATenantOnly) {
+  EngineHarness h;
+  const PoolId p = h.Pool("a100");
+  h.Nodes(1, "A100-80GB");
+  const TenantId a = h.Tenant("a", p, 4, 8);
+  const TenantId b = h.Tenant("b", p, 4, 8);
+  const JobId a_low = h.Submit(a, Whole(4, 8000), 1, /*priority=*/0);
+  const JobId b_low = h.Submit(b, Whole(4, 8000), 1, 0);
+  ASSERT_EQ(h.State(a_low), JobState::kRunning);
+  ASSERT_EQ(h.State(b_low), JobState::kRunning);
+  const JobId a_high = h.Submit(a, Whole(4, 8000), 1, /*priority=*/10);
+  // A's high-priority job takes A's own low-priority job's place, not B's.
+  ASSERT_EQ(h.Events<PreemptionStarted>().size(), 1u);
+  EXPECT_EQ(h.Events<PreemptionStarted>()[0].victim, a_low);
+  EXPECT_EQ(h.Events<PreemptionStarted>()[0].reason, PreemptReason::kPriority);
+  EXPECT_EQ(h.State(a_high), JobState::kRunning);  // not checkpointable: released at once
+  EXPECT_EQ(h.State(a_low), JobState::kPending);
+  EXPECT_EQ(h.State(b_low), JobState::kRunning);
+  ASSERT_EQ(h.Events<JobPreempted>().size(), 1u);
+}
+
+TEST(EngineTest, QuotaExhaustedAlertsOnceAndTheJobWaits) {
+  EngineHarness h;
+  const PoolId p = h.Pool("a100");
+  h.Nodes(2, "A100-80GB");
+  const TenantId a = h.Tenant("a", p, 2, 4);
+  h.Submit(a, Whole(4, 8000));
+  const JobId waiting = h.Submit(a, Whole(1, 8000));
+  h.Submit(a, Whole(1, 8000));
+  EXPECT_EQ(h.State(waiting), JobState::kPending);
+  ASSERT_EQ(h.Events<QuotaExhausted>().size(), 1u);
+  EXPECT_EQ(h.Events<QuotaExhausted>()[0].tenant, a);
+  EXPECT_NE(h.engine->ExplainPending(waiting).find("quota exhausted"), std::string::npos)
+      << h.engine->ExplainPending(waiting);
+  // Raising the quota at runtime lets it run.
+  ASSERT_TRUE(h.engine->SetQuota(a, p, Quota{2 * kGpu, 6 * kGpu, 1, false}, h.now, h.sink).has_value());
+  EXPECT_EQ(h.State(waiting), JobState::kRunning);
+}
+
+TEST(EngineTest, AJobThatCanNeverFitIsRejectedWithTheReason) {
+  EngineHarness h;
+  const PoolId p = h.Pool("a100");
+  h.Nodes(2, "A100-80GB");
+  const TenantId a = h.Tenant("a", p, 8, 16);
+  const JobId too_wide = h.Submit(a, Whole(16, 8000));  // no node has 16 GPUs
+  ASSERT_EQ(h.Events<JobRejected>().size(), 1u);
+  EXPECT_EQ(h.Events<JobRejected>()[0].job, too_wide);
+  EXPECT_NE(h.Events<JobRejected>()[0].reason.find("no node is big enough"), std::string::npos)
+      << h.Events<JobRejected>()[0].reason;
+  h.Submit(a, Whole(8, 8000), 3);  // 3 x 8 GPUs > the tenant's 16-GPU limit
+  ASSERT_EQ(h.Events<JobRejected>().size(), 2u);
+  EXPECT_NE(h.Events<JobRejected>()[1].reason.find("above the elastic limit"), std::string::npos);
+  // Bad input is an error and decides nothing.
+  const size_t before = h.log.size();
+  JobSpec bad;
+  bad.tenant = a;
+  bad.demand = Whole(2, 1000);
+  bad.demand.gpu_milli = 500;
+  auto r = h.engine->Submit(bad, h.now, h.sink);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("gpu_milli"), std::string::npos);
+  EXPECT_EQ(h.log.size(), before);
+}
+
+TEST(EngineTest, GangIsAllOrNothingAndHoldsNodesWhileSmallJobsBackfill) {
+  EngineHarness h;
+  const PoolId p = h.Pool("a100");
+  h.Nodes(4, "A100-80GB");
+  const TenantId a = h.Tenant("a", p, 0, 32);
+  // Three 5-GPU jobs land on three different nodes (no two fit one node).
+  std::vector<JobId> fillers;
+  for (int i = 0; i < 3; ++i) fillers.push_back(h.Submit(a, Whole(5, 4000)));
+  for (JobId f : fillers) ASSERT_EQ(h.State(f), JobState::kRunning);
+  // A gang of two 8-GPU replicas fits the quota but only one node is free:
+  // nothing of it is placed, and it holds two nodes.
+  const JobId gang = h.Submit(a, Whole(8, 8000), 2);
+  EXPECT_EQ(h.State(gang), JobState::kPending);
+  ASSERT_EQ(h.Events<NodesReserved>().size(), 1u);
+  EXPECT_EQ(h.Events<NodesReserved>()[0].job, gang);
+  const auto held = h.Events<NodesReserved>()[0].nodes;
+  ASSERT_EQ(held.size(), 2u);
+  // A small job backfills, but not onto the held nodes.
+  const JobId small = h.Submit(a, Whole(2, 4000));
+  EXPECT_EQ(h.State(small), JobState::kRunning);
+  const NodeIndex small_node = h.Events<JobPlaced>().back().replicas[0].node;
+  EXPECT_EQ(std::find(held.begin(), held.end(), small_node), held.end());
+  // When the filler on a held node ends, the gang runs on the held nodes.
+  for (JobId f : fillers) {
+    const NodeIndex n = h.engine->state().job(f).placements[0].node;
+    if (std::find(held.begin(), held.end(), n) != held.end()) {
+      ASSERT_TRUE(h.engine->Finish(f, true, h.now, h.sink).has_value());
+    }
+  }
+  ASSERT_EQ(h.State(gang), JobState::kRunning);
+  const JobPlaced placed = h.Events<JobPlaced>().back();
+  ASSERT_EQ(placed.job, gang);
+  ASSERT_EQ(placed.replicas.size(), 2u);
+  for (const auto& r : placed.replicas) {
+    EXPECT_NE(std::find(held.begin(), held.end(), r.node), held.end());
+  }
+  EXPECT_EQ(h.Events<ReservationReleased>().size(), 1u);
+}
+
+TEST(EngineTest, DedicatedPoolsTakeOnlyTheirTenants) {
+  EngineHarness h;
+  const PoolId shared = h.Pool("shared", GpuModelMask{1} << *Catalog::Builtin().Find("A100-80GB"));
+  h.Nodes(1, "A100-80GB");
+  const TenantId a = h.Tenant("a", shared, 4, 8);
+  const PoolId secure = h.Pool("secure", GpuModelMask{1} << *Catalog::Builtin().Find("H100"), {a});
+  h.Nodes(1, "H100");
+  ASSERT_TRUE(h.engine->SetQuota(a, secure, Quota{8 * kGpu, 8 * kGpu, 1, true}, h.now, h.sink).has_value());
+  const TenantId b = h.Tenant("b", shared, 4, 8);
+  auto refused = h.engine->SetQuota(b, secure, Quota{0, 8 * kGpu, 1, false}, h.now, h.sink);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("dedicated"), std::string::npos);
+  JobSpec s;
+  s.tenant = b;
+  s.demand = Whole(8, 8000);
+  s.pools = {secure};
+  const JobId j = *h.engine->Submit(s, h.now, h.sink);
+  ASSERT_EQ(h.Events<JobRejected>().size(), 1u);
+  EXPECT_EQ(h.Events<JobRejected>()[0].job, j);
+}
+
+TEST(EngineTest, ACudaJobNeverLandsOnAnAcceleratorWithoutCuda) {
+  EngineHarness h;
+  const PoolId p = h.Pool("mixed");
+  h.Nodes(1, "Ascend910B", 8, 96000, h.cann_);
+  h.Nodes(1, "A100-80GB", 8, 96000, h.cuda_);
+  const TenantId a = h.Tenant("a", p, 16, 16);
+  Demand d = Whole(8, 8000);
+  d.requirement = h.cuda_job_;
+  const JobId first = h.Submit(a, d);
+  const JobId second = h.Submit(a, d);
+  ASSERT_EQ(h.State(first), JobState::kRunning);
+  EXPECT_EQ(h.State(second), JobState::kPending);  // the Ascend node is free but lacks CUDA
+  const NodeIndex used = h.Events<JobPlaced>()[0].replicas[0].node;
+  EXPECT_EQ(h.engine->state().cluster.node(used).attr_class, h.cuda_);
+  EXPECT_NE(h.engine->ExplainPending(second).find("requirements"), std::string::npos)
+      << h.engine->ExplainPending(second);
+}
+
+TEST(EngineTest, ElasticCapacityIsSharedByWeightedDominantShare) {
+  EngineHarness h("BestFit", LendingConfig{.enabled = false});
+  const PoolId p = h.Pool("a100");
+  h.Nodes(2, "A100-80GB");
+  const TenantId a = h.Tenant("a", p, 0, 16, /*weight=*/1);
+  const TenantId b = h.Tenant("b", p, 0, 16, /*weight=*/3);
+  // Both queue far more than fits; nothing is guaranteed; a pass hands out
+  // the 16 GPUs by weighted share: B (weight 3) gets about three times A's.
+  for (int i = 0; i < 32; ++i) {
+    JobSpec s;
+    s.tenant = a;
+    s.demand = Whole(1, 4000);
+    ASSERT_TRUE(h.engine->Submit(s, h.now, {}).has_value());
+  }
+  for (int i = 0; i < 32; ++i) {
+    JobSpec s;
+    s.tenant = b;
+    s.demand = Whole(1, 4000);
+    ASSERT_TRUE(h.engine->Submit(s, h.now, {}).has_value());
+  }
+  // A submitted first and holds all 16 GPUs; as its jobs end, each freed
+  // GPU goes to the tenant with the lower weighted share.
+  std::vector<JobId> running;
+  for (const auto& [id, j] : h.engine->state().running) running.push_back(id);
+  for (JobId id : running) ASSERT_TRUE(h.engine->Finish(id, true, h.now, {}).has_value());
+  const int64_t ua = h.engine->state().tenant_pool(a, p).usage.gpu_milli;
+  const int64_t ub = h.engine->state().tenant_pool(b, p).usage.gpu_milli;
+  EXPECT_EQ(ua + ub, 16 * kGpu);
+  EXPECT_EQ(ua, 4 * kGpu);  // shares 4/16 = 12/16 / 3
+  EXPECT_EQ(ub, 12 * kGpu);
+}
+
+}  // namespace
+}  // namespace gpupool

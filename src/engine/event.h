@@ -1,0 +1,134 @@
+// Events: the facts the Engine decides, and the only way its state changes
+// (EngineState::Apply). Replaying a log of events rebuilds the state; the
+// log's canonical JSON lines (ToJsonLine) are byte-identical for the same
+// inputs and seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "src/base/time.h"
+#include "src/model/cluster.h"
+#include "src/model/job.h"
+#include "src/model/pool.h"
+#include "src/model/tenant.h"
+
+namespace gpupool {
+
+// --- set-up -----------------------------------------------------------------
+struct PoolAdded {
+  Pool pool;
+};
+struct NodeAdded {
+  NodeSpec spec;  // spec.pool assigned by the engine
+  std::string region, zone, rack;
+};
+struct TenantAdded {
+  TenantId tenant = -1;
+  std::string name;
+};
+struct QuotaSet {
+  TenantId tenant = -1;
+  PoolId pool = 0;
+  Quota quota;
+};
+
+// --- jobs -------------------------------------------------------------------
+struct JobSubmitted {
+  JobId job = -1;
+  JobSpec spec;
+};
+// The job can never run (e.g. bigger than any node of any pool it may use).
+struct JobRejected {
+  JobId job = -1;
+  JobSpec spec;
+  std::string reason;
+};
+struct PlacedReplica {
+  NodeIndex node = -1;
+  GpuMask gpus = 0;
+};
+struct JobPlaced {
+  JobId job = -1;
+  PoolId pool = 0;
+  bool borrowed = false;  // beyond the tenant's effective guarantee: preemptible
+  std::vector<PlacedReplica> replicas;
+};
+struct JobFinished {
+  JobId job = -1;
+  bool succeeded = true;
+};
+struct JobCancelled {
+  JobId job = -1;
+};
+
+enum class PreemptReason : uint8_t {
+  kGuaranteeReclaim,  // a tenant takes its guarantee back from borrowers
+  kPriority,          // a higher-priority job of the same tenant
+};
+const char* PreemptReasonName(PreemptReason r);
+
+// The victim stops for `preemptor`: checkpointable victims first checkpoint
+// (state kCheckpointing, resources held until CheckpointDone); others are
+// released at once by a JobPreempted that follows.
+struct PreemptionStarted {
+  JobId victim = -1;
+  JobId preemptor = -1;
+  PreemptReason reason = PreemptReason::kPriority;
+  bool checkpoint = false;
+};
+// The victim's resources are released and it is queued again. lost_work is
+// the run time since its last checkpoint (0 when it checkpointed now).
+struct JobPreempted {
+  JobId victim = -1;
+  Duration lost_work{0};
+};
+
+// --- quotas -----------------------------------------------------------------
+struct QuotaLent {
+  TenantId tenant = -1;
+  PoolId pool = 0;
+  int64_t milli = 0;
+};
+struct QuotaRecalled {
+  TenantId tenant = -1;
+  PoolId pool = 0;
+  int64_t milli = 0;
+};
+// A tenant's job waits because the tenant reached its elastic limit in every
+// pool it may use (QUOTA-4): the tenant is alerted once per episode.
+struct QuotaExhausted {
+  TenantId tenant = -1;
+  PoolId pool = 0;
+  JobId job = -1;
+};
+
+// Nodes held for one waiting job (a gang at the head of its queue, or a
+// preemptor waiting for its victims): only that job may start on them.
+struct NodesReserved {
+  JobId job = -1;
+  std::vector<NodeIndex> nodes;
+};
+struct ReservationReleased {
+  JobId job = -1;
+};
+
+using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobSubmitted, JobRejected, JobPlaced,
+                               JobFinished, JobCancelled, PreemptionStarted, JobPreempted, QuotaLent, QuotaRecalled,
+                               QuotaExhausted, NodesReserved, ReservationReleased>;
+
+struct Event {
+  int64_t seq = 0;  // 1, 2, 3, ... in the order applied
+  Instant at{};
+  EventBody body;
+};
+
+const char* EventName(const EventBody& body);
+
+// One canonical JSON object per event, keys sorted, no spaces:
+// {"at":1500,"job":7,"seq":12,"type":"JobPlaced",...}
+std::string ToJsonLine(const Event& e);
+
+}  // namespace gpupool

@@ -1,0 +1,337 @@
+#include "src/engine/state.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "src/base/check.h"
+
+namespace gpupool {
+
+Job& EngineState::job(JobId id) {
+  auto it = jobs.find(id);
+  GP_CHECK(it != jobs.end()) << "job " << id << " is not live";
+  return it->second;
+}
+
+const Job& EngineState::job(JobId id) const {
+  auto it = jobs.find(id);
+  GP_CHECK(it != jobs.end()) << "job " << id << " is not live";
+  return it->second;
+}
+
+const Job* EngineState::find_job(JobId id) const {
+  auto it = jobs.find(id);
+  return it == jobs.end() ? nullptr : &it->second;
+}
+
+int64_t EngineState::pool_ready_gpu_milli(PoolId p) const {
+  return pool_totals[p].gpu_milli - pool_totals[p].unavailable_gpu_milli;
+}
+
+int64_t EngineState::idle_guarantees(PoolId p, TenantId except) const {
+  int64_t idle = 0;
+  for (const Tenant& t : tenants) {
+    if (t.id != except) idle += t.pools[p].idle_guarantee_milli();
+  }
+  return idle;
+}
+
+PoolCapacity EngineState::Capacity(PoolId p) const {
+  PoolCapacity c;
+  int64_t reserved_nodes_free = 0, fragmented = 0;
+  for (const Node& n : cluster.nodes()) {
+    if (n.pool != p) continue;
+    c.total_milli += n.gpu_milli_total();
+    if (n.condition != NodeCondition::kReady) continue;
+    c.allocated_milli += n.gpu_milli_total() - n.gpu_milli_free_total;
+    if (n.reserved_for >= 0) {
+      reserved_nodes_free += n.gpu_milli_free_total;
+      continue;
+    }
+    // Slivers of partly used GPUs, and free GPUs on a node left without CPU
+    // or memory, cannot take a whole-GPU demand.
+    if (n.cpu_milli_free <= 0 || n.memory_mib_free <= 0) {
+      fragmented += n.gpu_milli_free_total;
+    } else {
+      fragmented += n.gpu_milli_free_total - int64_t{n.gpus_fully_free} * kMilliPerGpu;
+    }
+  }
+  c.reserved_milli = reserved_nodes_free + idle_guarantees(p, -1);
+  c.fragmented_milli = fragmented;
+  int64_t ready_total = 0;
+  for (const Node& n : cluster.nodes()) {
+    if (n.pool == p && n.condition == NodeCondition::kReady) ready_total += n.gpu_milli_total();
+  }
+  c.available_milli = std::max<int64_t>(0, ready_total - c.allocated_milli - c.reserved_milli - c.fragmented_milli);
+  return c;
+}
+
+void EngineState::UsageChanged(TenantPool& tp) {
+  const double low = lending.threshold * static_cast<double>(tp.quota.guaranteed_milli);
+  if (static_cast<double>(tp.usage.gpu_milli) < low) {
+    if (!tp.usage.below_threshold_since) tp.usage.below_threshold_since = now;
+  } else {
+    tp.usage.below_threshold_since.reset();
+  }
+}
+
+void EngineState::LabelNode(NodeIndex n, LabelMask labels, int delta) {
+  if (labels == 0) return;
+  auto& counts = node_label_counts[n];
+  if (counts.empty()) counts.assign(64, 0);
+  for (int b = 0; b < 64; ++b) {
+    if (labels >> b & 1) counts[b] += delta;
+  }
+}
+
+void EngineState::Occupy(Job& j, const JobPlaced& e) {
+  GP_CHECK(static_cast<int>(e.replicas.size()) == j.spec.replicas) << "job " << j.id;
+  Demand d = j.spec.demand;
+  d.reservation = j.id;
+  d.allowed_pools = uint64_t{1} << e.pool;
+  j.placements.clear();
+  for (const PlacedReplica& r : e.replicas) {
+    const AllocationId a = cluster.Allocate(r.node, d, r.gpus);
+    j.placements.push_back(ReplicaPlacement{r.node, r.gpus, a});
+    LabelNode(r.node, j.spec.labels, +1);
+  }
+  TenantPool& tp = tenant_pool(j.spec.tenant, e.pool);
+  tp.usage.gpu_milli += j.spec.total_gpu_milli();
+  tp.usage.cpu_milli += int64_t{j.spec.replicas} * d.cpu_milli;
+  tp.usage.memory_mib += int64_t{j.spec.replicas} * d.memory_mib;
+  UsageChanged(tp);
+  j.pool = e.pool;
+  j.borrowed = e.borrowed;
+  j.state = JobState::kRunning;
+  j.started = now;
+  if (!j.first_started) j.first_started = now;
+  running[j.id] = &j;
+}
+
+void EngineState::Release(Job& j) {
+  for (const ReplicaPlacement& r : j.placements) {
+    cluster.Release(r.allocation);
+    LabelNode(r.node, j.spec.labels, -1);
+  }
+  j.placements.clear();
+  TenantPool& tp = tenant_pool(j.spec.tenant, j.pool);
+  tp.usage.gpu_milli -= j.spec.total_gpu_milli();
+  tp.usage.cpu_milli -= int64_t{j.spec.replicas} * j.spec.demand.cpu_milli;
+  tp.usage.memory_mib -= int64_t{j.spec.replicas} * j.spec.demand.memory_mib;
+  tp.usage.exhausted_alerted = false;
+  UsageChanged(tp);
+  running.erase(j.id);
+  ++capacity_epoch;
+}
+
+namespace {
+
+struct ApplyVisitor {
+  EngineState& s;
+
+  void operator()(const PoolAdded& e) {
+    GP_CHECK(e.pool.id == s.pools.size() && s.pools.size() < static_cast<size_t>(kMaxPools)) << "pool " << e.pool.id;
+    s.pools.push_back(e.pool);
+    s.pool_totals.emplace_back();
+    for (Tenant& t : s.tenants) t.pools.resize(s.pools.size());
+  }
+  void operator()(const NodeAdded& e) {
+    auto added = s.cluster.AddNode(e.spec);
+    GP_CHECK(added.has_value()) << (added ? "" : added.error().message);
+    GP_CHECK(e.spec.pool < s.pools.size()) << "node " << e.spec.name << " in unknown pool";
+    s.node_label_counts.emplace_back();
+    s.node_places.push_back({e.region, e.zone, e.rack});
+    auto& totals = s.pool_totals[e.spec.pool];
+    totals.gpu_milli += int64_t{e.spec.gpu_count} * kMilliPerGpu;
+    totals.cpu_milli += e.spec.cpu_milli;
+    totals.memory_mib += e.spec.memory_mib;
+    ++s.capacity_epoch;
+  }
+  void operator()(const TenantAdded& e) {
+    GP_CHECK(e.tenant == static_cast<TenantId>(s.tenants.size())) << "tenant " << e.tenant;
+    Tenant t;
+    t.id = e.tenant;
+    t.name = e.name;
+    t.pools.resize(s.pools.size());
+    s.tenants.push_back(std::move(t));
+  }
+  void operator()(const QuotaSet& e) {
+    TenantPool& tp = s.tenant_pool(e.tenant, e.pool);
+    tp.quota = e.quota;
+    if (tp.usage.lent_milli > tp.quota.guaranteed_milli || tp.quota.reserved) tp.usage.lent_milli = 0;
+    tp.usage.exhausted_alerted = false;
+    s.UsageChanged(tp);  // the lend threshold moved with the guarantee
+    ++s.capacity_epoch;
+  }
+  void operator()(const JobSubmitted& e) {
+    Job j;
+    j.id = e.job;
+    j.spec = e.spec;
+    j.submitted = s.now;
+    j.queued_since = s.now;
+    auto [it, inserted] = s.jobs.emplace(e.job, std::move(j));
+    GP_CHECK(inserted) << "job " << e.job << " submitted twice";
+    s.queue.Add(it->second);
+    s.next_job_id = std::max(s.next_job_id, e.job + 1);
+  }
+  void operator()(const JobRejected& e) { s.next_job_id = std::max(s.next_job_id, e.job + 1); }
+  void operator()(const JobPlaced& e) {
+    Job& j = s.job(e.job);
+    GP_CHECK(j.state == JobState::kPending) << "job " << e.job << " placed while " << JobStateName(j.state);
+    s.queue.Remove(j);
+    s.Occupy(j, e);
+  }
+  void operator()(const JobFinished& e) {
+    Job& j = s.job(e.job);
+    GP_CHECK(j.state == JobState::kRunning || j.state == JobState::kCheckpointing) << "job " << e.job;
+    Detach(j);
+    s.Release(j);
+    s.jobs.erase(e.job);
+  }
+  void operator()(const JobCancelled& e) {
+    Job& j = s.job(e.job);
+    if (j.state == JobState::kPending) {
+      s.queue.Remove(j);
+    } else {
+      Detach(j);
+      s.Release(j);
+    }
+    s.jobs.erase(e.job);
+  }
+  void operator()(const PreemptionStarted& e) {
+    Job& v = s.job(e.victim);
+    GP_CHECK(v.state == JobState::kRunning) << "victim " << e.victim << " is " << JobStateName(v.state);
+    v.preempted_by = e.preemptor;
+    if (e.checkpoint) {
+      v.state = JobState::kCheckpointing;
+      if (Job* p = Find(e.preemptor)) ++p->victims_pending;
+    }
+  }
+  void operator()(const JobPreempted& e) {
+    Job& v = s.job(e.victim);
+    GP_CHECK(v.state == JobState::kRunning || v.state == JobState::kCheckpointing) << "victim " << e.victim;
+    Detach(v);
+    s.Release(v);
+    v.state = JobState::kPending;
+    v.queued_since = s.now;
+    v.preempted_by = -1;
+    ++v.preemptions;
+    s.queue.Add(v);
+  }
+  void operator()(const QuotaLent& e) {
+    TenantPool& tp = s.tenant_pool(e.tenant, e.pool);
+    tp.usage.lent_milli += e.milli;
+    GP_CHECK(tp.usage.lent_milli <= tp.quota.guaranteed_milli);
+    ++s.capacity_epoch;
+  }
+  void operator()(const QuotaRecalled& e) {
+    TenantPool& tp = s.tenant_pool(e.tenant, e.pool);
+    tp.usage.lent_milli -= e.milli;
+    GP_CHECK(tp.usage.lent_milli >= 0);
+    // The window starts again: lending needs another full window of low use.
+    if (tp.usage.below_threshold_since) tp.usage.below_threshold_since = s.now;
+    ++s.capacity_epoch;
+  }
+  void operator()(const QuotaExhausted& e) { s.tenant_pool(e.tenant, e.pool).usage.exhausted_alerted = true; }
+  void operator()(const NodesReserved& e) {
+    GP_CHECK(!s.reservations.contains(e.job)) << "job " << e.job << " already holds a reservation";
+    for (NodeIndex n : e.nodes) {
+      GP_CHECK(s.cluster.node(n).reserved_for < 0) << "node " << n << " reserved twice";
+      s.cluster.SetReservation(n, e.job);
+    }
+    s.reservations[e.job] = e.nodes;
+  }
+  void operator()(const ReservationReleased& e) {
+    auto it = s.reservations.find(e.job);
+    GP_CHECK(it != s.reservations.end()) << "job " << e.job << " holds no reservation";
+    for (NodeIndex n : it->second) s.cluster.SetReservation(n, -1);
+    s.reservations.erase(it);
+    ++s.capacity_epoch;
+  }
+
+  Job* Find(JobId id) {
+    auto it = s.jobs.find(id);
+    return it == s.jobs.end() ? nullptr : &it->second;
+  }
+  // A checkpointing victim that leaves (finishes, is cancelled or
+  // preempted) no longer holds up its preemptor.
+  void Detach(Job& v) {
+    if (v.state == JobState::kCheckpointing && v.preempted_by >= 0) {
+      if (Job* p = Find(v.preempted_by)) --p->victims_pending;
+    }
+  }
+};
+
+}  // namespace
+
+void EngineState::Apply(const Event& e) {
+  GP_CHECK(e.seq == last_seq + 1) << "event " << e.seq << " after " << last_seq;
+  GP_CHECK(e.at >= now) << "event " << e.seq << " goes back in time";
+  last_seq = e.seq;
+  now = e.at;
+  std::visit(ApplyVisitor{*this}, e.body);
+}
+
+Status CheckInvariants(const EngineState& s) {
+  auto fail = [](std::string what) { return FailedPrecondition("invariant broken: " + what); };
+  // Usage recomputed from running jobs.
+  std::vector<std::vector<int64_t>> gpu(s.tenants.size(), std::vector<int64_t>(s.pools.size(), 0));
+  int64_t allocated = 0;
+  size_t pending = 0;
+  for (const auto& [id, j] : s.jobs) {
+    if (j.state == JobState::kPending) {
+      ++pending;
+      if (!j.placements.empty()) return fail("pending job " + std::to_string(id) + " holds resources");
+      continue;
+    }
+    if (static_cast<int>(j.placements.size()) != j.spec.replicas) {
+      return fail("running job " + std::to_string(id) + " has " + std::to_string(j.placements.size()) +
+                  " replicas placed of " + std::to_string(j.spec.replicas));
+    }
+    if (!s.running.contains(id)) return fail("running job " + std::to_string(id) + " missing from the running set");
+    for (const ReplicaPlacement& r : j.placements) {
+      const Allocation& a = s.cluster.allocation(r.allocation);
+      if (a.node != r.node || a.gpus != r.gpus) return fail("job " + std::to_string(id) + " allocation mismatch");
+    }
+    gpu[j.spec.tenant][j.pool] += j.spec.total_gpu_milli();
+    allocated += j.spec.total_gpu_milli();
+  }
+  if (pending != s.queue.size()) {
+    return fail(std::to_string(pending) + " pending jobs but " + std::to_string(s.queue.size()) + " queued");
+  }
+  if (s.running.size() + pending != s.jobs.size()) return fail("live jobs neither pending nor running");
+  if (allocated != s.cluster.gpu_milli_allocated()) {
+    return fail("jobs hold " + std::to_string(allocated) + " GPU milli, the cluster " +
+                std::to_string(s.cluster.gpu_milli_allocated()));
+  }
+  for (const Tenant& t : s.tenants) {
+    for (size_t p = 0; p < s.pools.size(); ++p) {
+      const TenantPool& tp = t.pools[p];
+      if (tp.usage.gpu_milli != gpu[t.id][p]) {
+        return fail("tenant " + t.name + " usage " + std::to_string(tp.usage.gpu_milli) + " in pool " +
+                    std::to_string(p) + " but its jobs hold " + std::to_string(gpu[t.id][p]));
+      }
+      if (tp.usage.lent_milli < 0 || tp.usage.lent_milli > tp.quota.guaranteed_milli) {
+        return fail("tenant " + t.name + " lends " + std::to_string(tp.usage.lent_milli));
+      }
+    }
+  }
+  for (NodeIndex i = 0; i < s.cluster.node_count(); ++i) {
+    const Node& n = s.cluster.node(i);
+    for (int g = 0; g < n.gpu_count; ++g) {
+      if (n.gpu_free_milli[g] < 0 || n.gpu_free_milli[g] > kMilliPerGpu) {
+        return fail("node " + s.cluster.node_name(i) + " GPU " + std::to_string(g) + " over-allocated");
+      }
+    }
+    if (n.cpu_milli_free < 0 || n.memory_mib_free < 0) return fail("node " + s.cluster.node_name(i) + " overcommitted");
+    if (n.reserved_for >= 0) {
+      auto it = s.reservations.find(n.reserved_for);
+      if (it == s.reservations.end() || std::find(it->second.begin(), it->second.end(), i) == it->second.end()) {
+        return fail("node " + s.cluster.node_name(i) + " reserved for an unknown hold");
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace gpupool

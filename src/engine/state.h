@@ -1,0 +1,95 @@
+// Everything the Engine knows, changed only by Apply(event).
+//
+// Apply is deterministic and total for events the Engine produced: replaying
+// a log into a fresh EngineState (same config) rebuilds the same state. It
+// GP_CHECKs its preconditions: an event that does not fit the state is a bug,
+// not bad input (input is validated before events are decided).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "src/engine/event.h"
+#include "src/engine/job_queue.h"
+#include "src/model/cluster.h"
+#include "src/model/job.h"
+#include "src/model/pool.h"
+#include "src/model/tenant.h"
+
+namespace gpupool {
+
+// QUOTA-3, every number configurable (seed defaults).
+struct LendingConfig {
+  bool enabled = true;
+  Duration window = std::chrono::minutes(5);  // usage must stay low this long
+  double threshold = 0.5;                     // "low": below this share of the guarantee
+  double lend_fraction = 0.3;                 // share of the guarantee lent
+};
+
+struct EngineState {
+  explicit EngineState(LendingConfig lending = {}) : lending(lending) {}
+
+  void Apply(const Event& e);
+
+  // Lookups; GP_CHECK that the job is live.
+  Job& job(JobId id);
+  const Job& job(JobId id) const;
+  const Job* find_job(JobId id) const;
+
+  TenantPool& tenant_pool(TenantId t, PoolId p) { return tenants[t].pools[p]; }
+  const TenantPool& tenant_pool(TenantId t, PoolId p) const { return tenants[t].pools[p]; }
+
+  // GPU milli of the pool's ready nodes.
+  int64_t pool_ready_gpu_milli(PoolId p) const;
+  // Sum over tenants other than `except` of their idle effective guarantee
+  // in pool p: capacity held for them that nobody else may take.
+  int64_t idle_guarantees(PoolId p, TenantId except) const;
+  // The capacity model of POOL-3 (see src/model/pool.h).
+  PoolCapacity Capacity(PoolId p) const;
+
+  LendingConfig lending;
+  Cluster cluster;
+  std::vector<Pool> pools;
+  std::vector<Tenant> tenants;
+  std::unordered_map<JobId, Job> jobs;  // live (non-terminal) jobs; lookup only, never iterated for decisions
+  std::map<JobId, Job*> running;        // running or checkpointing jobs, ordered by id
+  JobQueue queue;
+  std::map<JobId, std::vector<NodeIndex>> reservations;
+  // Per node: how many running replicas carry each label bit (empty until a
+  // labelled job lands on the node).
+  std::vector<std::vector<int32_t>> node_label_counts;
+  struct NodePlace {
+    std::string region, zone, rack;
+  };
+  std::vector<NodePlace> node_places;  // per node
+  // Per pool: GPU milli, CPU milli and memory of its nodes (DRF denominators).
+  struct PoolTotals {
+    int64_t gpu_milli = 0, cpu_milli = 0, memory_mib = 0;
+    int64_t unavailable_gpu_milli = 0;  // on cordoned or down nodes
+  };
+  std::vector<PoolTotals> pool_totals;
+
+  JobId next_job_id = 1;
+  int64_t last_seq = 0;
+  Instant now{};
+  // Bumped whenever capacity may have become available (a release, a quota
+  // or lending change, a reservation released, a node added): a job group
+  // blocked at an earlier epoch is worth trying again.
+  uint64_t capacity_epoch = 0;
+
+  // Steps of Apply (src/engine/state.cc); not for other callers.
+  void Release(Job& j);
+  void Occupy(Job& j, const JobPlaced& e);
+  void UsageChanged(TenantPool& tp);
+  void LabelNode(NodeIndex n, LabelMask labels, int delta);
+};
+
+// Checks the state's invariants; the error names the first one broken:
+// allocations match running jobs, usage matches allocations, no GPU over
+// allocated, every pending job queued exactly once, reservations match nodes.
+Status CheckInvariants(const EngineState& s);
+
+}  // namespace gpupool

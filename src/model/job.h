@@ -1,0 +1,90 @@
+// Jobs: what a tenant submits (JobSpec) and what the engine tracks (Job).
+//
+// A job is a gang of `replicas` identical replicas (all placed together or
+// none), each asking for `demand`. Time fields are on the engine timeline
+// (src/base/time.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/base/time.h"
+#include "src/model/cluster.h"
+#include "src/model/demand.h"
+
+namespace gpupool {
+
+using JobId = int64_t;
+using TenantId = int32_t;
+using PoolId = uint8_t;
+
+enum class JobKind : uint8_t {
+  kTraining,         // long, compute-bound, often gangs; checkpointable
+  kOnlineInference,  // long-lived, latency-sensitive services
+  kBatchInference,   // throughput jobs with deadlines
+  kDevelopment,      // notebooks and debugging sessions
+  kCpu,              // CPU-only work (data preparation, ...)
+};
+inline constexpr int kJobKindCount = 5;
+const char* JobKindName(JobKind k);
+std::optional<JobKind> JobKindFromName(std::string_view name);
+
+enum class JobState : uint8_t {
+  kPending,        // queued
+  kRunning,        // every replica placed
+  kCheckpointing,  // being preempted: saving state, still holding resources
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kRejected,       // could never fit; never queued
+};
+const char* JobStateName(JobState s);
+inline bool IsTerminal(JobState s) { return s >= JobState::kSucceeded; }
+
+// Labels for affinity rules, interned by the engine; at most 64 per job set.
+using LabelMask = uint64_t;
+
+struct JobSpec {
+  std::string name;  // free text for humans; need not be unique
+  TenantId tenant = -1;
+  JobKind kind = JobKind::kTraining;
+  int32_t priority = 0;              // higher runs first (within a tenant)
+  std::optional<Instant> deadline;   // earlier runs first among equal priority
+  int32_t replicas = 1;              // gang size
+  Demand demand;                     // per replica (allowed_pools is set by the engine)
+  std::vector<PoolId> pools;         // candidate pools; empty = every pool of the tenant's virtual pool
+  bool checkpointable = false;
+  Duration checkpoint_interval{0};   // periodic checkpoints while running (0 = none)
+  Duration checkpoint_duration{0};   // time to take a checkpoint when preempted
+  LabelMask labels = 0;              // this job's labels
+  LabelMask affinity = 0;            // must land on nodes running a job with one of these labels
+  LabelMask anti_affinity = 0;       // must not land on nodes running a job with one of these labels
+
+  int64_t total_gpu_milli() const { return int64_t{replicas} * demand.total_gpu_milli(); }
+};
+
+struct ReplicaPlacement {
+  NodeIndex node = -1;
+  GpuMask gpus = 0;
+  AllocationId allocation = -1;
+};
+
+struct Job {
+  JobId id = -1;
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  Instant submitted{};
+  Instant queued_since{};             // last time it (re-)entered the queue
+  Instant started{};                  // start of the current run
+  std::optional<Instant> first_started;
+  PoolId pool = 0;                    // where it runs (valid while running)
+  bool borrowed = false;              // runs (partly) beyond its tenant's guarantee: preemptible
+  std::vector<ReplicaPlacement> placements;
+  int32_t preemptions = 0;
+  JobId preempted_by = -1;            // while checkpointing: who it makes room for
+  int32_t victims_pending = 0;        // victims still checkpointing to make room for this job
+};
+
+}  // namespace gpupool
