@@ -1,0 +1,271 @@
+#include "src/sim/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace gpupool {
+namespace {
+
+constexpr double kMsPerHour = 3600.0 * 1000.0;
+
+double Round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+nlohmann::json PercentilesJson(const Percentiles& p) {
+  return {{"p50", Round3(p.p50)}, {"p95", Round3(p.p95)}, {"p99", Round3(p.p99)}, {"mean", Round3(p.mean)},
+          {"count", p.count}};
+}
+
+nlohmann::json ClassJson(const ClassReport& c) {
+  return {{"submitted", c.submitted},
+          {"rejected", c.rejected},
+          {"started", c.started},
+          {"completed", c.completed},
+          {"wait_s", PercentilesJson(c.wait_s)},
+          {"jct_s", PercentilesJson(c.jct_s)},
+          {"gpu_hours_completed", Round3(c.gpu_hours_completed)}};
+}
+
+}  // namespace
+
+Percentiles ComputePercentiles(std::vector<double>& values) {
+  Percentiles p;
+  p.count = static_cast<int64_t>(values.size());
+  if (values.empty()) return p;
+  std::sort(values.begin(), values.end());
+  auto at = [&](double q) {
+    const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
+    return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+  };
+  p.p50 = at(0.50);
+  p.p95 = at(0.95);
+  p.p99 = at(0.99);
+  double sum = 0;
+  for (double v : values) sum += v;
+  p.mean = sum / static_cast<double>(values.size());
+  return p;
+}
+
+MetricsCollector::MetricsCollector(const std::vector<SimJob>* jobs, const EngineState* state, Duration sample_every)
+    : jobs_(jobs), state_(state), sample_every_(sample_every), records_(jobs->size()) {}
+
+void MetricsCollector::Submitted(size_t job, Instant now) {
+  records_[job].submitted = now;
+  records_[job].seen = true;
+}
+void MetricsCollector::Rejected(size_t job) {
+  records_[job].rejected = true;
+  records_[job].seen = true;
+}
+void MetricsCollector::Started(size_t job, Instant now) {
+  if (!records_[job].started) records_[job].started = now;
+}
+void MetricsCollector::Completed(size_t job, Instant now) { records_[job].completed = now; }
+
+void MetricsCollector::Preempted(size_t job, Duration lost) {
+  const SimJob& j = (*jobs_)[job];
+  const double lost_area = static_cast<double>(j.spec.total_gpu_milli()) * static_cast<double>(ToMillis(lost));
+  ++preemptions_;
+  lost_ += lost_area;
+  const auto t = static_cast<size_t>(j.spec.tenant);
+  if (tenant_preemptions_.size() <= t) {
+    tenant_preemptions_.resize(t + 1, 0);
+    tenant_lost_.resize(t + 1, 0);
+  }
+  ++tenant_preemptions_[t];
+  tenant_lost_[t] += lost_area;
+}
+
+void MetricsCollector::Integrate(Instant now) {
+  const double dt = static_cast<double>(ToMillis(now - last_));
+  if (dt > 0) {
+    allocated_area_ += static_cast<double>(last_allocated_) * dt;
+    for (size_t t = 0; t < tenant_last_.size(); ++t) tenant_area_[t] += static_cast<double>(tenant_last_[t]) * dt;
+  }
+  last_ = now;
+}
+
+void MetricsCollector::Observe(Instant now) {
+  const int64_t total = state_->cluster.gpu_milli_total();
+  while (next_sample_ <= now && sample_every_ > Duration(0)) {
+    // The allocation in force at the sample time is the one before `now`.
+    series_.emplace_back(static_cast<double>(ToMillis(next_sample_)) / kMsPerHour,
+                         total > 0 ? 100.0 * static_cast<double>(last_allocated_) / static_cast<double>(total) : 0);
+    next_sample_ += sample_every_;
+  }
+  Integrate(now);
+  last_allocated_ = state_->cluster.gpu_milli_allocated();
+  const size_t tenants = state_->tenants.size();
+  if (tenant_last_.size() < tenants) {
+    tenant_last_.resize(tenants, 0);
+    tenant_area_.resize(tenants, 0);
+  }
+  for (size_t t = 0; t < tenants; ++t) {
+    int64_t used = 0;
+    for (const TenantPool& tp : state_->tenants[t].pools) used += tp.usage.gpu_milli;
+    tenant_last_[t] = used;
+  }
+}
+
+SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_t events, std::string sha256) {
+  Observe(horizon);
+  SimReport r;
+  r.scenario = std::move(scenario);
+  r.horizon_h = static_cast<double>(ToMillis(horizon)) / kMsPerHour;
+  r.events = events;
+  r.event_log_sha256 = std::move(sha256);
+  r.allocation_series = series_;
+  const double total = static_cast<double>(state_->cluster.gpu_milli_total());
+  const double span = static_cast<double>(ToMillis(horizon));
+  r.allocation_pct_mean = total > 0 && span > 0 ? 100.0 * allocated_area_ / (total * span) : 0;
+  r.preemptions = preemptions_;
+  r.gpu_hours_lost = lost_ / 1000.0 / kMsPerHour;
+
+  struct Samples {
+    std::vector<double> wait, jct;
+  };
+  Samples all;
+  std::map<std::string, Samples> by_class;
+  std::map<std::string, Samples> by_tenant;
+  auto tenant_name = [this](TenantId t) { return state_->tenants[t].name; };
+  for (const Tenant& t : state_->tenants) r.by_tenant[t.name];
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const JobRecord& rec = records_[i];
+    if (!rec.seen) continue;
+    const SimJob& j = (*jobs_)[i];
+    const std::string tname = tenant_name(j.spec.tenant);
+    ClassReport* reports[] = {&r.all, &r.by_priority[j.priority_class], &r.by_tenant[tname].jobs};
+    Samples* samples[] = {&all, &by_class[j.priority_class], &by_tenant[tname]};
+    for (ClassReport* c : reports) {
+      ++c->submitted;
+      if (rec.rejected) ++c->rejected;
+    }
+    if (rec.rejected) continue;
+    const Instant started_or_now = rec.started.value_or(horizon);
+    const double wait = ToSeconds(started_or_now - rec.submitted);
+    for (Samples* s : samples) s->wait.push_back(wait);
+    if (rec.started) {
+      for (ClassReport* c : reports) ++c->started;
+    }
+    if (rec.completed) {
+      const double jct = ToSeconds(*rec.completed - rec.submitted);
+      const double gpu_hours =
+          static_cast<double>(j.spec.total_gpu_milli()) / 1000.0 * static_cast<double>(ToMillis(j.work)) / kMsPerHour;
+      for (ClassReport* c : reports) {
+        ++c->completed;
+        c->gpu_hours_completed += gpu_hours;
+      }
+      for (Samples* s : samples) s->jct.push_back(jct);
+    } else {
+      ++r.unfinished;
+    }
+  }
+  auto fill = [](ClassReport& c, Samples& s) {
+    c.wait_s = ComputePercentiles(s.wait);
+    c.jct_s = ComputePercentiles(s.jct);
+  };
+  fill(r.all, all);
+  for (auto& [name, c] : r.by_priority) fill(c, by_class[name]);
+  double weight_total = 0;
+  for (const Tenant& t : state_->tenants) {
+    for (const TenantPool& tp : t.pools) {
+      if (tp.quota.elastic_limit_milli > 0) {
+        weight_total += tp.quota.weight;
+        break;
+      }
+    }
+  }
+  for (const Tenant& t : state_->tenants) {
+    TenantReport& tr = r.by_tenant[t.name];
+    fill(tr.jobs, by_tenant[t.name]);
+    const auto id = static_cast<size_t>(t.id);
+    if (id < tenant_area_.size() && total > 0 && span > 0) tr.share_received_pct = 100.0 * tenant_area_[id] / (total * span);
+    double guaranteed = 0, pool_gpus = 0, weight = 0;
+    for (size_t p = 0; p < t.pools.size(); ++p) {
+      if (t.pools[p].quota.elastic_limit_milli == 0) continue;
+      guaranteed += static_cast<double>(t.pools[p].quota.guaranteed_milli);
+      pool_gpus += static_cast<double>(state_->pool_totals[p].gpu_milli);
+      weight = std::max(weight, t.pools[p].quota.weight);
+    }
+    tr.entitlement_guaranteed_pct = pool_gpus > 0 ? 100.0 * guaranteed / pool_gpus : 0;
+    tr.entitlement_weight_pct = weight_total > 0 ? 100.0 * weight / weight_total : 0;
+    if (id < tenant_preemptions_.size()) {
+      tr.preemptions = tenant_preemptions_[id];
+      tr.gpu_hours_lost = tenant_lost_[id] / 1000.0 / kMsPerHour;
+    }
+  }
+  r.jobs_completed_per_hour = r.horizon_h > 0 ? static_cast<double>(r.all.completed) / r.horizon_h : 0;
+  return r;
+}
+
+nlohmann::json ToJson(const SimReport& r) {
+  nlohmann::json by_priority = nlohmann::json::object(), by_tenant = nlohmann::json::object();
+  for (const auto& [name, c] : r.by_priority) by_priority[name] = ClassJson(c);
+  for (const auto& [name, t] : r.by_tenant) {
+    by_tenant[name] = {{"jobs", ClassJson(t.jobs)},
+                       {"share_received_pct", Round3(t.share_received_pct)},
+                       {"entitlement_guaranteed_pct", Round3(t.entitlement_guaranteed_pct)},
+                       {"entitlement_weight_pct", Round3(t.entitlement_weight_pct)},
+                       {"preemptions", t.preemptions},
+                       {"gpu_hours_lost", Round3(t.gpu_hours_lost)}};
+  }
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& [h, pct] : r.allocation_series) series.push_back({Round3(h), Round3(pct)});
+  return {{"scenario", r.scenario},
+          {"horizon_h", Round3(r.horizon_h)},
+          {"jobs", ClassJson(r.all)},
+          {"by_priority", by_priority},
+          {"by_tenant", by_tenant},
+          {"gpu_allocation_pct_mean", Round3(r.allocation_pct_mean)},
+          {"gpu_allocation_series", series},
+          {"jobs_completed_per_hour", Round3(r.jobs_completed_per_hour)},
+          {"preemptions", r.preemptions},
+          {"gpu_hours_lost_to_preemption", Round3(r.gpu_hours_lost)},
+          {"unfinished", r.unfinished},
+          {"events", r.events},
+          {"event_log_sha256", r.event_log_sha256}};
+}
+
+std::string FormatReport(const SimReport& r) {
+  std::string out;
+  char line[512];
+  auto add = [&](const char* fmt, auto... args) {
+    std::snprintf(line, sizeof line, fmt, args...);
+    out += line;
+  };
+  add("Scenario %s: %.1f h simulated, %lld events, event log sha256 %s\n\n", r.scenario.c_str(), r.horizon_h,
+      static_cast<long long>(r.events), r.event_log_sha256.c_str());
+  add("Cluster: GPU allocation %.1f%% (time-weighted); %lld jobs submitted, %lld rejected, %lld completed "
+      "(%.1f/h, %.1f GPU-hours), %lld unfinished\n",
+      r.allocation_pct_mean, static_cast<long long>(r.all.submitted), static_cast<long long>(r.all.rejected),
+      static_cast<long long>(r.all.completed), r.jobs_completed_per_hour, r.all.gpu_hours_completed,
+      static_cast<long long>(r.unfinished));
+  add("         %lld preemptions, %.1f GPU-hours of work lost to them; JCT p50 %.0f s, p95 %.0f s, p99 %.0f s\n\n",
+      static_cast<long long>(r.preemptions), r.gpu_hours_lost, r.all.jct_s.p50, r.all.jct_s.p95, r.all.jct_s.p99);
+  add("%-14s %9s %9s %9s %10s %10s %10s %12s\n", "priority", "submitted", "started", "completed", "wait p50 s",
+      "wait p95 s", "wait p99 s", "GPU-h done");
+  for (const auto& [name, c] : r.by_priority) {
+    add("%-14s %9lld %9lld %9lld %10.0f %10.0f %10.0f %12.1f\n", name.c_str(), static_cast<long long>(c.submitted),
+        static_cast<long long>(c.started), static_cast<long long>(c.completed), c.wait_s.p50, c.wait_s.p95,
+        c.wait_s.p99, c.gpu_hours_completed);
+  }
+  add("\n%-14s %9s %9s %10s %10s %9s %10s %10s %11s\n", "tenant", "submitted", "completed", "wait p50 s", "wait p95 s",
+      "share %", "guarant. %", "weight %", "preempted");
+  for (const auto& [name, t] : r.by_tenant) {
+    add("%-14s %9lld %9lld %10.0f %10.0f %9.1f %10.1f %10.1f %11lld\n", name.c_str(),
+        static_cast<long long>(t.jobs.submitted), static_cast<long long>(t.jobs.completed), t.jobs.wait_s.p50,
+        t.jobs.wait_s.p95, t.share_received_pct, t.entitlement_guaranteed_pct, t.entitlement_weight_pct,
+        static_cast<long long>(t.preemptions));
+  }
+  if (!r.allocation_series.empty()) {
+    out += "\nGPU allocation over time (% of GPUs):";
+    const size_t step = std::max<size_t>(1, r.allocation_series.size() / 24);
+    for (size_t i = 0; i < r.allocation_series.size(); i += step) {
+      add(" %.0fh:%.0f", r.allocation_series[i].first, r.allocation_series[i].second);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace gpupool

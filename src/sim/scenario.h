@@ -1,0 +1,143 @@
+// Scenario files: a cluster, its pools, tenants and quotas, a workload and
+// an engine configuration, in YAML, for `gpupool sim run`. The format is
+// documented in docs/scenarios.md; scenarios/ holds examples and the claims.
+//
+// LoadScenario validates everything before returning: an unknown key, a
+// wrong type, a negative size or an unknown name is an Error naming the file,
+// line, column and the key's path (e.g.
+// "claims/C-LEND.yaml:12:7: tenants[1].quota.a100.guaranteed_gpus: must not
+// be negative").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/base/time.h"
+#include "src/engine/engine.h"
+#include "src/model/job.h"
+#include "src/sched/attributes.h"
+
+namespace gpupool {
+
+struct ScenarioNodeGroup {
+  int count = 0;
+  std::string name_prefix;  // default: model name, lower case
+  std::string model;        // a catalog name
+  int gpus = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  std::string region = "region-1", zone = "zone-1";
+  int racks = 1;            // nodes are spread round-robin over this many racks
+  std::string attributes;   // a node class name, or empty
+};
+
+struct ScenarioPool {
+  std::string name;
+  std::vector<std::string> models;  // empty = any model
+  std::vector<std::string> regions;
+  std::vector<std::string> dedicated_to;
+};
+
+struct ScenarioQuota {
+  double guaranteed_gpus = 0;
+  double limit_gpus = 0;
+  double weight = 1;
+  bool reserved = false;
+};
+
+struct ScenarioTenant {
+  std::string name;
+  std::map<std::string, ScenarioQuota> quota;  // by pool name
+};
+
+// A distribution of job durations.
+struct DurationModel {
+  enum class Kind { kFixed, kLogNormal, kPhilly };
+  Kind kind = Kind::kFixed;
+  Duration fixed{std::chrono::minutes(30)};
+  double median_s = 0, sigma = 0;  // kLogNormal
+  double scale = 1.0;              // multiplies every sample (kPhilly)
+  Duration min{std::chrono::seconds(1)};
+  Duration max{std::chrono::hours(24 * 7)};
+};
+
+// One kind of job a tenant submits.
+struct JobTemplate {
+  double weight = 1;        // relative frequency in the tenant's mix
+  std::string name;
+  JobKind kind = JobKind::kTraining;
+  std::string priority;     // a class name of Scenario::priorities
+  int32_t gpus = 1;         // whole GPUs per replica (0 with gpu_milli for a share, or CPU-only)
+  int32_t gpu_milli = 1000; // per GPU: below 1000 means a share of one GPU
+  int64_t cpu_milli = 4000;
+  int64_t memory_mib = 16384;
+  std::vector<int32_t> replicas = {1};  // drawn uniformly
+  bool checkpointable = false;
+  Duration checkpoint_interval{0};
+  Duration checkpoint_duration{std::chrono::seconds(30)};
+  std::optional<Duration> deadline_after;  // deadline = submit time + this
+  std::vector<std::string> pools;          // empty = any of the tenant's
+  std::string requirement;                 // a requirement name, or empty
+  DurationModel duration;
+};
+
+struct ArrivalProcess {
+  enum class Kind { kPoisson, kDiurnal };
+  Kind kind = Kind::kPoisson;
+  double rate_per_hour = 10;  // mean rate
+  // Diurnal: rate(t) = mean * (1 + amplitude * cos(2 pi (t - peak_hour) / 24 h)).
+  double amplitude = 0.5;     // in [0, 1]
+  double peak_hour = 14;
+  Duration start{0};
+  Duration stop{std::chrono::hours(24)};
+};
+
+struct TenantWorkload {
+  std::string tenant;
+  ArrivalProcess arrivals;
+  std::vector<JobTemplate> jobs;
+};
+
+// Replay of an openb pod list: pods arrive at creation_time and run until
+// deletion_time (times shifted so the first arrival is at 0).
+struct TraceWorkload {
+  std::string pods_path;    // resolved against the scenario file's folder or $GPUPOOL_TRACES
+  std::string tenant;       // every pod belongs to this tenant
+  std::string priority;
+  std::optional<int> limit; // only the first N pods
+};
+
+struct Scenario {
+  std::string path;         // where it was loaded from
+  std::string name;
+  std::string description;
+  uint64_t seed = 1;
+  Duration horizon{std::chrono::hours(24)};  // the simulation stops here (running jobs are counted as unfinished)
+  EngineConfig engine;
+  Duration tick{std::chrono::seconds(30)};
+  Duration start_latency{std::chrono::seconds(10)};
+  Duration sample_every{std::chrono::minutes(5)};
+  std::map<std::string, int32_t> priorities = {{"low", 0}, {"normal", 100}, {"high", 1000}};
+  std::vector<NodeAttributes> node_classes;
+  std::vector<Requirement> requirements;
+  std::vector<ScenarioNodeGroup> nodes;
+  std::vector<ScenarioPool> pools;
+  std::vector<ScenarioTenant> tenants;
+  std::vector<TenantWorkload> workloads;
+  std::optional<TraceWorkload> trace;
+  // Optional: the openb node list to build the cluster from instead of
+  // `nodes` (every node into the pools by model).
+  std::string trace_nodes_path;
+};
+
+// Reads and validates a scenario file.
+Result<Scenario> LoadScenario(const std::string& path);
+// Parses scenario text; `source` names it in messages, `base_dir` resolves
+// relative trace paths.
+Result<Scenario> ParseScenario(std::string_view text, std::string_view source, const std::string& base_dir);
+
+}  // namespace gpupool

@@ -1,0 +1,146 @@
+#include "src/sim/scenario_runner.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "src/sim/alibaba_gpu_trace.h"
+#include "src/sim/runtime_samples.h"
+#include "src/sim/simulator.h"
+#include "src/sim/traces_dir.h"
+#include "src/sim/workload.h"
+
+namespace gpupool {
+namespace {
+
+struct NodePlan {
+  NodeSpec spec;
+  std::string region, zone, rack;
+};
+
+Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::string, uint16_t>& classes) {
+  std::vector<NodePlan> plan;
+  if (!s.trace_nodes_path.empty()) {
+    auto nodes = LoadOpenbNodesFile(s.trace_nodes_path, Catalog::Builtin());
+    if (!nodes) return std::unexpected(nodes.error());
+    for (NodeSpec& n : *nodes) plan.push_back({std::move(n), "region-1", "zone-1", "rack-1"});
+  }
+  for (const ScenarioNodeGroup& g : s.nodes) {
+    std::string prefix = g.name_prefix;
+    if (prefix.empty()) {
+      prefix = g.model.empty() ? "cpu" : g.model;
+      std::transform(prefix.begin(), prefix.end(), prefix.begin(), [](unsigned char c) { return std::tolower(c); });
+    }
+    const GpuModelId model = g.model.empty() ? kNoGpuModel : *Catalog::Builtin().Find(g.model);
+    const uint16_t attr = g.attributes.empty() ? 0 : classes.at(g.attributes);
+    for (int i = 0; i < g.count; ++i) {
+      NodeSpec spec{prefix + "-" + std::to_string(i), g.cpu_milli, g.memory_mib, g.gpus, model, 0, attr};
+      plan.push_back({std::move(spec), g.region, g.zone, g.zone + "-rack-" + std::to_string(i % std::max(1, g.racks))});
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
+  // Ids follow declaration order.
+  WorkloadIds ids;
+  AttributeTable attributes;
+  std::map<std::string, uint16_t> classes;
+  for (const NodeAttributes& c : s.node_classes) classes[c.name] = attributes.AddNodeClass(c);
+  for (const Requirement& r : s.requirements) ids.requirements[r.name] = attributes.AddRequirement(r);
+  for (size_t t = 0; t < s.tenants.size(); ++t) ids.tenants[s.tenants[t].name] = static_cast<TenantId>(t);
+  for (size_t p = 0; p < s.pools.size(); ++p) ids.pools[s.pools[p].name] = static_cast<PoolId>(p);
+
+  // The jobs first: the policies' model of the workload comes from them.
+  std::vector<double> runtimes;
+  const bool wants_runtimes = std::any_of(s.workloads.begin(), s.workloads.end(), [](const TenantWorkload& w) {
+    return std::any_of(w.jobs.begin(), w.jobs.end(),
+                       [](const JobTemplate& j) { return j.duration.kind == DurationModel::Kind::kPhilly; });
+  });
+  if (wants_runtimes) {
+    const std::string path = TraceFile(kRuntimeTraceFile);
+    if (path.empty()) {
+      return FailedPrecondition(s.path + ": the workload samples durations from the Philly run times (" +
+                                std::string(kRuntimeTraceFile) +
+                                "), which are not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
+    }
+    auto loaded = LoadRuntimeSamples(path);
+    if (!loaded) return std::unexpected(loaded.error());
+    runtimes = std::move(*loaded);
+  }
+  auto generated = GenerateJobs(s, ids, runtimes.empty() ? nullptr : &runtimes, s.seed);
+  if (!generated) return std::unexpected(generated.error());
+  std::vector<SimJob> jobs = std::move(*generated);
+  if (s.trace) {
+    auto traced = TraceJobs(*s.trace, ids, s.priorities);
+    if (!traced) return std::unexpected(traced.error());
+    jobs.insert(jobs.end(), traced->begin(), traced->end());
+    std::stable_sort(jobs.begin(), jobs.end(), [](const SimJob& a, const SimJob& b) { return a.arrival < b.arrival; });
+  }
+
+  auto plan = PlanNodes(s, classes);
+  if (!plan) return std::unexpected(plan.error());
+  int64_t cpu = 0, gpu = 0;
+  for (const NodePlan& n : *plan) {
+    cpu += n.spec.cpu_milli;
+    gpu += int64_t{n.spec.gpu_count} * kMilliPerGpu;
+  }
+  std::vector<Demand> demands;
+  demands.reserve(jobs.size());
+  for (const SimJob& j : jobs) {
+    for (int r = 0; r < std::min(j.spec.replicas, 64); ++r) demands.push_back(j.spec.demand);
+  }
+  auto target = TargetWorkloadOf(demands, cpu, gpu);
+  if (!target) return std::unexpected(target.error());
+
+  EngineConfig config = s.engine;
+  if (options.policy) config.policy = *options.policy;
+  if (options.lending) config.lending.enabled = *options.lending;
+  auto engine = Engine::Create(config, std::move(*target), std::move(attributes));
+  if (!engine) return std::unexpected(engine.error());
+
+  SimOptions sim_options;
+  sim_options.tick = s.tick;
+  sim_options.start_latency = s.start_latency;
+  sim_options.sample_every = s.sample_every;
+  sim_options.horizon = s.horizon;
+  sim_options.event_log_path = options.event_log_path;
+  sim_options.check_invariants = options.check_invariants;
+  Simulator sim(engine->get(), std::move(jobs), sim_options);
+  const Engine::Sink sink = sim.sink();
+  Engine& e = **engine;
+  for (const ScenarioTenant& t : s.tenants) {
+    if (auto ok = e.AddTenant(t.name, kTimeOrigin, sink); !ok) return std::unexpected(ok.error());
+  }
+  for (const ScenarioPool& p : s.pools) {
+    PoolSelector sel;
+    if (!p.models.empty()) {
+      sel.models = 0;
+      for (const std::string& m : p.models) sel.models |= GpuModelMask{1} << *Catalog::Builtin().Find(m);
+    }
+    sel.regions = p.regions;
+    std::vector<TenantId> dedicated;
+    for (const std::string& t : p.dedicated_to) dedicated.push_back(ids.tenants.at(t));
+    if (auto ok = e.AddPool(p.name, sel, dedicated, kTimeOrigin, sink); !ok) return std::unexpected(ok.error());
+  }
+  for (NodePlan& n : *plan) {
+    if (auto ok = e.AddNode(n.spec, n.region, n.zone, n.rack, kTimeOrigin, sink); !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
+  for (const ScenarioTenant& t : s.tenants) {
+    for (const auto& [pool, q] : t.quota) {
+      const Quota quota{std::llround(q.guaranteed_gpus * kMilliPerGpu), std::llround(q.limit_gpus * kMilliPerGpu),
+                        q.weight, q.reserved};
+      if (auto ok = e.SetQuota(ids.tenants.at(t.name), ids.pools.at(pool), quota, kTimeOrigin, sink); !ok) {
+        return std::unexpected(Error{ok.error().code, "tenant '" + t.name + "', pool '" + pool + "': " +
+                                                          ok.error().message});
+      }
+    }
+  }
+  return sim.Run(s.name);
+}
+
+}  // namespace gpupool

@@ -1,0 +1,152 @@
+#include "src/sim/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "src/sim/alibaba_gpu_trace.h"
+
+namespace gpupool {
+namespace {
+
+// A standard normal draw (Box-Muller) from the portable Rng.
+double Normal(Rng& rng) {
+  double u1 = rng.Uniform();
+  while (u1 <= 0) u1 = rng.Uniform();
+  const double u2 = rng.Uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+double Exponential(Rng& rng, double rate) {
+  double u = rng.Uniform();
+  while (u <= 0) u = rng.Uniform();
+  return -std::log(u) / rate;
+}
+
+Duration Seconds(double s) { return Duration(static_cast<int64_t>(std::llround(s * 1000.0))); }
+
+// Arrival times of one tenant (thinning for the diurnal process).
+std::vector<Instant> Arrivals(const ArrivalProcess& a, Rng& rng) {
+  std::vector<Instant> out;
+  const double start_s = ToSeconds(a.start), stop_s = ToSeconds(a.stop);
+  const double mean = a.rate_per_hour / 3600.0;
+  if (mean <= 0) return out;
+  const double peak = a.kind == ArrivalProcess::Kind::kDiurnal ? mean * (1 + a.amplitude) : mean;
+  double t = start_s;
+  while (true) {
+    t += Exponential(rng, peak);
+    if (t >= stop_s) break;
+    if (a.kind == ArrivalProcess::Kind::kDiurnal) {
+      const double hours = t / 3600.0;
+      const double rate = mean * (1 + a.amplitude * std::cos(2 * std::numbers::pi * (hours - a.peak_hour) / 24.0));
+      if (rng.Uniform() * peak > rate) continue;
+    }
+    out.push_back(kTimeOrigin + Seconds(t));
+  }
+  return out;
+}
+
+}  // namespace
+
+Duration SampleDuration(const DurationModel& m, const std::vector<double>* runtimes, Rng& rng) {
+  Duration d{0};
+  switch (m.kind) {
+    case DurationModel::Kind::kFixed: d = m.fixed; break;
+    case DurationModel::Kind::kLogNormal: d = Seconds(m.median_s * std::exp(m.sigma * Normal(rng))); break;
+    case DurationModel::Kind::kPhilly:
+      d = Seconds((*runtimes)[rng.Below(runtimes->size())] * m.scale);
+      break;
+  }
+  return std::clamp(d, m.min, m.max);
+}
+
+Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& ids,
+                                         const std::vector<double>* runtimes, uint64_t seed) {
+  std::vector<SimJob> jobs;
+  Rng rng(seed);
+  for (const TenantWorkload& w : s.workloads) {
+    auto tenant = ids.tenants.find(w.tenant);
+    if (tenant == ids.tenants.end()) return NotFound("workload: unknown tenant '" + w.tenant + "'");
+    double total_weight = 0;
+    for (const JobTemplate& t : w.jobs) {
+      total_weight += t.weight;
+      if (t.duration.kind == DurationModel::Kind::kPhilly && (runtimes == nullptr || runtimes->empty())) {
+        return FailedPrecondition("workload of tenant '" + w.tenant + "': job '" + t.name +
+                                  "' samples durations from the Philly run times, which are not available");
+      }
+    }
+    if (w.jobs.empty() || !(total_weight > 0)) continue;
+    // Each tenant draws from its own stream, so adding a tenant does not
+    // change the others' jobs.
+    Rng tenant_rng(rng.Next());
+    for (Instant at : Arrivals(w.arrivals, tenant_rng)) {
+      double x = tenant_rng.Uniform() * total_weight;
+      const JobTemplate* t = &w.jobs.back();
+      for (const JobTemplate& candidate : w.jobs) {
+        if ((x -= candidate.weight) < 0) {
+          t = &candidate;
+          break;
+        }
+      }
+      SimJob job;
+      job.arrival = at;
+      job.priority_class = t->priority;
+      JobSpec& spec = job.spec;
+      spec.name = t->name;
+      spec.tenant = tenant->second;
+      spec.kind = t->kind;
+      spec.priority = s.priorities.at(t->priority);
+      if (t->deadline_after) spec.deadline = at + *t->deadline_after;
+      spec.replicas = t->replicas[tenant_rng.Below(t->replicas.size())];
+      spec.demand.cpu_milli = t->cpu_milli;
+      spec.demand.memory_mib = t->memory_mib;
+      spec.demand.gpu_count = t->gpus;
+      spec.demand.gpu_milli = t->gpus == 0 ? 0 : t->gpu_milli;
+      for (const std::string& p : t->pools) spec.pools.push_back(ids.pools.at(p));
+      if (!t->requirement.empty()) spec.demand.requirement = ids.requirements.at(t->requirement);
+      spec.checkpointable = t->checkpointable;
+      spec.checkpoint_interval = t->checkpoint_interval;
+      spec.checkpoint_duration = t->checkpoint_duration;
+      job.work = SampleDuration(t->duration, runtimes, tenant_rng);
+      jobs.push_back(std::move(job));
+    }
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const SimJob& a, const SimJob& b) { return a.arrival < b.arrival; });
+  return jobs;
+}
+
+Result<std::vector<SimJob>> TraceJobs(const TraceWorkload& t, const WorkloadIds& ids,
+                                      const std::map<std::string, int32_t>& priorities) {
+  auto tenant = ids.tenants.find(t.tenant);
+  if (tenant == ids.tenants.end()) return NotFound("trace: unknown tenant '" + t.tenant + "'");
+  auto priority = priorities.find(t.priority);
+  if (priority == priorities.end()) return NotFound("trace: unknown priority '" + t.priority + "'");
+  auto pods = LoadOpenbPodsFile(t.pods_path, Catalog::Builtin());
+  if (!pods) return std::unexpected(pods.error());
+  int64_t origin = INT64_MAX;
+  for (const TracePod& p : *pods) {
+    if (!p.creation_time_s || !p.deletion_time_s) {
+      return InvalidArgument(t.pods_path + ": pod '" + p.name + "' has no creation or deletion time to replay");
+    }
+    origin = std::min(origin, *p.creation_time_s);
+  }
+  std::vector<SimJob> jobs;
+  for (const TracePod& p : *pods) {
+    if (t.limit && static_cast<int>(jobs.size()) >= *t.limit) break;
+    SimJob job;
+    job.arrival = InstantFromMillis((*p.creation_time_s - origin) * 1000);
+    const int64_t began = p.scheduled_time_s.value_or(*p.creation_time_s);
+    job.work = Duration(std::max<int64_t>(1, *p.deletion_time_s - began) * 1000);
+    job.priority_class = t.priority;
+    job.spec.name = p.name;
+    job.spec.tenant = tenant->second;
+    job.spec.kind = p.demand.gpu_count == 0 ? JobKind::kCpu : JobKind::kOnlineInference;
+    job.spec.priority = priority->second;
+    job.spec.demand = p.demand;
+    jobs.push_back(std::move(job));
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const SimJob& a, const SimJob& b) { return a.arrival < b.arrival; });
+  return jobs;
+}
+
+}  // namespace gpupool

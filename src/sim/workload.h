@@ -1,0 +1,49 @@
+// Jobs for the simulator: generated from a scenario's tenant workloads
+// (Poisson or diurnal arrivals, job mixes, durations from the Philly run
+// times or a parametric model) or replayed from an openb pod list with its
+// real creation and deletion times.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/base/rng.h"
+#include "src/base/status.h"
+#include "src/base/time.h"
+#include "src/model/job.h"
+#include "src/sim/scenario.h"
+
+namespace gpupool {
+
+struct SimJob {
+  JobSpec spec;                // tenant, demand, replicas, priority, ...
+  Instant arrival{};
+  Duration work{0};            // run time the job needs (after its start latency)
+  std::string priority_class;  // for reports
+};
+
+// Names resolved to the engine's ids.
+struct WorkloadIds {
+  std::map<std::string, TenantId> tenants;
+  std::map<std::string, PoolId> pools;
+  std::map<std::string, uint16_t> requirements;
+};
+
+// Generates every tenant workload of `s`, sorted by arrival (ties keep
+// generation order). `runtimes` are the Philly samples (seconds), needed
+// only when a duration model asks for them. Deterministic in `seed`.
+Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& ids,
+                                         const std::vector<double>* runtimes, uint64_t seed);
+
+// The openb pod list of `t`, one single-replica job per pod: arrival =
+// creation time minus the earliest creation time; work = deletion time minus
+// (scheduled time, or creation time for pods that never ran).
+Result<std::vector<SimJob>> TraceJobs(const TraceWorkload& t, const WorkloadIds& ids,
+                                      const std::map<std::string, int32_t>& priorities);
+
+// A sample of a duration model (see DurationModel); exposed for tests.
+Duration SampleDuration(const DurationModel& m, const std::vector<double>* runtimes, Rng& rng);
+
+}  // namespace gpupool
