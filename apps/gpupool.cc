@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "src/cli/sim_fgd.h"
+#include "src/cli/sim_run.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gpupool: a control plane for multi-tenant GPU pools"};
@@ -9,6 +10,8 @@ int main(int argc, char** argv) {
   CLI::App* sim = app.add_subcommand("sim", "Simulate placement and scheduling on traces or generated workloads");
   sim->require_subcommand(1);
   gpupool::AddSimFgdCommand(*sim);
+  gpupool::AddSimRunCommand(*sim);
+  gpupool::AddSimClaimsCommand(*sim);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -597,24 +597,37 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
   std::map<NodeIndex, std::vector<Candidate>> by_node;
   std::map<TenantId, int64_t> budget;  // guarantee reclaim: at most each lender's borrowed milli
   int64_t own_low = 0;                 // the tenant's own lower-priority work in the pool
-  for (auto& [id, v] : state_.running) {
-    if (v->state != JobState::kRunning || v->pool != pool) continue;
-    PreemptReason reason;
-    if (v->spec.tenant == t && v->spec.priority < j.spec.priority) {
-      reason = PreemptReason::kPriority;
-      own_low += v->spec.total_gpu_milli();
-    } else if (within && v->spec.tenant != t && v->borrowed &&
-               state_.tenant_pool(v->spec.tenant, pool).borrowed_milli() > 0) {
-      reason = PreemptReason::kGuaranteeReclaim;
-      budget.emplace(v->spec.tenant, state_.tenant_pool(v->spec.tenant, pool).borrowed_milli());
-    } else {
-      continue;
-    }
+  auto consider = [&](Job* v, PreemptReason reason) {
     const Duration lost = v->spec.checkpointable ? v->spec.checkpoint_duration : LostWork(*v, now);
     const VictimCost cost{v->spec.priority, ToMillis(lost) * v->spec.total_gpu_milli(), v->id};
     for (const ReplicaPlacement& r : v->placements) {
       auto& list = by_node[r.node];
       if (list.empty() || list.back().job != v) list.push_back({cost, v, reason});
+    }
+  };
+  // Own lower-priority work, lowest priority first.
+  if (auto it = state_.running_by_tenant_pool.find({t, pool}); it != state_.running_by_tenant_pool.end()) {
+    for (const auto& [priority, id] : it->second) {
+      if (priority >= j.spec.priority) break;
+      Job& v = state_.job(id);
+      if (v.state != JobState::kRunning) continue;
+      own_low += v.spec.total_gpu_milli();
+      consider(&v, PreemptReason::kPriority);
+    }
+  }
+  // Borrowed work of other tenants, when the job is within its guarantee.
+  if (within) {
+    for (const Tenant& other : state_.tenants) {
+      if (other.id == t) continue;
+      const int64_t borrowed = other.pools[pool].borrowed_milli();
+      if (borrowed <= 0) continue;
+      auto it = state_.running_by_tenant_pool.find({other.id, pool});
+      if (it == state_.running_by_tenant_pool.end()) continue;
+      budget.emplace(other.id, borrowed);
+      for (const auto& [priority, id] : it->second) {
+        Job& v = state_.job(id);
+        if (v.state == JobState::kRunning && v.borrowed) consider(&v, PreemptReason::kGuaranteeReclaim);
+      }
     }
   }
   if (by_node.empty()) return false;

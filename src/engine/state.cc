@@ -106,6 +106,7 @@ void EngineState::Occupy(Job& j, const JobPlaced& e) {
   j.started = now;
   if (!j.first_started) j.first_started = now;
   running[j.id] = &j;
+  running_by_tenant_pool[{j.spec.tenant, j.pool}].insert({j.spec.priority, j.id});
 }
 
 void EngineState::Release(Job& j) {
@@ -121,6 +122,9 @@ void EngineState::Release(Job& j) {
   tp.usage.exhausted_alerted = false;
   UsageChanged(tp);
   running.erase(j.id);
+  auto it = running_by_tenant_pool.find({j.spec.tenant, j.pool});
+  it->second.erase({j.spec.priority, j.id});
+  if (it->second.empty()) running_by_tenant_pool.erase(it);
   ++capacity_epoch;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -56,6 +57,9 @@ struct EngineState {
   std::vector<Tenant> tenants;
   std::unordered_map<JobId, Job> jobs;  // live (non-terminal) jobs; lookup only, never iterated for decisions
   std::map<JobId, Job*> running;        // running or checkpointing jobs, ordered by id
+  // The same jobs by (tenant, pool), lowest priority first: preemption
+  // looks only at the tenants and priorities that may yield.
+  std::map<std::pair<TenantId, PoolId>, std::set<std::pair<int32_t, JobId>>> running_by_tenant_pool;
   JobQueue queue;
   std::map<JobId, std::vector<NodeIndex>> reservations;
   // Per node: how many running replicas carry each label bit (empty until a

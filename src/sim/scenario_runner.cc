@@ -80,6 +80,12 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
     std::stable_sort(jobs.begin(), jobs.end(), [](const SimJob& a, const SimJob& b) { return a.arrival < b.arrival; });
   }
 
+  if (options.fifo) {
+    for (SimJob& j : jobs) {
+      j.spec.priority = 0;
+      j.spec.deadline.reset();
+    }
+  }
   auto plan = PlanNodes(s, classes);
   if (!plan) return std::unexpected(plan.error());
   int64_t cpu = 0, gpu = 0;

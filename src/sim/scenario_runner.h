@@ -16,6 +16,10 @@ struct RunOptions {
   bool check_invariants = false;     // after every event (slower; for tests)
   std::optional<std::string> policy; // overrides the scenario's engine policy
   std::optional<bool> lending;       // overrides the scenario's lending switch
+  // Baseline for priority claims: every job is submitted with priority 0
+  // and no deadline, so the queue is first come, first served (reports
+  // still group jobs by their priority class).
+  bool fifo = false;
 };
 
 Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options);
