@@ -71,7 +71,7 @@ struct JobTemplate {
   std::string name;
   JobKind kind = JobKind::kTraining;
   std::string priority;     // a class name of Scenario::priorities
-  int32_t gpus = 1;         // whole GPUs per replica (0 with gpu_milli for a share, or CPU-only)
+  int32_t gpus = 1;         // GPUs per replica: 1 with gpu_milli < 1000 for a share; 0 = CPU-only
   int32_t gpu_milli = 1000; // per GPU: below 1000 means a share of one GPU
   int64_t cpu_milli = 4000;
   int64_t memory_mib = 16384;

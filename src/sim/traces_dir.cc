@@ -2,13 +2,18 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 namespace gpupool {
 
-std::string TracesDir() {
+std::string TracesDir(const std::string& near) {
+  namespace fs = std::filesystem;
   if (const char* env = std::getenv("GPUPOOL_TRACES"); env && *env) return env;
-  for (const char* candidate : {"../shared/traces", "../../shared/traces"}) {
-    if (std::filesystem::is_directory(candidate)) return candidate;
+  std::vector<std::string> candidates = {"../shared/traces", "../../shared/traces"};
+  if (!near.empty()) candidates.push_back((fs::path(near) / "../../../shared/traces").lexically_normal().string());
+  for (const std::string& c : candidates) {
+    std::error_code ec;
+    if (fs::is_directory(c, ec)) return c;
   }
   return "";
 }

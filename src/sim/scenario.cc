@@ -1,0 +1,1042 @@
+#include "src/sim/scenario.h"
+
+#include "src/sim/traces_dir.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+#include <utility>
+
+#include "src/model/demand.h"
+#include "src/model/gpu_catalog.h"
+#include "src/sched/policy.h"
+
+namespace gpupool {
+namespace {
+
+// Propagates a failed Status or Result out of the enclosing function.
+#define SCENARIO_TRY(expr)                                      \
+  do {                                                          \
+    if (auto scenario_try_ = (expr); !scenario_try_) {          \
+      return std::unexpected(std::move(scenario_try_.error())); \
+    }                                                           \
+  } while (0)
+
+// Assigns the value of a Result to `lhs`, or propagates its error.
+#define SCENARIO_ASSIGN(lhs, expr)                                                      \
+  do {                                                                                  \
+    auto scenario_assign_ = (expr);                                                     \
+    if (!scenario_assign_) return std::unexpected(std::move(scenario_assign_.error())); \
+    lhs = std::move(*scenario_assign_);                                                 \
+  } while (0)
+
+constexpr int kMaxNodeGroupCount = 1'000'000;
+constexpr double kMaxDurationMs = 1e15;  // ~31,000 years: keeps int64 arithmetic safe
+
+std::string Child(std::string_view parent, std::string_view key) {
+  if (parent.empty()) return std::string(key);
+  return std::string(parent) + "." + std::string(key);
+}
+
+std::string Item(std::string_view parent, size_t i) { return std::string(parent) + "[" + std::to_string(i) + "]"; }
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out.empty() ? "none" : out;
+}
+
+template <class Map>
+std::string KeysOf(const Map& m) {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : m) names.push_back(k);
+  return JoinNames(names);
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "SOURCE:LINE:COLUMN: " (1-based) for messages; 1:1 when the mark is unknown.
+std::string Where(std::string_view source, const YAML::Mark& mark) {
+  const int line = mark.is_null() ? 1 : mark.line + 1;
+  const int column = mark.is_null() ? 1 : mark.column + 1;
+  return std::string(source) + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+}
+
+// The entries of a YAML map, in file order, with their key nodes (for the
+// position of "unknown key" errors) and the map's own node and path.
+struct Fields {
+  struct Entry {
+    std::string key;
+    YAML::Node key_node;
+    YAML::Node value;
+  };
+  YAML::Node node;
+  std::string path;
+  std::vector<Entry> entries;
+
+  const YAML::Node* Find(std::string_view key) const {
+    for (const Entry& e : entries) {
+      if (e.key == key) return &e.value;
+    }
+    return nullptr;
+  }
+  bool Has(std::string_view key) const { return Find(key) != nullptr; }
+  std::string PathOf(std::string_view key) const { return Child(path, key); }
+};
+
+// A YAML node and where it sits, for references checked after the whole
+// file is read.
+struct Ref {
+  YAML::Node node;
+  std::string path;
+};
+
+class Parser {
+ public:
+  Parser(std::string_view source, std::string base_dir) : source_(source), base_dir_(std::move(base_dir)) {}
+
+  Result<Scenario> Parse(const YAML::Node& root);
+
+ private:
+  // --- errors -----------------------------------------------------------
+  std::unexpected<Error> Fail(const YAML::Node& at, std::string_view path, std::string_view problem) const {
+    std::string msg = Where(source_, at.Mark());
+    if (!path.empty()) msg += std::string(path) + ": ";
+    msg += problem;
+    return InvalidArgument(std::move(msg));
+  }
+
+  // --- maps -------------------------------------------------------------
+  // A map (null counts as empty) whose keys are distinct and, unless
+  // `allowed` is empty, among `allowed`.
+  Result<Fields> Map(const YAML::Node& node, std::string path, const std::vector<std::string_view>& allowed) const {
+    Fields f{node, std::move(path), {}};
+    if (node.IsNull()) return f;
+    if (!node.IsMap()) return Fail(node, f.path, "expected a map");
+    for (const auto& kv : node) {
+      const YAML::Node key = kv.first;
+      if (!key.IsScalar()) return Fail(key, f.path, "expected a name as key");
+      const std::string name = key.Scalar();
+      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+        std::vector<std::string> known(allowed.begin(), allowed.end());
+        return Fail(key, f.PathOf(name), "unknown key '" + name + "' (expected one of: " + JoinNames(known) + ")");
+      }
+      if (f.Has(name)) return Fail(key, f.PathOf(name), "duplicate key '" + name + "'");
+      f.entries.push_back({name, key, kv.second});
+    }
+    return f;
+  }
+
+  Status Require(const Fields& f, std::string_view key) const {
+    if (!f.Has(key)) return Fail(f.node, f.PathOf(key), "required");
+    return {};
+  }
+
+  // --- scalars ----------------------------------------------------------
+  Result<std::string> String(const YAML::Node& n, const std::string& path, bool allow_empty = false) const {
+    if (!n.IsScalar()) return Fail(n, path, "expected a string");
+    if (!allow_empty && n.Scalar().empty()) return Fail(n, path, "must not be empty");
+    return n.Scalar();
+  }
+
+  Result<double> Number(const YAML::Node& n, const std::string& path) const {
+    if (!n.IsScalar()) return Fail(n, path, "expected a number");
+    const std::string& s = n.Scalar();
+    double v = 0;
+    const char* begin = s.data();
+    if (!s.empty() && s[0] == '+') ++begin;
+    auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) {
+      return Fail(n, path, "expected a number (got '" + s + "')");
+    }
+    return v;
+  }
+
+  Result<int64_t> Integer(const YAML::Node& n, const std::string& path) const {
+    if (!n.IsScalar()) return Fail(n, path, "expected an integer");
+    const std::string& s = n.Scalar();
+    int64_t v = 0;
+    const char* begin = s.data();
+    if (!s.empty() && s[0] == '+') ++begin;
+    auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) {
+      return Fail(n, path, "expected an integer (got '" + s + "')");
+    }
+    return v;
+  }
+
+  Result<bool> Bool(const YAML::Node& n, const std::string& path) const {
+    bool v = false;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) return Fail(n, path, "expected true or false");
+    return v;
+  }
+
+  // "90s", "1.5h", "5m", "250ms", "2d", or a plain number of seconds.
+  Result<Duration> ParseDuration(const YAML::Node& n, const std::string& path) const {
+    static constexpr const char* kExpect = "expected a duration such as \"90s\", \"5m\", \"1.5h\" or \"2d\"";
+    if (!n.IsScalar()) return Fail(n, path, kExpect);
+    const std::string& s = n.Scalar();
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || !std::isfinite(v))
+      return Fail(n, path, std::string(kExpect) + " (got '" + s + "')");
+    const std::string_view unit(ptr, s.data() + s.size() - ptr);
+    double ms_per_unit = 0;
+    if (unit.empty() || unit == "s") {
+      ms_per_unit = 1000;
+    } else if (unit == "ms") {
+      ms_per_unit = 1;
+    } else if (unit == "m") {
+      ms_per_unit = 60'000;
+    } else if (unit == "h") {
+      ms_per_unit = 3'600'000;
+    } else if (unit == "d") {
+      ms_per_unit = 86'400'000;
+    } else {
+      return Fail(n, path, std::string(kExpect) + " (got '" + s + "'; units: ms, s, m, h, d)");
+    }
+    if (v < 0) return Fail(n, path, "must not be negative");
+    const double ms = v * ms_per_unit;
+    if (ms > kMaxDurationMs) return Fail(n, path, "too long");
+    return Duration(std::llround(ms));
+  }
+
+  Result<std::vector<std::string>> StringList(const YAML::Node& n, const std::string& path,
+                                              std::vector<Ref>* refs = nullptr) const {
+    if (n.IsNull()) return std::vector<std::string>{};
+    if (!n.IsSequence()) return Fail(n, path, "expected a list of names");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < n.size(); ++i) {
+      std::string s;
+      SCENARIO_ASSIGN(s, String(n[i], Item(path, i)));
+      if (std::find(out.begin(), out.end(), s) != out.end()) return Fail(n[i], Item(path, i), "duplicate '" + s + "'");
+      out.push_back(s);
+      if (refs) refs->push_back({n[i], Item(path, i)});
+    }
+    return out;
+  }
+
+  // --- optional fields with checks ----------------------------------------
+  // Each sets `out` only when the key is present; `check` returns a problem
+  // or an empty string.
+  template <class Check>
+  Status NumberField(const Fields& f, std::string_view key, double& out, Check check) const {
+    const YAML::Node* n = f.Find(key);
+    if (!n) return {};
+    double v = 0;
+    SCENARIO_ASSIGN(v, Number(*n, f.PathOf(key)));
+    if (std::string problem = check(v); !problem.empty()) return Fail(*n, f.PathOf(key), problem);
+    out = v;
+    return {};
+  }
+  template <class T, class Check>
+  Status IntField(const Fields& f, std::string_view key, T& out, Check check) const {
+    const YAML::Node* n = f.Find(key);
+    if (!n) return {};
+    int64_t v = 0;
+    SCENARIO_ASSIGN(v, Integer(*n, f.PathOf(key)));
+    if (std::string problem = check(v); !problem.empty()) return Fail(*n, f.PathOf(key), problem);
+    out = static_cast<T>(v);
+    return {};
+  }
+  template <class Check>
+  Status DurationField(const Fields& f, std::string_view key, Duration& out, Check check) const {
+    const YAML::Node* n = f.Find(key);
+    if (!n) return {};
+    Duration d{0};
+    SCENARIO_ASSIGN(d, ParseDuration(*n, f.PathOf(key)));
+    if (std::string problem = check(d); !problem.empty()) return Fail(*n, f.PathOf(key), problem);
+    out = d;
+    return {};
+  }
+  Status StringField(const Fields& f, std::string_view key, std::string& out, bool allow_empty = false) const {
+    const YAML::Node* n = f.Find(key);
+    if (!n) return {};
+    SCENARIO_ASSIGN(out, String(*n, f.PathOf(key), allow_empty));
+    return {};
+  }
+  Status BoolField(const Fields& f, std::string_view key, bool& out) const {
+    const YAML::Node* n = f.Find(key);
+    if (!n) return {};
+    SCENARIO_ASSIGN(out, Bool(*n, f.PathOf(key)));
+    return {};
+  }
+  // Fractional cores or GiB converted to milli-cores or MiB.
+  template <class Check>
+  Status ScaledField(const Fields& f, std::string_view key, int64_t& out, double factor, Check check) const {
+    double v = 0;
+    bool present = f.Has(key);
+    SCENARIO_TRY(NumberField(f, key, v, check));
+    if (present) {
+      if (v * factor > 9e15) return Fail(*f.Find(key), f.PathOf(key), "too large");
+      out = std::llround(v * factor);
+    }
+    return {};
+  }
+
+  // A path from the file: "$TRACES/..." goes to the traces folder; other
+  // relative paths are relative to the scenario's folder.
+  std::string ResolvePath(const std::string& p) const;
+
+  // --- sections -----------------------------------------------------------
+  Status ParseEngine(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParsePriorities(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Result<std::vector<EcosystemComponent>> ParseEcosystem(const YAML::Node& n, const std::string& path) const;
+  Status ParseNodeClasses(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParseRequirements(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParsePools(const YAML::Node& n, const std::string& path, Scenario& s);
+  Status ParseTenants(const YAML::Node& n, const std::string& path, Scenario& s);
+  Status ParseCluster(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParseWorkloads(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParseArrivals(const YAML::Node& n, const std::string& path, const Scenario& s, ArrivalProcess& a) const;
+  Status ParseJob(const YAML::Node& n, const std::string& path, const Scenario& s, const ScenarioTenant& tenant,
+                  JobTemplate& t) const;
+  Status ParseDurationModel(const YAML::Node& n, const std::string& path, DurationModel& m) const;
+  Status ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Result<std::string> PriorityField(const Fields& f, const Scenario& s) const;
+  Status CheckGuarantees(const Scenario& s) const;
+
+  std::string source_;
+  std::string base_dir_;
+  // Kept for checks that need later sections.
+  std::vector<std::vector<Ref>> dedicated_refs_;  // per pool, its dedicated_to items
+  struct QuotaRef {
+    size_t tenant;
+    std::string pool;
+    Ref guaranteed;  // the guaranteed_gpus node, or the quota's own node
+  };
+  std::vector<QuotaRef> quota_refs_;
+};
+
+// --- helpers for checks -------------------------------------------------------
+
+std::string NonNegative(double v) { return v < 0 ? "must not be negative" : ""; }
+std::string Positive(double v) { return v > 0 ? "" : "must be positive"; }
+std::string Fraction01(double v) { return v >= 0 && v <= 1 ? "" : "must be between 0 and 1"; }
+std::string AnyDuration(Duration) { return ""; }
+std::string PositiveDuration(Duration d) { return d > Duration(0) ? "" : "must be positive"; }
+auto IntRange(int64_t lo, int64_t hi) {
+  return [lo, hi](int64_t v) -> std::string {
+    if (v < lo) return lo == 0 ? "must not be negative" : "must be at least " + std::to_string(lo);
+    if (v > hi) return "must be at most " + std::to_string(hi);
+    return "";
+  };
+}
+
+std::string Parser::ResolvePath(const std::string& p) const {
+  namespace fs = std::filesystem;
+  static constexpr std::string_view kTraces = "$TRACES/";
+  if (p.starts_with(kTraces)) {
+    // When no traces folder exists the path still names where one would
+    // be, so the simulator's "not here" message shows it.
+    std::string dir = TracesDir(base_dir_.empty() ? "." : base_dir_);
+    if (dir.empty()) dir = "../shared/traces";
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    return dir + "/" + p.substr(kTraces.size());
+  }
+  const fs::path path(p);
+  if (path.is_absolute() || base_dir_.empty()) return p;
+  return (fs::path(base_dir_) / path).lexically_normal().string();
+}
+
+// --- the scenario ---------------------------------------------------------------
+
+Result<Scenario> Parser::Parse(const YAML::Node& root) {
+  Scenario s;
+  if (root.IsNull() || !root.IsDefined()) return Fail(root, "", "empty scenario (expected a map with at least 'name')");
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(root, "",
+                         {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
+                          "requirements", "cluster", "pools", "tenants", "workload", "trace"}));
+  SCENARIO_TRY(Require(f, "name"));
+  SCENARIO_TRY(StringField(f, "name", s.name));
+  SCENARIO_TRY(StringField(f, "description", s.description, /*allow_empty=*/true));
+  SCENARIO_TRY(IntField(f, "seed", s.seed, IntRange(0, INT64_MAX)));
+  SCENARIO_TRY(DurationField(f, "horizon", s.horizon, PositiveDuration));
+  s.engine.seed = s.seed;
+  if (auto* n = f.Find("engine")) SCENARIO_TRY(ParseEngine(*n, "engine", s));
+  if (auto* n = f.Find("priorities")) SCENARIO_TRY(ParsePriorities(*n, "priorities", s));
+  if (auto* n = f.Find("node_classes")) SCENARIO_TRY(ParseNodeClasses(*n, "node_classes", s));
+  if (auto* n = f.Find("requirements")) SCENARIO_TRY(ParseRequirements(*n, "requirements", s));
+  SCENARIO_TRY(Require(f, "pools"));
+  SCENARIO_TRY(ParsePools(*f.Find("pools"), "pools", s));
+  SCENARIO_TRY(Require(f, "tenants"));
+  SCENARIO_TRY(ParseTenants(*f.Find("tenants"), "tenants", s));
+  // Pools name their dedicated tenants before the tenants are declared.
+  for (size_t p = 0; p < s.pools.size(); ++p) {
+    for (const Ref& r : dedicated_refs_[p]) {
+      const std::string name = r.node.Scalar();
+      if (std::none_of(s.tenants.begin(), s.tenants.end(), [&](const ScenarioTenant& t) { return t.name == name; })) {
+        std::vector<std::string> known;
+        for (const auto& t : s.tenants) known.push_back(t.name);
+        return Fail(r.node, r.path, "unknown tenant '" + name + "' (known: " + JoinNames(known) + ")");
+      }
+    }
+  }
+  for (const QuotaRef& q : quota_refs_) {
+    const auto pool =
+        std::find_if(s.pools.begin(), s.pools.end(), [&](const ScenarioPool& p) { return p.name == q.pool; });
+    const ScenarioTenant& t = s.tenants[q.tenant];
+    if (!pool->dedicated_to.empty() && t.quota.at(q.pool).limit_gpus > 0 &&
+        std::find(pool->dedicated_to.begin(), pool->dedicated_to.end(), t.name) == pool->dedicated_to.end()) {
+      return Fail(q.guaranteed.node, q.guaranteed.path,
+                  "pool '" + q.pool + "' is dedicated to other tenants (" + JoinNames(pool->dedicated_to) + ")");
+    }
+  }
+  SCENARIO_TRY(Require(f, "cluster"));
+  SCENARIO_TRY(ParseCluster(*f.Find("cluster"), "cluster", s));
+  SCENARIO_TRY(CheckGuarantees(s));
+  if (auto* n = f.Find("workload")) SCENARIO_TRY(ParseWorkloads(*n, "workload", s));
+  if (auto* n = f.Find("trace")) SCENARIO_TRY(ParseTrace(*n, "trace", s));
+  if (s.workloads.empty() && !s.trace) return Fail(root, "", "nothing to run: give a workload or a trace");
+  return s;
+}
+
+Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {"policy", "seed", "tick", "start_latency", "sample_every", "lending"}));
+  if (const YAML::Node* p = f.Find("policy")) {
+    std::string name;
+    SCENARIO_ASSIGN(name, String(*p, f.PathOf("policy")));
+    if (auto spec = FindPolicy(name); !spec) return Fail(*p, f.PathOf("policy"), spec.error().message);
+    s.engine.policy = name;
+  }
+  SCENARIO_TRY(IntField(f, "seed", s.engine.seed, IntRange(0, INT64_MAX)));
+  SCENARIO_TRY(DurationField(f, "tick", s.tick, PositiveDuration));
+  SCENARIO_TRY(DurationField(f, "start_latency", s.start_latency, AnyDuration));
+  SCENARIO_TRY(DurationField(f, "sample_every", s.sample_every, PositiveDuration));
+  if (const YAML::Node* l = f.Find("lending")) {
+    Fields lf;
+    SCENARIO_ASSIGN(lf, Map(*l, f.PathOf("lending"), {"enabled", "window", "threshold", "fraction"}));
+    LendingConfig& c = s.engine.lending;
+    SCENARIO_TRY(BoolField(lf, "enabled", c.enabled));
+    SCENARIO_TRY(DurationField(lf, "window", c.window, AnyDuration));
+    SCENARIO_TRY(NumberField(lf, "threshold", c.threshold, Fraction01));
+    SCENARIO_TRY(NumberField(lf, "fraction", c.lend_fraction, Fraction01));
+  }
+  return {};
+}
+
+Status Parser::ParsePriorities(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {}));
+  if (f.entries.empty()) return Fail(n, path, "needs at least one priority class");
+  s.priorities.clear();
+  for (const auto& e : f.entries) {
+    if (e.key.empty()) return Fail(e.key_node, path, "a priority class needs a name");
+    int32_t v = 0;
+    SCENARIO_TRY(IntField(f, e.key, v, IntRange(INT32_MIN, INT32_MAX)));
+    s.priorities[e.key] = v;
+  }
+  return {};
+}
+
+Result<std::vector<EcosystemComponent>> Parser::ParseEcosystem(const YAML::Node& n, const std::string& path) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {}));
+  std::vector<EcosystemComponent> out;
+  for (const auto& e : f.entries) {
+    if (e.key.empty()) return Fail(e.key_node, path, "a component needs a name");
+    std::string text;
+    SCENARIO_ASSIGN(text, String(e.value, f.PathOf(e.key)));
+    auto v = ParseVersion(text);
+    if (!v) return Fail(e.value, f.PathOf(e.key), "expected a version MAJOR[.MINOR[.PATCH]] (got '" + text + "')");
+    out.push_back({e.key, *v});
+  }
+  return out;
+}
+
+Status Parser::ParseNodeClasses(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  if (n.IsNull()) return {};
+  if (!n.IsSequence()) return Fail(n, path, "expected a list of node classes");
+  for (size_t i = 0; i < n.size(); ++i) {
+    Fields f;
+    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"name", "family", "ecosystem", "gpu", "storage", "network"}));
+    NodeAttributes a;
+    SCENARIO_TRY(Require(f, "name"));
+    SCENARIO_TRY(StringField(f, "name", a.name));
+    for (const auto& c : s.node_classes) {
+      if (c.name == a.name) return Fail(*f.Find("name"), f.PathOf("name"), "duplicate node class '" + a.name + "'");
+    }
+    SCENARIO_TRY(StringField(f, "family", a.family));
+    if (const YAML::Node* e = f.Find("ecosystem"))
+      SCENARIO_ASSIGN(a.ecosystem, ParseEcosystem(*e, f.PathOf("ecosystem")));
+    struct Sub {
+      std::string_view section;
+      std::vector<std::pair<std::string_view, double*>> keys;
+    };
+    const Sub subs[] = {
+        {"gpu",
+         {{"fp16_tflops", &a.value[kFp16Tflops]},
+          {"memory_mib", &a.value[kGpuMemoryMib]},
+          {"memory_bandwidth_gbps", &a.value[kMemoryBandwidthGbps]},
+          {"interconnect_gbps", &a.value[kInterconnectGbps]}}},
+        {"storage",
+         {{"capacity_gib", &a.value[kStorageCapacityGib]},
+          {"iops", &a.value[kStorageIops]},
+          {"latency_us", &a.value[kStorageLatencyUs]},
+          {"durability_nines", &a.storage_durability_nines}}},
+        {"network", {{"bandwidth_gbps", &a.value[kNetworkBandwidthGbps]}, {"latency_us", &a.value[kNetworkLatencyUs]}}},
+    };
+    for (const Sub& sub : subs) {
+      const YAML::Node* sn = f.Find(sub.section);
+      if (!sn) continue;
+      std::vector<std::string_view> allowed;
+      for (const auto& k : sub.keys) allowed.push_back(k.first);
+      Fields sf;
+      SCENARIO_ASSIGN(sf, Map(*sn, f.PathOf(sub.section), allowed));
+      for (const auto& [key, out] : sub.keys) SCENARIO_TRY(NumberField(sf, key, *out, NonNegative));
+    }
+    s.node_classes.push_back(std::move(a));
+  }
+  return {};
+}
+
+Status Parser::ParseRequirements(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  if (n.IsNull()) return {};
+  if (!n.IsSequence()) return Fail(n, path, "expected a list of requirements");
+  for (size_t i = 0; i < n.size(); ++i) {
+    Fields f;
+    SCENARIO_ASSIGN(
+        f, Map(n[i], Item(path, i),
+               {"name", "kind", "ecosystem", "min", "max", "min_storage_durability_nines", "preferred_family"}));
+    Requirement r;
+    SCENARIO_TRY(Require(f, "name"));
+    SCENARIO_TRY(StringField(f, "name", r.name));
+    for (const auto& other : s.requirements) {
+      if (other.name == r.name)
+        return Fail(*f.Find("name"), f.PathOf("name"), "duplicate requirement '" + r.name + "'");
+    }
+    if (const YAML::Node* k = f.Find("kind")) {
+      std::string name;
+      SCENARIO_ASSIGN(name, String(*k, f.PathOf("kind")));
+      auto kind = JobKindFromName(name);
+      if (!kind) {
+        return Fail(
+            *k, f.PathOf("kind"),
+            "unknown job kind '" + name + "' (known: training, online-inference, batch-inference, development, cpu)");
+      }
+      r.kind = *kind;
+    }
+    if (const YAML::Node* e = f.Find("ecosystem"))
+      SCENARIO_ASSIGN(r.ecosystem, ParseEcosystem(*e, f.PathOf("ecosystem")));
+    // min: the attributes where more is better; max: the latencies.
+    for (const bool max : {false, true}) {
+      const char* section = max ? "max" : "min";
+      const YAML::Node* sn = f.Find(section);
+      if (!sn) continue;
+      Fields sf;
+      SCENARIO_ASSIGN(sf, Map(*sn, f.PathOf(section), {}));
+      for (const auto& e : sf.entries) {
+        int attr = -1;
+        for (int a = 0; a < kAttrCount; ++a) {
+          if (LowerIsBetter(a) == max && e.key == AttrName(a)) attr = a;
+        }
+        if (attr < 0) {
+          for (int a = 0; a < kAttrCount; ++a) {
+            if (e.key == AttrName(a)) {
+              return Fail(
+                  e.key_node, sf.PathOf(e.key),
+                  std::string(max ? "a minimum: put it under min" : "a maximum (lower is better): put it under max"));
+            }
+          }
+          std::vector<std::string> known;
+          for (int a = 0; a < kAttrCount; ++a) {
+            if (LowerIsBetter(a) == max) known.push_back(AttrName(a));
+          }
+          return Fail(e.key_node, sf.PathOf(e.key),
+                      "unknown key '" + e.key + "' (expected one of: " + JoinNames(known) + ")");
+        }
+        SCENARIO_TRY(NumberField(sf, e.key, r.minimum[attr], NonNegative));
+      }
+    }
+    SCENARIO_TRY(NumberField(f, "min_storage_durability_nines", r.min_storage_durability_nines, NonNegative));
+    SCENARIO_TRY(StringField(f, "preferred_family", r.preferred_family));
+    s.requirements.push_back(std::move(r));
+  }
+  return {};
+}
+
+Status Parser::ParsePools(const YAML::Node& n, const std::string& path, Scenario& s) {
+  if (!n.IsSequence() || n.size() == 0) return Fail(n, path, "expected a list of at least one pool");
+  if (n.size() > static_cast<size_t>(kMaxPools))
+    return Fail(n, path, "at most " + std::to_string(kMaxPools) + " pools");
+  for (size_t i = 0; i < n.size(); ++i) {
+    Fields f;
+    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"name", "models", "regions", "dedicated_to"}));
+    ScenarioPool p;
+    SCENARIO_TRY(Require(f, "name"));
+    SCENARIO_TRY(StringField(f, "name", p.name));
+    for (const auto& other : s.pools) {
+      if (other.name == p.name) return Fail(*f.Find("name"), f.PathOf("name"), "duplicate pool '" + p.name + "'");
+    }
+    if (const YAML::Node* m = f.Find("models")) {
+      std::vector<Ref> refs;
+      SCENARIO_ASSIGN(p.models, StringList(*m, f.PathOf("models"), &refs));
+      for (const Ref& r : refs) {
+        if (!Catalog::Builtin().Find(r.node.Scalar())) {
+          return Fail(r.node, r.path,
+                      "unknown GPU model '" + r.node.Scalar() + "' (known: " + Catalog::Builtin().Names() + ")");
+        }
+      }
+    }
+    if (const YAML::Node* r = f.Find("regions")) SCENARIO_ASSIGN(p.regions, StringList(*r, f.PathOf("regions")));
+    std::vector<Ref> dedicated;
+    if (const YAML::Node* d = f.Find("dedicated_to")) {
+      SCENARIO_ASSIGN(p.dedicated_to, StringList(*d, f.PathOf("dedicated_to"), &dedicated));
+    }
+    dedicated_refs_.push_back(std::move(dedicated));
+    s.pools.push_back(std::move(p));
+  }
+  return {};
+}
+
+Status Parser::ParseTenants(const YAML::Node& n, const std::string& path, Scenario& s) {
+  if (!n.IsSequence() || n.size() == 0) return Fail(n, path, "expected a list of at least one tenant");
+  for (size_t i = 0; i < n.size(); ++i) {
+    Fields f;
+    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"name", "quota"}));
+    ScenarioTenant t;
+    SCENARIO_TRY(Require(f, "name"));
+    SCENARIO_TRY(StringField(f, "name", t.name));
+    for (const auto& other : s.tenants) {
+      if (other.name == t.name) return Fail(*f.Find("name"), f.PathOf("name"), "duplicate tenant '" + t.name + "'");
+    }
+    if (const YAML::Node* qn = f.Find("quota")) {
+      Fields qf;
+      SCENARIO_ASSIGN(qf, Map(*qn, f.PathOf("quota"), {}));
+      for (const auto& e : qf.entries) {
+        if (std::none_of(s.pools.begin(), s.pools.end(), [&](const ScenarioPool& p) { return p.name == e.key; })) {
+          std::vector<std::string> known;
+          for (const auto& p : s.pools) known.push_back(p.name);
+          return Fail(e.key_node, qf.PathOf(e.key), "unknown pool '" + e.key + "' (known: " + JoinNames(known) + ")");
+        }
+        Fields pf;
+        SCENARIO_ASSIGN(pf, Map(e.value, qf.PathOf(e.key), {"guaranteed_gpus", "limit_gpus", "weight", "reserved"}));
+        ScenarioQuota q;
+        SCENARIO_TRY(NumberField(pf, "guaranteed_gpus", q.guaranteed_gpus, NonNegative));
+        q.limit_gpus = q.guaranteed_gpus;  // no borrowing unless a limit is given
+        SCENARIO_TRY(NumberField(pf, "limit_gpus", q.limit_gpus, NonNegative));
+        if (q.limit_gpus < q.guaranteed_gpus) {
+          return Fail(*pf.Find("limit_gpus"), pf.PathOf("limit_gpus"),
+                      "must be at least guaranteed_gpus (" + std::to_string(q.guaranteed_gpus) + ")");
+        }
+        SCENARIO_TRY(NumberField(pf, "weight", q.weight, Positive));
+        SCENARIO_TRY(BoolField(pf, "reserved", q.reserved));
+        const YAML::Node* g = pf.Find("guaranteed_gpus");
+        quota_refs_.push_back(
+            {s.tenants.size(), e.key, g ? Ref{*g, pf.PathOf("guaranteed_gpus")} : Ref{e.value, pf.path}});
+        t.quota[e.key] = q;
+      }
+    }
+    s.tenants.push_back(std::move(t));
+  }
+  return {};
+}
+
+// The pool a node group's nodes join, as the engine decides it (the first
+// whose selector takes the model and region), or -1.
+int PoolOf(const Scenario& s, const ScenarioNodeGroup& g) {
+  for (size_t p = 0; p < s.pools.size(); ++p) {
+    const ScenarioPool& pool = s.pools[p];
+    const bool model_ok = g.model.empty() ? pool.models.empty()
+                                          : pool.models.empty() || std::find(pool.models.begin(), pool.models.end(),
+                                                                             g.model) != pool.models.end();
+    const bool region_ok =
+        pool.regions.empty() || std::find(pool.regions.begin(), pool.regions.end(), g.region) != pool.regions.end();
+    if (model_ok && region_ok) return static_cast<int>(p);
+  }
+  return -1;
+}
+
+Status Parser::ParseCluster(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {"nodes", "trace_nodes"}));
+  if (!f.Has("nodes") && !f.Has("trace_nodes")) return Fail(n, path, "needs nodes or trace_nodes (or both)");
+  if (const YAML::Node* t = f.Find("trace_nodes")) {
+    std::string p;
+    SCENARIO_ASSIGN(p, String(*t, f.PathOf("trace_nodes")));
+    s.trace_nodes_path = ResolvePath(p);
+  }
+  if (!f.Has("nodes")) return {};
+  const YAML::Node& nodes = *f.Find("nodes");
+  const std::string npath = f.PathOf("nodes");
+  if (!nodes.IsSequence() || nodes.size() == 0) return Fail(nodes, npath, "expected a list of at least one node group");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Fields g;
+    SCENARIO_ASSIGN(g, Map(nodes[i], Item(npath, i),
+                           {"count", "model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "racks",
+                            "attributes", "name_prefix"}));
+    ScenarioNodeGroup ng;
+    SCENARIO_TRY(Require(g, "count"));
+    SCENARIO_TRY(IntField(g, "count", ng.count, IntRange(0, kMaxNodeGroupCount)));
+    SCENARIO_TRY(StringField(g, "model", ng.model));
+    if (const YAML::Node* m = g.Find("model"); m && !Catalog::Builtin().Find(ng.model)) {
+      return Fail(*m, g.PathOf("model"),
+                  "unknown GPU model '" + ng.model + "' (known: " + Catalog::Builtin().Names() + ")");
+    }
+    SCENARIO_TRY(IntField(g, "gpus", ng.gpus, IntRange(0, kMaxGpusPerNode)));
+    if (ng.gpus > 0 && ng.model.empty()) return Fail(*g.Find("gpus"), g.PathOf("gpus"), "GPUs need a model");
+    if (ng.gpus == 0 && !ng.model.empty()) {
+      return Fail(*g.Find("model"), g.PathOf("model"), "a model needs gpus (at least 1)");
+    }
+    SCENARIO_TRY(Require(g, "cpu_cores"));
+    SCENARIO_TRY(ScaledField(g, "cpu_cores", ng.cpu_milli, 1000, Positive));
+    SCENARIO_TRY(Require(g, "memory_gib"));
+    SCENARIO_TRY(ScaledField(g, "memory_gib", ng.memory_mib, 1024, Positive));
+    SCENARIO_TRY(StringField(g, "region", ng.region));
+    SCENARIO_TRY(StringField(g, "zone", ng.zone));
+    SCENARIO_TRY(IntField(g, "racks", ng.racks, IntRange(1, kMaxNodeGroupCount)));
+    if (const YAML::Node* a = g.Find("attributes")) {
+      SCENARIO_ASSIGN(ng.attributes, String(*a, g.PathOf("attributes")));
+      if (std::none_of(s.node_classes.begin(), s.node_classes.end(),
+                       [&](const NodeAttributes& c) { return c.name == ng.attributes; })) {
+        std::vector<std::string> known;
+        for (const auto& c : s.node_classes) known.push_back(c.name);
+        return Fail(*a, g.PathOf("attributes"),
+                    "unknown node class '" + ng.attributes + "' (known: " + JoinNames(known) + ")");
+      }
+    }
+    ng.name_prefix = ng.model.empty() ? "cpu" : Lower(ng.model);
+    SCENARIO_TRY(StringField(g, "name_prefix", ng.name_prefix));
+    for (const auto& other : s.nodes) {
+      if (other.name_prefix == ng.name_prefix) {
+        const YAML::Node& at = g.Has("name_prefix") ? *g.Find("name_prefix") : g.node;
+        return Fail(at, g.PathOf("name_prefix"),
+                    "duplicate name prefix '" + ng.name_prefix + "' (set name_prefix to tell the groups apart)");
+      }
+    }
+    if (PoolOf(s, ng) < 0) {
+      return Fail(g.node, g.path,
+                  "no pool takes " + (ng.model.empty() ? std::string("CPU-only") : ng.model) + " nodes in region '" +
+                      ng.region +
+                      "' (a pool selects nodes by models and regions; CPU-only nodes need a pool without models)");
+    }
+    s.nodes.push_back(std::move(ng));
+  }
+  return {};
+}
+
+Status Parser::CheckGuarantees(const Scenario& s) const {
+  if (!s.trace_nodes_path.empty()) return {};  // the capacity is known only once the trace is read
+  std::vector<int64_t> capacity(s.pools.size(), 0), guaranteed(s.pools.size(), 0);
+  for (const auto& g : s.nodes) {
+    const int p = PoolOf(s, g);
+    if (p >= 0) capacity[p] += int64_t{g.count} * g.gpus * kMilliPerGpu;
+  }
+  for (const QuotaRef& q : quota_refs_) {
+    const size_t p =
+        std::find_if(s.pools.begin(), s.pools.end(), [&](const auto& x) { return x.name == q.pool; }) - s.pools.begin();
+    guaranteed[p] += std::llround(s.tenants[q.tenant].quota.at(q.pool).guaranteed_gpus * kMilliPerGpu);
+    if (guaranteed[p] > capacity[p]) {
+      std::ostringstream msg;
+      msg << "pool '" << q.pool << "' would guarantee " << guaranteed[p] / 1000.0 << " GPUs of its "
+          << capacity[p] / kMilliPerGpu;
+      return Fail(q.guaranteed.node, q.guaranteed.path, msg.str());
+    }
+  }
+  return {};
+}
+
+Result<std::string> Parser::PriorityField(const Fields& f, const Scenario& s) const {
+  const YAML::Node* n = f.Find("priority");
+  if (!n) {
+    if (s.priorities.contains("normal")) return std::string("normal");
+    return Fail(f.node, f.PathOf("priority"), "required (there is no 'normal' class to default to)");
+  }
+  std::string name;
+  SCENARIO_ASSIGN(name, String(*n, f.PathOf("priority")));
+  if (!s.priorities.contains(name)) {
+    return Fail(*n, f.PathOf("priority"),
+                "unknown priority class '" + name + "' (known: " + KeysOf(s.priorities) + ")");
+  }
+  return name;
+}
+
+Status Parser::ParseWorkloads(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  if (n.IsNull()) return {};
+  if (!n.IsSequence()) return Fail(n, path, "expected a list of tenant workloads");
+  for (size_t i = 0; i < n.size(); ++i) {
+    Fields f;
+    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"tenant", "arrivals", "jobs"}));
+    TenantWorkload w;
+    SCENARIO_TRY(Require(f, "tenant"));
+    SCENARIO_TRY(StringField(f, "tenant", w.tenant));
+    const auto tenant =
+        std::find_if(s.tenants.begin(), s.tenants.end(), [&](const ScenarioTenant& t) { return t.name == w.tenant; });
+    if (tenant == s.tenants.end()) {
+      std::vector<std::string> known;
+      for (const auto& t : s.tenants) known.push_back(t.name);
+      return Fail(*f.Find("tenant"), f.PathOf("tenant"),
+                  "unknown tenant '" + w.tenant + "' (known: " + JoinNames(known) + ")");
+    }
+    SCENARIO_TRY(Require(f, "arrivals"));
+    SCENARIO_TRY(ParseArrivals(*f.Find("arrivals"), f.PathOf("arrivals"), s, w.arrivals));
+    SCENARIO_TRY(Require(f, "jobs"));
+    const YAML::Node& jobs = *f.Find("jobs");
+    const std::string jpath = f.PathOf("jobs");
+    if (!jobs.IsSequence() || jobs.size() == 0) return Fail(jobs, jpath, "expected a list of at least one job");
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      JobTemplate t;
+      SCENARIO_TRY(ParseJob(jobs[j], Item(jpath, j), s, *tenant, t));
+      for (const auto& other : w.jobs) {
+        if (other.name == t.name) {
+          return Fail(jobs[j]["name"], Item(jpath, j) + ".name", "duplicate job name '" + t.name + "'");
+        }
+      }
+      w.jobs.push_back(std::move(t));
+    }
+    s.workloads.push_back(std::move(w));
+  }
+  return {};
+}
+
+Status Parser::ParseArrivals(const YAML::Node& n, const std::string& path, const Scenario& s, ArrivalProcess& a) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {"process", "rate_per_hour", "amplitude", "peak_hour", "start", "stop"}));
+  SCENARIO_TRY(Require(f, "process"));
+  std::string process;
+  SCENARIO_ASSIGN(process, String(*f.Find("process"), f.PathOf("process")));
+  if (process == "poisson") {
+    a.kind = ArrivalProcess::Kind::kPoisson;
+    for (const char* key : {"amplitude", "peak_hour"}) {
+      if (f.Has(key)) return Fail(*f.Find(key), f.PathOf(key), "only for process: diurnal");
+    }
+  } else if (process == "diurnal") {
+    a.kind = ArrivalProcess::Kind::kDiurnal;
+  } else {
+    return Fail(*f.Find("process"), f.PathOf("process"), "unknown process '" + process + "' (known: poisson, diurnal)");
+  }
+  SCENARIO_TRY(Require(f, "rate_per_hour"));
+  SCENARIO_TRY(NumberField(f, "rate_per_hour", a.rate_per_hour, Positive));
+  SCENARIO_TRY(NumberField(f, "amplitude", a.amplitude, Fraction01));
+  SCENARIO_TRY(NumberField(f, "peak_hour", a.peak_hour,
+                           [](double v) -> std::string { return v >= 0 && v < 24 ? "" : "must be in [0, 24)"; }));
+  SCENARIO_TRY(DurationField(f, "start", a.start, AnyDuration));
+  a.stop = s.horizon;
+  SCENARIO_TRY(DurationField(f, "stop", a.stop, AnyDuration));
+  if (a.stop < a.start) {
+    const YAML::Node& at = f.Has("stop") ? *f.Find("stop") : *f.Find("start");
+    return Fail(at, f.PathOf(f.Has("stop") ? "stop" : "start"), "must not be before start");
+  }
+  return {};
+}
+
+Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scenario& s, const ScenarioTenant& tenant,
+                        JobTemplate& t) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path,
+                         {"name", "weight", "kind", "priority", "gpus", "gpu_fraction", "cpu_cores", "memory_gib",
+                          "replicas", "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline_after",
+                          "pools", "requirement", "duration"}));
+  SCENARIO_TRY(Require(f, "name"));
+  SCENARIO_TRY(StringField(f, "name", t.name));
+  SCENARIO_TRY(NumberField(f, "weight", t.weight, Positive));
+  if (const YAML::Node* k = f.Find("kind")) {
+    std::string name;
+    SCENARIO_ASSIGN(name, String(*k, f.PathOf("kind")));
+    auto kind = JobKindFromName(name);
+    if (!kind) {
+      return Fail(
+          *k, f.PathOf("kind"),
+          "unknown job kind '" + name + "' (known: training, online-inference, batch-inference, development, cpu)");
+    }
+    t.kind = *kind;
+  }
+  SCENARIO_ASSIGN(t.priority, PriorityField(f, s));
+  SCENARIO_TRY(IntField(f, "gpus", t.gpus, IntRange(0, kMaxGpusPerNode)));
+  t.gpu_milli = t.gpus == 0 ? 0 : kMilliPerGpu;
+  if (const YAML::Node* fr = f.Find("gpu_fraction")) {
+    if (f.Has("gpus")) return Fail(*fr, f.PathOf("gpu_fraction"), "give either gpus or gpu_fraction, not both");
+    double v = 0;
+    SCENARIO_TRY(NumberField(f, "gpu_fraction", v, [](double x) -> std::string {
+      return x > 0 && x < 1 ? "" : "must be between 0 and 1 (exclusive); use gpus for whole GPUs";
+    }));
+    const auto milli = static_cast<int32_t>(std::llround(v * kMilliPerGpu));
+    if (milli < 1 || milli >= kMilliPerGpu) {
+      return Fail(*fr, f.PathOf("gpu_fraction"), "must be between 0.001 and 0.999");
+    }
+    t.gpus = 1;
+    t.gpu_milli = milli;
+  }
+  if (t.kind == JobKind::kCpu) {  // CPU-only work: no GPUs by default, and asking for some is an error
+    for (const char* key : {"gpu_fraction", "gpus"}) {
+      if (f.Has(key) && t.gpus > 0) return Fail(*f.Find(key), f.PathOf(key), "a cpu job takes no GPUs");
+    }
+    t.gpus = 0;
+    t.gpu_milli = 0;
+  }
+  SCENARIO_TRY(ScaledField(f, "cpu_cores", t.cpu_milli, 1000, NonNegative));
+  SCENARIO_TRY(ScaledField(f, "memory_gib", t.memory_mib, 1024, NonNegative));
+  if (const YAML::Node* r = f.Find("replicas")) {
+    const std::string rpath = f.PathOf("replicas");
+    const auto check = IntRange(1, EngineConfig{}.max_replicas);
+    t.replicas.clear();
+    if (r->IsSequence()) {
+      if (r->size() == 0) return Fail(*r, rpath, "expected at least one replica count");
+      for (size_t i = 0; i < r->size(); ++i) {
+        int64_t v = 0;
+        SCENARIO_ASSIGN(v, Integer((*r)[i], Item(rpath, i)));
+        if (std::string problem = check(v); !problem.empty()) return Fail((*r)[i], Item(rpath, i), problem);
+        t.replicas.push_back(static_cast<int32_t>(v));
+      }
+    } else {
+      int64_t v = 0;
+      SCENARIO_ASSIGN(v, Integer(*r, rpath));
+      if (std::string problem = check(v); !problem.empty()) return Fail(*r, rpath, problem);
+      t.replicas.push_back(static_cast<int32_t>(v));
+    }
+  }
+  SCENARIO_TRY(BoolField(f, "checkpointable", t.checkpointable));
+  SCENARIO_TRY(DurationField(f, "checkpoint_interval", t.checkpoint_interval, AnyDuration));
+  SCENARIO_TRY(DurationField(f, "checkpoint_duration", t.checkpoint_duration, AnyDuration));
+  if (f.Has("deadline_after")) {
+    Duration d{0};
+    SCENARIO_TRY(DurationField(f, "deadline_after", d, PositiveDuration));
+    t.deadline_after = d;
+  }
+  if (const YAML::Node* p = f.Find("pools")) {
+    std::vector<Ref> refs;
+    SCENARIO_ASSIGN(t.pools, StringList(*p, f.PathOf("pools"), &refs));
+    for (const Ref& r : refs) {
+      const std::string& name = r.node.Scalar();
+      if (std::none_of(s.pools.begin(), s.pools.end(), [&](const ScenarioPool& x) { return x.name == name; })) {
+        std::vector<std::string> known;
+        for (const auto& x : s.pools) known.push_back(x.name);
+        return Fail(r.node, r.path, "unknown pool '" + name + "' (known: " + JoinNames(known) + ")");
+      }
+      if (!tenant.quota.contains(name)) {
+        return Fail(r.node, r.path, "tenant '" + tenant.name + "' has no quota in pool '" + name + "'");
+      }
+    }
+  }
+  if (const YAML::Node* r = f.Find("requirement")) {
+    SCENARIO_ASSIGN(t.requirement, String(*r, f.PathOf("requirement")));
+    if (std::none_of(s.requirements.begin(), s.requirements.end(),
+                     [&](const Requirement& x) { return x.name == t.requirement; })) {
+      std::vector<std::string> known;
+      for (const auto& x : s.requirements) known.push_back(x.name);
+      return Fail(*r, f.PathOf("requirement"),
+                  "unknown requirement '" + t.requirement + "' (known: " + JoinNames(known) + ")");
+    }
+  }
+  if (const YAML::Node* d = f.Find("duration")) SCENARIO_TRY(ParseDurationModel(*d, f.PathOf("duration"), t.duration));
+  return {};
+}
+
+Status Parser::ParseDurationModel(const YAML::Node& n, const std::string& path, DurationModel& m) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {"fixed", "lognormal", "philly", "min", "max"}));
+  const char* chosen = nullptr;
+  for (const auto& e : f.entries) {
+    if (e.key != "fixed" && e.key != "lognormal" && e.key != "philly") continue;
+    if (chosen)
+      return Fail(e.key_node, f.PathOf(e.key),
+                  std::string("give only one of fixed, lognormal, philly (already: ") + chosen + ")");
+    chosen = e.key == "fixed" ? "fixed" : e.key == "lognormal" ? "lognormal" : "philly";
+  }
+  if (!chosen) return Fail(n, path, "needs one of fixed, lognormal, philly");
+  if (f.Has("fixed")) {
+    m.kind = DurationModel::Kind::kFixed;
+    SCENARIO_TRY(DurationField(f, "fixed", m.fixed, PositiveDuration));
+  } else if (const YAML::Node* l = f.Find("lognormal")) {
+    m.kind = DurationModel::Kind::kLogNormal;
+    Fields lf;
+    SCENARIO_ASSIGN(lf, Map(*l, f.PathOf("lognormal"), {"median", "sigma"}));
+    SCENARIO_TRY(Require(lf, "median"));
+    Duration median{0};
+    SCENARIO_TRY(DurationField(lf, "median", median, PositiveDuration));
+    m.median_s = ToSeconds(median);
+    SCENARIO_TRY(Require(lf, "sigma"));
+    SCENARIO_TRY(NumberField(lf, "sigma", m.sigma, NonNegative));
+  } else {
+    m.kind = DurationModel::Kind::kPhilly;
+    Fields pf;
+    SCENARIO_ASSIGN(pf, Map(*f.Find("philly"), f.PathOf("philly"), {"scale"}));
+    SCENARIO_TRY(NumberField(pf, "scale", m.scale, Positive));
+  }
+  SCENARIO_TRY(DurationField(f, "min", m.min, AnyDuration));
+  SCENARIO_TRY(DurationField(f, "max", m.max, PositiveDuration));
+  if (m.max < m.min) {
+    const char* key = f.Has("max") ? "max" : "min";
+    return Fail(*f.Find(key), f.PathOf(key), "must not be below min");
+  }
+  return {};
+}
+
+Status Parser::ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {"pods", "tenant", "priority", "limit"}));
+  TraceWorkload t;
+  SCENARIO_TRY(Require(f, "pods"));
+  std::string pods;
+  SCENARIO_ASSIGN(pods, String(*f.Find("pods"), f.PathOf("pods")));
+  t.pods_path = ResolvePath(pods);
+  SCENARIO_TRY(Require(f, "tenant"));
+  SCENARIO_TRY(StringField(f, "tenant", t.tenant));
+  if (std::none_of(s.tenants.begin(), s.tenants.end(), [&](const ScenarioTenant& x) { return x.name == t.tenant; })) {
+    std::vector<std::string> known;
+    for (const auto& x : s.tenants) known.push_back(x.name);
+    return Fail(*f.Find("tenant"), f.PathOf("tenant"),
+                "unknown tenant '" + t.tenant + "' (known: " + JoinNames(known) + ")");
+  }
+  SCENARIO_ASSIGN(t.priority, PriorityField(f, s));
+  if (f.Has("limit")) {
+    int limit = 0;
+    SCENARIO_TRY(IntField(f, "limit", limit, IntRange(1, INT32_MAX)));
+    t.limit = limit;
+  }
+  s.trace = std::move(t);
+  return {};
+}
+
+}  // namespace
+
+Result<Scenario> ParseScenario(std::string_view text, std::string_view source, const std::string& base_dir) {
+  try {
+    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.size() > 1) {
+      return InvalidArgument(Where(source, docs[1].Mark()) + "expected one YAML document, found " +
+                             std::to_string(docs.size()));
+    }
+    const YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
+    return Parser(source, base_dir).Parse(root);
+  } catch (const YAML::ParserException& e) {
+    return InvalidArgument(Where(source, e.mark) + "malformed YAML: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(Where(source, e.mark) + "YAML error: " + e.msg);
+  }
+}
+
+Result<Scenario> LoadScenario(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return IoError(path + ": cannot open (a folder, not a file)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError(path + ": cannot open (" + std::strerror(errno) + ")");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return IoError(path + ": cannot read");
+  std::string base_dir = std::filesystem::path(path).parent_path().string();
+  auto s = ParseScenario(text.str(), path, base_dir.empty() ? "." : base_dir);
+  if (s) s->path = path;
+  return s;
+}
+
+}  // namespace gpupool
