@@ -120,6 +120,8 @@ void EngineState::Release(Job& j) {
   tp.usage.cpu_milli -= int64_t{j.spec.replicas} * j.spec.demand.cpu_milli;
   tp.usage.memory_mib -= int64_t{j.spec.replicas} * j.spec.demand.memory_mib;
   tp.usage.exhausted_alerted = false;
+  tp.usage.over_limit_milli =
+      std::max<int64_t>(0, std::min(tp.usage.over_limit_milli, tp.usage.gpu_milli - tp.quota.elastic_limit_milli));
   UsageChanged(tp);
   running.erase(j.id);
   auto it = running_by_tenant_pool.find({j.spec.tenant, j.pool});
@@ -162,6 +164,7 @@ struct ApplyVisitor {
   void operator()(const QuotaSet& e) {
     TenantPool& tp = s.tenant_pool(e.tenant, e.pool);
     tp.quota = e.quota;
+    tp.usage.over_limit_milli = std::max<int64_t>(0, tp.usage.gpu_milli - tp.quota.elastic_limit_milli);
     if (tp.usage.lent_milli > tp.quota.guaranteed_milli || tp.quota.reserved) tp.usage.lent_milli = 0;
     tp.usage.exhausted_alerted = false;
     s.UsageChanged(tp);  // the lend threshold moved with the guarantee
@@ -314,6 +317,10 @@ Status CheckInvariants(const EngineState& s) {
       if (tp.usage.gpu_milli != gpu[t.id][p]) {
         return fail("tenant " + t.name + " usage " + std::to_string(tp.usage.gpu_milli) + " in pool " +
                     std::to_string(p) + " but its jobs hold " + std::to_string(gpu[t.id][p]));
+      }
+      if (tp.usage.gpu_milli > tp.quota.elastic_limit_milli + tp.usage.over_limit_milli) {
+        return fail("tenant " + t.name + " uses " + std::to_string(tp.usage.gpu_milli) + " above its elastic limit " +
+                    std::to_string(tp.quota.elastic_limit_milli) + " in pool " + std::to_string(p));
       }
       if (tp.usage.lent_milli < 0 || tp.usage.lent_milli > tp.quota.guaranteed_milli) {
         return fail("tenant " + t.name + " lends " + std::to_string(tp.usage.lent_milli));

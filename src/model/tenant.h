@@ -38,6 +38,10 @@ struct PoolUsage {
   // unset while at or above it.
   std::optional<Instant> below_threshold_since;
   bool exhausted_alerted = false;    // a quota-exhausted alert is outstanding
+  // Usage above the elastic limit that a quota cut left in place (running
+  // work is not preempted for a quota cut); shrinks as that work ends. The
+  // tenant is never placed above limit + this.
+  int64_t over_limit_milli = 0;
 };
 
 struct TenantPool {

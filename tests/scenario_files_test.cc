@@ -1,0 +1,134 @@
+// The scenario files shipped in scenarios/ load and run; the heterogeneous
+// one places every job on hardware of its ecosystem.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "src/sim/scenario.h"
+#include "src/sim/runtime_samples.h"
+#include "src/sim/scenario_runner.h"
+#include "src/sim/traces_dir.h"
+#include "tests/run_binary.h"
+
+namespace gpupool {
+namespace {
+
+const std::string kScenarios = std::string(GPUPOOL_SOURCE_DIR) + "/scenarios";
+
+TEST(ScenarioFilesTest, EveryShippedScenarioLoads) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(kScenarios)) {
+    if (entry.path().extension() != ".yaml") continue;
+    auto s = LoadScenario(entry.path().string());
+    EXPECT_TRUE(s.has_value()) << entry.path() << ": " << (s ? "" : s.error().message);
+    ++count;
+  }
+  EXPECT_GE(count, 3);
+}
+
+TEST(ScenarioFilesTest, CudaJobsRunOnlyOnNvidiaAndCannJobsOnlyOnAscend) {
+  auto s = LoadScenario(kScenarios + "/heterogeneous.yaml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  const std::string dir = testing::MakeTempDir();
+  RunOptions o;
+  o.event_log_path = dir + "/events.jsonl";
+  o.check_invariants = true;
+  auto r = RunScenario(*s, o);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  // Node index -> family, job -> requirement name, from the event log.
+  std::vector<std::string> node_family;
+  std::map<int64_t, std::string> job_requirement;
+  int checked = 0, ascend_used = 0, nvidia_used = 0;
+  std::ifstream log(o.event_log_path);
+  for (std::string line; std::getline(log, line);) {
+    const auto e = nlohmann::json::parse(line);
+    if (e["type"] == "NodeAdded") {
+      const int cls = e["attr_class"];
+      node_family.push_back(cls == 0 ? "" : s->node_classes[cls - 1].family);
+    } else if (e["type"] == "JobSubmitted") {
+      const int req = e["spec"]["demand"]["requirement"];
+      job_requirement[e["job"]] = req == 0 ? "" : s->requirements[req - 1].name;
+    } else if (e["type"] == "JobPlaced") {
+      const std::string req = job_requirement.at(e["job"]);
+      for (const auto& replica : e["replicas"]) {
+        const std::string family = node_family.at(replica["node"].get<size_t>());
+        if (req.starts_with("cuda")) EXPECT_TRUE(family.starts_with("nvidia")) << req << " on " << family;
+        if (req.starts_with("cann")) EXPECT_EQ(family, "ascend-910") << req << " on " << family;
+        ascend_used += family == "ascend-910";
+        nvidia_used += family.starts_with("nvidia");
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);
+  EXPECT_GT(ascend_used, 20);
+  EXPECT_GT(nvidia_used, 20);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ScenarioFilesTest, SimRunPrintsJsonWithTheEventLogHash) {
+  auto run = testing::RunGpupool({"sim", "run", kScenarios + "/heterogeneous.yaml", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["event_log_sha256"].get<std::string>().size(), 64u);
+  EXPECT_TRUE(j["by_priority"].contains("normal"));
+  EXPECT_TRUE(j["by_tenant"].contains("llm"));
+  auto again = testing::RunGpupool({"sim", "run", kScenarios + "/heterogeneous.yaml", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(again.out)["event_log_sha256"], j["event_log_sha256"]);
+}
+
+TEST(ScenarioFilesTest, ABadScenarioIsRefusedWithItsLocation) {
+  const std::string dir = testing::MakeTempDir();
+  std::ofstream(dir + "/bad.yaml") << "name: bad\ncluster:\n  nodes:\n    - {count: -1, model: A100-80GB, gpus: 8, "
+                                      "cpu_cores: 8, memory_gib: 8}\npools: [{name: p}]\ntenants: [{name: t}]\n";
+  auto run = testing::RunGpupool({"sim", "run", dir + "/bad.yaml"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("bad.yaml:4:"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("cluster.nodes[0].count"), std::string::npos) << run.err;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpupool
+
+namespace gpupool {
+namespace {
+
+TEST(SimClaimsTest, EachClaimReportsTheSeedFigureOursAndABaseline) {
+  if (TraceFile(kRuntimeTraceFile).empty()) {
+    GTEST_SKIP() << "the Philly run-time trace is not here (../shared/traces or $GPUPOOL_TRACES)";
+  }
+  auto run = testing::RunGpupool({"sim", "claims", "--json", "--scenarios", kScenarios});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  ASSERT_TRUE(j.is_array());
+  std::map<std::string, nlohmann::json> by_id;
+  for (const auto& c : j) by_id[c["id"]] = c;
+  ASSERT_TRUE(by_id.contains("C-PRIO"));
+  ASSERT_TRUE(by_id.contains("C-LEND"));
+  for (const auto& [id, c] : by_id) {
+    EXPECT_FALSE(c["seed_claim"].get<std::string>().empty()) << id;
+    EXPECT_TRUE(c["baseline"].is_object()) << id;
+    EXPECT_TRUE(c["measured"].is_object()) << id;
+  }
+  EXPECT_TRUE(by_id["C-PRIO"]["measured"].contains("high_priority_wait_reduction_pct"));
+  EXPECT_TRUE(by_id["C-PRIO"]["measured"].contains("low_priority_throughput_drop_pct"));
+  EXPECT_TRUE(by_id["C-LEND"]["measured"].contains("utilization_gain_pct"));
+}
+
+TEST(SimClaimsTest, ClaimsThatNeedAMissingTraceAreSkippedWithTheReason) {
+  setenv("GPUPOOL_TRACES", "/nonexistent-traces", 1);
+  auto run = testing::RunGpupool({"sim", "claims", "--json", "--scenarios", kScenarios, "--only", "C-PRIO"});
+  unsetenv("GPUPOOL_TRACES");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_NE(j[0]["skipped"].get<std::string>().find("not here"), std::string::npos) << j.dump();
+}
+
+}  // namespace
+}  // namespace gpupool
