@@ -527,9 +527,10 @@ Engine::Outcome Engine::TryStart(Job& j, Instant now, const Sink& sink) {
   return Outcome::kBlocked;
 }
 
-bool Engine::MayBorrow(TenantId t, PoolId p, int64_t need) const {
+bool Engine::MayBorrow(TenantId t, PoolId p, int64_t need, int64_t freed) const {
   const TenantPool& tp = state_.tenant_pool(t, p);
-  if (tp.usage.gpu_milli + need > tp.quota.elastic_limit_milli) return false;
+  const int64_t usage = tp.usage.gpu_milli - freed;
+  if (usage + need > tp.quota.elastic_limit_milli) return false;
   // The elastic capacity of the pool: what no tenant's effective guarantee
   // holds. Borrowing across tenants must stay within it.
   int64_t guaranteed = 0, borrowed = 0;
@@ -538,7 +539,7 @@ bool Engine::MayBorrow(TenantId t, PoolId p, int64_t need) const {
     borrowed += other.pools[p].borrowed_milli();
   }
   const int64_t elastic = state_.pool_ready_gpu_milli(p) - guaranteed;
-  const int64_t borrowed_after = tp.usage.gpu_milli + need - tp.effective_guarantee();
+  const int64_t borrowed_after = std::max<int64_t>(0, usage + need - tp.effective_guarantee());
   return borrowed - tp.borrowed_milli() + borrowed_after <= elastic;
 }
 
@@ -596,7 +597,6 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
   };
   std::map<NodeIndex, std::vector<Candidate>> by_node;
   std::map<TenantId, int64_t> budget;  // guarantee reclaim: at most each lender's borrowed milli
-  int64_t own_low = 0;                 // the tenant's own lower-priority work in the pool
   auto consider = [&](Job* v, PreemptReason reason) {
     const Duration lost = v->spec.checkpointable ? v->spec.checkpoint_duration : LostWork(*v, now);
     const VictimCost cost{v->spec.priority, ToMillis(lost) * v->spec.total_gpu_milli(), v->id};
@@ -611,7 +611,6 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
       if (priority >= j.spec.priority) break;
       Job& v = state_.job(id);
       if (v.state != JobState::kRunning) continue;
-      own_low += v.spec.total_gpu_milli();
       consider(&v, PreemptReason::kPriority);
     }
   }
@@ -631,13 +630,6 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
     }
   }
   if (by_node.empty()) return false;
-  // Preempting only makes sense if the job would then be admitted: with its
-  // own lower-priority work gone it must fit the tenant's quota.
-  {
-    const TenantPool& tp = state_.tenant_pool(t, pool);
-    const int64_t need = j.spec.total_gpu_milli();
-    if (!within && tp.usage.gpu_milli - own_low + need > tp.quota.elastic_limit_milli) return false;
-  }
   for (auto& [node, list] : by_node) {
     std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) { return a.cost < b.cost; });
   }
@@ -711,6 +703,19 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
     nodes_used.insert(best->node);
   }
   if (victims.empty()) return false;  // it fits without preemption: a later pass will place it
+  // Preempting only makes sense if the job is then admitted: within its
+  // guarantee, or borrowing within its limit and the pool's elastic
+  // capacity once its own preempted work is gone.
+  if (!within) {
+    int64_t own_freed = 0;
+    for (const Candidate& c : victims) {
+      if (c.job->spec.tenant == t) own_freed += c.job->spec.total_gpu_milli();
+    }
+    const TenantPool& tp = state_.tenant_pool(t, pool);
+    const int64_t need = j.spec.total_gpu_milli();
+    const bool within_after = tp.usage.gpu_milli - own_freed + need <= tp.effective_guarantee();
+    if (!within_after && !MayBorrow(t, pool, need, own_freed)) return false;
+  }
   // Hold the nodes for the preemptor (with any it already held), so that
   // what the victims free goes to it; then stop the victims.
   std::set<NodeIndex> hold(nodes_used.begin(), nodes_used.end());

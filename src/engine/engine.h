@@ -106,8 +106,9 @@ class Engine {
   bool TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sink& sink);
   bool TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sink& sink);
   // May tenant t borrow `need` more GPU milli in pool p (elastic limit, and
-  // the pool's elastic capacity left after every effective guarantee)?
-  bool MayBorrow(TenantId t, PoolId p, int64_t need) const;
+  // the pool's elastic capacity left after every effective guarantee), once
+  // `freed` GPU milli of its own work there has stopped?
+  bool MayBorrow(TenantId t, PoolId p, int64_t need, int64_t freed = 0) const;
   void MaybeReserveForGang(Job& j, PoolId pool, Instant now, const Sink& sink);
   void RecallIfNeeded(const Job& j, Instant now, const Sink& sink);
   void Lend(Instant now, const Sink& sink);

@@ -59,6 +59,12 @@ void JobQueue::Remove(const Job& j) {
   }
 }
 
+JobQueue::TenantQueue& JobQueue::tenant(TenantId t) {
+  auto it = by_tenant_.find(t);
+  GP_CHECK(it != by_tenant_.end()) << "tenant " << t << " has no pending jobs";
+  return it->second;
+}
+
 const JobQueue::TenantQueue* JobQueue::find_tenant(TenantId t) const {
   auto it = by_tenant_.find(t);
   return it == by_tenant_.end() ? nullptr : &it->second;

@@ -57,7 +57,8 @@ class JobQueue {
   size_t size() const { return size_; }
   // Tenants with at least one pending job, ascending.
   const std::set<TenantId>& tenants() const { return tenants_; }
-  TenantQueue& tenant(TenantId t) { return by_tenant_[t]; }
+  // Requires a tenant with pending jobs (one of tenants()).
+  TenantQueue& tenant(TenantId t);
   const TenantQueue* find_tenant(TenantId t) const;
 
  private:
