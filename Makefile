@@ -37,7 +37,11 @@ test: build
 
 bench: build
 	@echo "==> running benchmarks (Google Benchmark)"
-	@$(BUILD_DIR)/gpupool_bench
+	@$(BUILD_DIR)/gpupool_bench --benchmark_filter=-BM_Replay
+	@for n in 100000 1000000; do \
+	  echo "==> replaying $$n generated jobs on 10,000 GPUs (own process, for its peak memory)"; \
+	  /usr/bin/time -f "wall %e s, max RSS %M KiB" $(BUILD_DIR)/gpupool_bench --benchmark_filter=BM_Replay/$$n/; \
+	done
 	@if [ -f $(TRACE_DIR)/openb_node_list_gpu_node.csv ]; then \
 	  echo "==> timing the FGD protocol: 6 published policies x 10 seeds on the default trace"; \
 	  /usr/bin/time -f "wall %e s, max RSS %M KiB" $(BUILD_DIR)/gpupool sim fgd \

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "src/base/check.h"
+#include "src/engine/lending.h"
 
 namespace gpupool {
 namespace {
@@ -379,34 +380,14 @@ void Engine::Tick(Instant now, const Sink& sink) {
   SchedulePass(now, sink);
 }
 
-// --- lending (QUOTA-3) --------------------------------------------------------
+// --- lending (QUOTA-3, src/engine/lending.h) ----------------------------------
 
 void Engine::Lend(Instant now, const Sink& sink) {
-  if (!config_.lending.enabled) return;
-  for (const Tenant& t : state_.tenants) {
-    for (PoolId p = 0; p < state_.pools.size(); ++p) {
-      const TenantPool& tp = t.pools[p];
-      if (tp.quota.reserved || tp.quota.guaranteed_milli <= 0 || tp.usage.lent_milli > 0) continue;
-      if (!tp.usage.below_threshold_since || now - *tp.usage.below_threshold_since < config_.lending.window) continue;
-      // Work already waiting for this tenant keeps the guarantee at home.
-      const JobQueue::TenantQueue* tq = state_.queue.find_tenant(t.id);
-      if (tq && tq->size > 0) continue;
-      const auto milli =
-          static_cast<int64_t>(std::floor(config_.lending.lend_fraction * static_cast<double>(tp.quota.guaranteed_milli)));
-      if (milli > 0) Emit(QuotaLent{t.id, p, milli}, now, sink);
-    }
-  }
+  for (QuotaLent& e : LendDecisions(state_, now)) Emit(std::move(e), now, sink);
 }
 
 void Engine::RecallIfNeeded(const Job& j, Instant now, const Sink& sink) {
-  for (PoolId p = 0; p < state_.pools.size(); ++p) {
-    if (!(j.spec.demand.allowed_pools >> p & 1)) continue;
-    const TenantPool& tp = state_.tenant_pool(j.spec.tenant, p);
-    if (tp.usage.lent_milli <= 0) continue;
-    if (tp.usage.gpu_milli + j.spec.total_gpu_milli() > tp.effective_guarantee()) {
-      Emit(QuotaRecalled{j.spec.tenant, p, tp.usage.lent_milli}, now, sink);
-    }
-  }
+  for (QuotaRecalled& e : RecallDecisions(state_, j)) Emit(std::move(e), now, sink);
 }
 
 // --- scheduling ---------------------------------------------------------------

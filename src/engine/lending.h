@@ -1,0 +1,23 @@
+// Dynamic lending of idle guarantees (QUOTA-3), as pure decisions over the
+// state; the Engine emits what they return.
+//
+// Lend: a tenant whose usage in a pool has stayed below `threshold` x its
+// guarantee for a whole `window`, with nothing of its own waiting, lends
+// `lend_fraction` x its guarantee to the pool's elastic capacity. Reserved
+// quotas (QUOTA-5) never lend; a tenant lends once until it recalls.
+// Recall: as soon as the tenant submits work that does not fit what it kept,
+// the whole loan returns; borrowers beyond the shrunken elastic capacity are
+// then preempted by the normal guarantee reclaim.
+#pragma once
+
+#include <vector>
+
+#include "src/engine/event.h"
+#include "src/engine/state.h"
+
+namespace gpupool {
+
+std::vector<QuotaLent> LendDecisions(const EngineState& s, Instant now);
+std::vector<QuotaRecalled> RecallDecisions(const EngineState& s, const Job& submitted);
+
+}  // namespace gpupool
