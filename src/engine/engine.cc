@@ -429,6 +429,12 @@ void Engine::SchedulePass(Instant now, const Sink& sink) {
     auto operator<=>(const TenantKey&) const = default;
   };
   auto key_of = [this](TenantId t) { return TenantKey{HasIdleGuarantee(t) ? 0 : 1, DominantShare(t), t}; };
+  // Jobs that preempted others take what their victims freed, first.
+  const std::vector<QueueKey> nominated(state_.nominated.begin(), state_.nominated.end());
+  for (const QueueKey& key : nominated) {
+    Job* j = state_.jobs.contains(key.job) ? &state_.job(key.job) : nullptr;
+    if (j && j->state == JobState::kPending && j->victims_pending == 0) TryStart(*j, now, sink);
+  }
   std::set<TenantKey> order;
   for (TenantId t : state_.queue.tenants()) order.insert(key_of(t));
   while (!order.empty()) {
@@ -440,10 +446,26 @@ void Engine::SchedulePass(Instant now, const Sink& sink) {
       const GroupKey group = it->second;
       if (tq->groups.at(group).blocked_epoch == state_.capacity_epoch) continue;
       Job& j = state_.job(it->first.job);
-      const Outcome o = TryStart(j, now, sink);
+      Outcome o = TryStart(j, now, sink);
       if (o == Outcome::kPlaced) {
         placed = true;
         break;
+      }
+      // A job waiting for its victims does not speak for the rest of its
+      // group: each of them may make room for itself by preemption too (so a
+      // tenant gets its guarantee back in one round, not one job per round).
+      if (o == Outcome::kWaiting) {
+        std::vector<JobId> members;  // copied: trying one may change the group
+        for (const QueueKey& m : state_.queue.tenant(k.tenant).groups.at(group).jobs) members.push_back(m.job);
+        for (size_t m = 1; m < members.size() && o == Outcome::kWaiting; ++m) {
+          Job& other = state_.job(members[m]);
+          if (other.victims_pending > 0 || state_.reservations.contains(other.id)) continue;
+          o = TryStart(other, now, sink);
+        }
+        if (o == Outcome::kPlaced) {
+          placed = true;
+          break;
+        }
       }
       // The job (and so its group) is still queued: skip the group until
       // capacity frees up.
@@ -621,7 +643,6 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
   std::map<NodeIndex, Node> working;
   std::set<JobId> chosen;
   std::vector<Candidate> victims;
-  std::set<NodeIndex> nodes_used;
   for (int r = 0; r < j.spec.replicas; ++r) {
     struct Plan {
       int32_t worst_priority;
@@ -650,9 +671,10 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
         if (next >= it->second.size()) break;
         const Candidate& c = it->second[next++];
         if (c.reason == PreemptReason::kGuaranteeReclaim) {
-          const int64_t cost = c.job->spec.total_gpu_milli();
-          if (spent[c.job->spec.tenant] + cost > budget[c.job->spec.tenant]) continue;  // keep its guarantee
-          spent[c.job->spec.tenant] += cost;
+          // Only a tenant still above its guarantee gives work back. Jobs are
+          // indivisible, so the last one taken may straddle the line.
+          if (spent[c.job->spec.tenant] >= budget[c.job->spec.tenant]) continue;
+          spent[c.job->spec.tenant] += c.job->spec.total_gpu_milli();
         }
         GiveBack(copy, *c.job, n);
         take.push_back(c);
@@ -681,7 +703,6 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
     }
     if (!working.contains(best->node)) working[best->node] = state_.cluster.node(best->node);
     TakeOut(working[best->node], d);
-    nodes_used.insert(best->node);
   }
   if (victims.empty()) return false;  // it fits without preemption: a later pass will place it
   // Preempting only makes sense if the job is then admitted: within its
@@ -697,15 +718,8 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
     const bool within_after = tp.usage.gpu_milli - own_freed + need <= tp.effective_guarantee();
     if (!within_after && !MayBorrow(t, pool, need, own_freed)) return false;
   }
-  // Hold the nodes for the preemptor (with any it already held), so that
-  // what the victims free goes to it; then stop the victims.
-  std::set<NodeIndex> hold(nodes_used.begin(), nodes_used.end());
-  if (auto held = state_.reservations.find(j.id); held != state_.reservations.end()) {
-    hold.insert(held->second.begin(), held->second.end());
-    Emit(ReservationReleased{j.id}, now, sink);
-  }
-  std::erase_if(hold, [this](NodeIndex n) { return state_.cluster.node(n).reserved_for >= 0; });
-  if (!hold.empty()) Emit(NodesReserved{j.id, std::vector<NodeIndex>(hold.begin(), hold.end())}, now, sink);
+  // Stop the victims. The preemptor is now nominated: every pass tries
+  // nominated jobs first, so what the victims free goes to it.
   for (const Candidate& c : victims) {
     const bool checkpoint = c.job->spec.checkpointable;
     const JobId victim = c.job->id;

@@ -401,3 +401,107 @@ TEST(EngineReplayTest, ReplayingTheEventLogRebuildsTheSameState) {
 
 }  // namespace
 }  // namespace gpupool
+
+namespace gpupool {
+namespace {
+
+TEST(EngineTest, AffinityAndAntiAffinityFollowOtherJobsLabels) {
+  EngineHarness h;
+  const PoolId p = h.Pool("a100");
+  h.Nodes(3, "A100-80GB");
+  const TenantId a = h.Tenant("a", p, 24, 24);
+  constexpr LabelMask kCache = 1, kRanker = 2;
+  JobSpec cache;
+  cache.tenant = a;
+  cache.demand = Whole(2, 4000);
+  cache.labels = kCache;
+  const JobId c = *h.engine->Submit(cache, h.now, h.sink);
+  const NodeIndex cache_node = h.engine->state().job(c).placements[0].node;
+  // A ranker must sit next to the feature cache (recommendation systems).
+  JobSpec ranker;
+  ranker.tenant = a;
+  ranker.demand = Whole(1, 4000);
+  ranker.labels = kRanker;
+  ranker.affinity = kCache;
+  const JobId r = *h.engine->Submit(ranker, h.now, h.sink);
+  EXPECT_EQ(h.engine->state().job(r).placements[0].node, cache_node);
+  // A second replica set of the ranker must not share a node with the first.
+  JobSpec spread = ranker;
+  spread.affinity = 0;
+  spread.anti_affinity = kRanker | kCache;
+  const JobId sp = *h.engine->Submit(spread, h.now, h.sink);
+  EXPECT_NE(h.engine->state().job(sp).placements[0].node, cache_node);
+  // Affinity to a label no running job carries cannot be met: it waits.
+  JobSpec orphan = ranker;
+  orphan.affinity = 4;
+  const JobId o = *h.engine->Submit(orphan, h.now, h.sink);
+  EXPECT_EQ(h.State(o), JobState::kPending);
+}
+
+TEST(EngineTest, VictimsAreTheLowestTierThenTheLeastLostWork) {
+  EngineHarness h;
+  const PoolId p = h.Pool("a100");
+  h.Nodes(2, "A100-80GB");
+  const TenantId a = h.Tenant("a", p, 16, 16);
+  // Two full nodes of equal-priority work: one checkpoints (loses nothing),
+  // the other has run two hours without a checkpoint.
+  const JobId lossy = h.Submit(a, Whole(8, 8000), 1, /*priority=*/0, /*checkpointable=*/false);
+  const JobId saver = h.Submit(a, Whole(8, 8000), 1, 0, /*checkpointable=*/true);
+  h.Advance(std::chrono::hours(2));
+  const JobId urgent = h.Submit(a, Whole(8, 8000), 1, /*priority=*/10);
+  ASSERT_EQ(h.Events<PreemptionStarted>().size(), 1u);
+  EXPECT_EQ(h.Events<PreemptionStarted>()[0].victim, saver);
+  EXPECT_TRUE(h.Events<PreemptionStarted>()[0].checkpoint);
+  EXPECT_EQ(h.State(lossy), JobState::kRunning);
+  ASSERT_TRUE(h.engine->CheckpointDone(saver, h.now + std::chrono::seconds(20), h.sink).has_value());
+  EXPECT_EQ(h.State(urgent), JobState::kRunning);
+  EXPECT_EQ(h.Events<JobPreempted>()[0].lost_work, Duration(0));
+}
+
+// Randomized: a tenant that lent part of its guarantee and then needs it
+// gets it back in one round of preemption; only borrowers above their
+// guarantee give work back (jobs are indivisible, so the last one taken may
+// straddle the line: by less than one job).
+TEST(EngineTest, GuaranteeIsRecoverableWithinOnePreemptionRound) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Rng rng(seed);
+    EngineHarness h;
+    const PoolId p = h.Pool("a100");
+    h.Nodes(4, "A100-80GB");  // 32 GPUs
+    const int64_t a_guarantee = 8 + static_cast<int64_t>(rng.Below(13));  // 8..20
+    const TenantId a = h.Tenant("a", p, a_guarantee, 32);
+    const TenantId b = h.Tenant("b", p, 32 - a_guarantee, 32);
+    h.Advance(std::chrono::minutes(6));  // both idle: both lend 30%
+    ASSERT_EQ(h.engine->state().tenant_pool(a, p).usage.lent_milli, a_guarantee * kGpu * 3 / 10) << "seed " << seed;
+    // B fills everything it may, with a random mix.
+    for (int i = 0; i < 60; ++i) {
+      const int gpus = 1 << rng.Below(3);  // 1, 2 or 4
+      h.Submit(b, Whole(gpus, 1000 * gpus), 1, 0, rng.Below(2) == 0);
+    }
+    const int64_t b_guarantee = (32 - a_guarantee) * kGpu;
+    ASSERT_GT(h.engine->state().tenant_pool(b, p).borrowed_milli(), 0) << "seed " << seed;
+    // A needs its whole guarantee, as single GPUs.
+    const size_t preemptions_before = h.Events<PreemptionStarted>().size();
+    std::vector<JobId> mine;
+    for (int64_t i = 0; i < a_guarantee; ++i) mine.push_back(h.Submit(a, Whole(1, 1000)));
+    // One round: victims start only during A's submissions; then their
+    // checkpoints finish and nothing else is preempted.
+    const size_t victims = h.Events<PreemptionStarted>().size() - preemptions_before;
+    for (const auto& s : h.Events<PreemptionStarted>()) {
+      if (h.State(s.victim) == JobState::kCheckpointing) {
+        ASSERT_TRUE(h.engine->CheckpointDone(s.victim, h.now, h.sink).has_value());
+      }
+    }
+    EXPECT_EQ(h.Events<PreemptionStarted>().size() - preemptions_before, victims) << "seed " << seed;
+    for (JobId j : mine) EXPECT_EQ(h.State(j), JobState::kRunning) << "seed " << seed;
+    if (::testing::Test::HasFailure() && getenv("DUMP")) {
+      for (const Event& e : h.log) std::cerr << ToJsonLine(e) << "\n";
+      for (JobId j : mine) std::cerr << j << ": " << h.engine->ExplainPending(j) << "\n";
+      return;
+    }
+    EXPECT_GT(h.engine->state().tenant_pool(b, p).usage.gpu_milli, b_guarantee - 4 * kGpu) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace gpupool

@@ -20,11 +20,12 @@ void JobQueue::Add(const Job& j) {
   const GroupKey gk = GroupKeyOf(j.spec);
   TenantQueue& tq = by_tenant_[j.spec.tenant];
   Group& g = tq.groups[gk];
+  // A new member may be able to preempt for itself: look at the group again.
+  g.blocked_epoch = UINT64_MAX;
   if (!g.jobs.empty()) {
     if (key < *g.jobs.begin()) {
       tq.heads.erase({*g.jobs.begin(), gk});
       tq.heads.insert({key, gk});
-      g.blocked_epoch = UINT64_MAX;  // a new head may be able to preempt: look again
     }
   } else {
     tq.heads.insert({key, gk});

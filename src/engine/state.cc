@@ -186,6 +186,7 @@ struct ApplyVisitor {
     Job& j = s.job(e.job);
     GP_CHECK(j.state == JobState::kPending) << "job " << e.job << " placed while " << JobStateName(j.state);
     s.queue.Remove(j);
+    s.nominated.erase(QueueKeyOf(j));
     s.Occupy(j, e);
   }
   void operator()(const JobFinished& e) {
@@ -199,6 +200,7 @@ struct ApplyVisitor {
     Job& j = s.job(e.job);
     if (j.state == JobState::kPending) {
       s.queue.Remove(j);
+      s.nominated.erase(QueueKeyOf(j));
     } else {
       Detach(j);
       s.Release(j);
@@ -209,6 +211,7 @@ struct ApplyVisitor {
     Job& v = s.job(e.victim);
     GP_CHECK(v.state == JobState::kRunning) << "victim " << e.victim << " is " << JobStateName(v.state);
     v.preempted_by = e.preemptor;
+    if (Job* p = Find(e.preemptor)) s.nominated.insert(QueueKeyOf(*p));
     if (e.checkpoint) {
       v.state = JobState::kCheckpointing;
       if (Job* p = Find(e.preemptor)) ++p->victims_pending;

@@ -61,6 +61,9 @@ struct EngineState {
   // looks only at the tenants and priorities that may yield.
   std::map<std::pair<TenantId, PoolId>, std::set<std::pair<int32_t, JobId>>> running_by_tenant_pool;
   JobQueue queue;
+  // Pending jobs that preempted others for room, in queue order: each pass
+  // tries them first (kube-scheduler's nominated pods, in effect).
+  std::set<QueueKey> nominated;
   std::map<JobId, std::vector<NodeIndex>> reservations;
   // Per node: how many running replicas carry each label bit (empty until a
   // labelled job lands on the node).
