@@ -583,6 +583,11 @@ bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sin
   return true;
 }
 
+bool Engine::HeldForFellowPreemptor(const Node& n, TenantId t) const {
+  const Job* holder = state_.find_job(n.reserved_for);
+  return holder && holder->spec.tenant == t && state_.nominated.contains(QueueKeyOf(*holder));
+}
+
 Duration Engine::LostWork(const Job& v, Instant now) const {
   const Duration ran = now - v.started;
   if (v.spec.checkpointable) return Duration(0);
@@ -643,6 +648,7 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
   std::map<NodeIndex, Node> working;
   std::set<JobId> chosen;
   std::vector<Candidate> victims;
+  std::set<NodeIndex> nodes_used;
   for (int r = 0; r < j.spec.replicas; ++r) {
     struct Plan {
       int32_t worst_priority;
@@ -656,7 +662,7 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
     for (NodeIndex n = 0; n < state_.cluster.node_count(); ++n) {
       const Node& real = state_.cluster.node(n);
       if (real.pool != pool || real.condition != NodeCondition::kReady) continue;
-      if (real.reserved_for >= 0 && real.reserved_for != j.id) continue;
+      if (real.reserved_for >= 0 && real.reserved_for != j.id && !HeldForFellowPreemptor(real, t)) continue;
       Node copy = working.contains(n) ? working[n] : real;
       copy.reserved_for = -1;
       if (policy_.Feasibility(copy, d) == FitFailure::kFiltered) continue;
@@ -703,6 +709,7 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
     }
     if (!working.contains(best->node)) working[best->node] = state_.cluster.node(best->node);
     TakeOut(working[best->node], d);
+    nodes_used.insert(best->node);
   }
   if (victims.empty()) return false;  // it fits without preemption: a later pass will place it
   // Preempting only makes sense if the job is then admitted: within its
@@ -718,8 +725,18 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
     const bool within_after = tp.usage.gpu_milli - own_freed + need <= tp.effective_guarantee();
     if (!within_after && !MayBorrow(t, pool, need, own_freed)) return false;
   }
-  // Stop the victims. The preemptor is now nominated: every pass tries
-  // nominated jobs first, so what the victims free goes to it.
+  // Hold the nodes for the preemptor (with any it already held), so that
+  // nobody else takes the room while the victims checkpoint, then stop the
+  // victims. The preemptor is now nominated: every pass tries nominated
+  // jobs first. A node another nominated job of the tenant already holds
+  // stays with that job; both get it, in queue order, when it frees.
+  std::set<NodeIndex> hold(nodes_used.begin(), nodes_used.end());
+  if (auto held = state_.reservations.find(j.id); held != state_.reservations.end()) {
+    hold.insert(held->second.begin(), held->second.end());
+    Emit(ReservationReleased{j.id}, now, sink);
+  }
+  std::erase_if(hold, [this](NodeIndex n) { return state_.cluster.node(n).reserved_for >= 0; });
+  if (!hold.empty()) Emit(NodesReserved{j.id, std::vector<NodeIndex>(hold.begin(), hold.end())}, now, sink);
   for (const Candidate& c : victims) {
     const bool checkpoint = c.job->spec.checkpointable;
     const JobId victim = c.job->id;

@@ -117,6 +117,8 @@ class Engine {
   double DominantShare(TenantId t) const;
   bool HasIdleGuarantee(TenantId t) const;
   Duration LostWork(const Job& v, Instant now) const;
+  // Is `n` held for a nominated job (a preemptor) of tenant t?
+  bool HeldForFellowPreemptor(const Node& n, TenantId t) const;
 
   EngineConfig config_;
   TargetWorkload target_;
