@@ -81,6 +81,7 @@ void MetricsCollector::Integrate(Instant now) {
   if (dt > 0) {
     allocated_area_ += static_cast<double>(last_allocated_) * dt;
     for (size_t t = 0; t < tenant_last_.size(); ++t) tenant_area_[t] += static_cast<double>(tenant_last_[t]) * dt;
+    for (size_t p = 0; p < pool_last_.size(); ++p) pool_area_[p] += static_cast<double>(pool_last_[p]) * dt;
   }
   last_ = now;
 }
@@ -100,9 +101,16 @@ void MetricsCollector::Observe(Instant now) {
     tenant_last_.resize(tenants, 0);
     tenant_area_.resize(tenants, 0);
   }
+  const size_t pools = state_->pools.size();
+  pool_last_.assign(pools, 0);
+  if (pool_area_.size() < pools) pool_area_.resize(pools, 0);
   for (size_t t = 0; t < tenants; ++t) {
     int64_t used = 0;
-    for (const TenantPool& tp : state_->tenants[t].pools) used += tp.usage.gpu_milli;
+    const auto& tp = state_->tenants[t].pools;
+    for (size_t p = 0; p < tp.size(); ++p) {
+      used += tp[p].usage.gpu_milli;
+      pool_last_[p] += tp[p].usage.gpu_milli;
+    }
     tenant_last_[t] = used;
   }
 }
@@ -120,6 +128,12 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.allocation_pct_mean = total > 0 && span > 0 ? 100.0 * allocated_area_ / (total * span) : 0;
   r.preemptions = preemptions_;
   r.gpu_hours_lost = lost_ / 1000.0 / kMsPerHour;
+  for (size_t p = 0; p < state_->pools.size(); ++p) {
+    PoolReport& pr = r.pools[state_->pools[p].name];
+    const double pool_total = static_cast<double>(state_->pool_totals[p].gpu_milli);
+    if (p < pool_area_.size() && pool_total > 0 && span > 0) pr.allocation_pct_mean = 100.0 * pool_area_[p] / (pool_total * span);
+    pr.at_end = state_->Capacity(static_cast<PoolId>(p));
+  }
 
   struct Samples {
     std::vector<double> wait, jct;
@@ -209,6 +223,17 @@ nlohmann::json ToJson(const SimReport& r) {
                        {"preemptions", t.preemptions},
                        {"gpu_hours_lost", Round3(t.gpu_hours_lost)}};
   }
+  nlohmann::json pools = nlohmann::json::object();
+  for (const auto& [name, p] : r.pools) {
+    const auto gpus = [](int64_t milli) { return Round3(static_cast<double>(milli) / 1000.0); };
+    pools[name] = {{"allocation_pct_mean", Round3(p.allocation_pct_mean)},
+                   {"capacity_at_end_gpus",
+                    {{"total", gpus(p.at_end.total_milli)},
+                     {"allocated", gpus(p.at_end.allocated_milli)},
+                     {"reserved", gpus(p.at_end.reserved_milli)},
+                     {"fragmented", gpus(p.at_end.fragmented_milli)},
+                     {"available", gpus(p.at_end.available_milli)}}}};
+  }
   nlohmann::json series = nlohmann::json::array();
   for (const auto& [h, pct] : r.allocation_series) series.push_back({Round3(h), Round3(pct)});
   return {{"scenario", r.scenario},
@@ -216,6 +241,7 @@ nlohmann::json ToJson(const SimReport& r) {
           {"jobs", ClassJson(r.all)},
           {"by_priority", by_priority},
           {"by_tenant", by_tenant},
+          {"pools", pools},
           {"gpu_allocation_pct_mean", Round3(r.allocation_pct_mean)},
           {"gpu_allocation_series", series},
           {"jobs_completed_per_hour", Round3(r.jobs_completed_per_hour)},
@@ -256,6 +282,12 @@ std::string FormatReport(const SimReport& r) {
         static_cast<long long>(t.jobs.submitted), static_cast<long long>(t.jobs.completed), t.jobs.wait_s.p50,
         t.jobs.wait_s.p95, t.share_received_pct, t.entitlement_guaranteed_pct, t.entitlement_weight_pct,
         static_cast<long long>(t.preemptions));
+  }
+  add("\n%-14s %9s | %40s\n", "pool", "alloc %", "at the horizon, GPUs: total alloc reserv frag avail");
+  for (const auto& [name, p] : r.pools) {
+    add("%-14s %9.1f | %20.1f %5.1f %6.1f %4.1f %5.1f\n", name.c_str(), p.allocation_pct_mean,
+        p.at_end.total_milli / 1000.0, p.at_end.allocated_milli / 1000.0, p.at_end.reserved_milli / 1000.0,
+        p.at_end.fragmented_milli / 1000.0, p.at_end.available_milli / 1000.0);
   }
   if (!r.allocation_series.empty()) {
     out += "\nGPU allocation over time (% of GPUs):";

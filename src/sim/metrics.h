@@ -44,8 +44,14 @@ struct TenantReport {
   double gpu_hours_lost = 0;
 };
 
+struct PoolReport {
+  double allocation_pct_mean = 0;  // time-weighted
+  PoolCapacity at_end;              // the capacity model (POOL-3) at the horizon
+};
+
 struct SimReport {
   std::string scenario;
+  std::map<std::string, PoolReport> pools;
   double horizon_h = 0;
   ClassReport all;
   std::map<std::string, ClassReport> by_priority;
@@ -94,6 +100,8 @@ class MetricsCollector {
   Instant last_{};
   int64_t last_allocated_ = 0;
   double allocated_area_ = 0;             // milli x ms
+  std::vector<int64_t> pool_last_;        // allocated at last_, per pool
+  std::vector<double> pool_area_;         // milli x ms, per pool
   std::vector<int64_t> tenant_last_;      // usage at last_, per tenant
   std::vector<double> tenant_area_;       // milli x ms, per tenant
   std::vector<int64_t> tenant_preemptions_;
