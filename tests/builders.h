@@ -30,13 +30,8 @@ inline Node NodeOf(int64_t cpu_free, const std::vector<int>& gpu_free, GpuModelI
   n.memory_mib_total = n.memory_mib_free = mem_free;
   n.gpu_count = static_cast<uint8_t>(gpu_free.size());
   n.gpu_model = gpu_free.empty() ? kNoGpuModel : model;
-  for (size_t g = 0; g < gpu_free.size(); ++g) {
-    const auto f = static_cast<int16_t>(gpu_free[g]);
-    n.gpu_free_milli[g] = f;
-    n.gpu_milli_free_total += f;
-    n.max_gpu_free_milli = std::max(n.max_gpu_free_milli, f);
-    n.gpus_fully_free += f == kMilliPerGpu;
-  }
+  for (size_t g = 0; g < gpu_free.size(); ++g) n.gpu_free_milli[g] = static_cast<int16_t>(gpu_free[g]);
+  RecomputeGpuTotals(n);
   return n;
 }
 

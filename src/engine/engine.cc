@@ -29,17 +29,7 @@ void GiveBack(Node& n, const Job& j, NodeIndex node) {
       if (r.gpus >> g & 1) n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] + j.spec.demand.gpu_milli);
     }
   }
-  int32_t total = 0;
-  int16_t max_free = 0;
-  uint8_t fully = 0;
-  for (int g = 0; g < n.gpu_count; ++g) {
-    total += n.gpu_free_milli[g];
-    max_free = std::max(max_free, n.gpu_free_milli[g]);
-    fully += n.gpu_free_milli[g] == kMilliPerGpu;
-  }
-  n.gpu_milli_free_total = total;
-  n.max_gpu_free_milli = max_free;
-  n.gpus_fully_free = fully;
+  RecomputeGpuTotals(n);
 }
 
 // The node as if `d` were placed on it (CPU, memory, and the GPUs chosen
@@ -63,17 +53,7 @@ void TakeOut(Node& n, const Demand& d) {
       }
     }
   }
-  int32_t total = 0;
-  int16_t max_free = 0;
-  uint8_t fully = 0;
-  for (int g = 0; g < n.gpu_count; ++g) {
-    total += n.gpu_free_milli[g];
-    max_free = std::max(max_free, n.gpu_free_milli[g]);
-    fully += n.gpu_free_milli[g] == kMilliPerGpu;
-  }
-  n.gpu_milli_free_total = total;
-  n.max_gpu_free_milli = max_free;
-  n.gpus_fully_free = fully;
+  RecomputeGpuTotals(n);
 }
 
 // The node with nothing on it (its spec), ready and unreserved.

@@ -68,7 +68,7 @@ Result<NodeIndex> Cluster::AddNode(NodeSpec spec) {
   n.pool = spec.pool;
   n.attr_class = spec.attr_class;
   for (int g = 0; g < spec.gpu_count; ++g) n.gpu_free_milli[g] = kMilliPerGpu;
-  Recompute(n);
+  RecomputeGpuTotals(n);
   nodes_.push_back(n);
   names_.push_back(std::move(spec.name));
   last_change_.push_back(0);
@@ -88,7 +88,7 @@ void Cluster::CountKind(Node& n, const Demand& d, int delta) {
   if (count == 0 && delta < 0) --n.gpu_kinds_present;
 }
 
-void Cluster::Recompute(Node& n) {
+void RecomputeGpuTotals(Node& n) {
   int32_t total = 0;
   int16_t max_free = 0;
   uint8_t fully = 0;
@@ -113,7 +113,7 @@ AllocationId Cluster::Allocate(NodeIndex i, const Demand& d, GpuMask gpus) {
   for (int g = 0; g < n.gpu_count; ++g) {
     if (gpus >> g & 1) n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] - d.gpu_milli);
   }
-  Recompute(n);
+  RecomputeGpuTotals(n);
   CountKind(n, d, +1);
   gpu_milli_allocated_ += d.total_gpu_milli();
 
@@ -141,7 +141,7 @@ void Cluster::Release(AllocationId id) {
   for (int g = 0; g < n.gpu_count; ++g) {
     if (a.gpus >> g & 1) n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] + a.demand.gpu_milli);
   }
-  Recompute(n);
+  RecomputeGpuTotals(n);
   CountKind(n, a.demand, -1);
   gpu_milli_allocated_ -= a.demand.total_gpu_milli();
   NoteChange(a.node);

@@ -97,6 +97,11 @@ enum class FitFailure : uint8_t {
 inline constexpr int kFitFailureCount = 9;
 const char* FitFailureName(FitFailure f);
 
+// Recomputes a node's derived GPU fields (gpu_milli_free_total,
+// max_gpu_free_milli, gpus_fully_free) from gpu_free_milli, for code that
+// edits a copy of a node to ask "what if".
+void RecomputeGpuTotals(Node& n);
+
 // Does `d` fit on `n` right now? Pure; O(1) thanks to the derived fields.
 FitFailure CheckFit(const Node& n, const Demand& d);
 
@@ -150,7 +155,6 @@ class Cluster {
   uint64_t last_change_seq(NodeIndex i) const { return last_change_[i]; }
 
  private:
-  static void Recompute(Node& n);
   static void CountKind(Node& n, const Demand& d, int delta);
   void NoteChange(NodeIndex i);
 

@@ -311,6 +311,8 @@ class Parser {
   Status ParseDurationModel(const YAML::Node& n, const std::string& path, DurationModel& m) const;
   Status ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Result<std::string> PriorityField(const Fields& f, const Scenario& s) const;
+  // The optional `kind` key: leaves `out` as it is when absent.
+  Status KindField(const Fields& f, JobKind& out) const;
   Status CheckGuarantees(const Scenario& s) const;
 
   std::string source_;
@@ -524,17 +526,7 @@ Status Parser::ParseRequirements(const YAML::Node& n, const std::string& path, S
       if (other.name == r.name)
         return Fail(*f.Find("name"), f.PathOf("name"), "duplicate requirement '" + r.name + "'");
     }
-    if (const YAML::Node* k = f.Find("kind")) {
-      std::string name;
-      SCENARIO_ASSIGN(name, String(*k, f.PathOf("kind")));
-      auto kind = JobKindFromName(name);
-      if (!kind) {
-        return Fail(
-            *k, f.PathOf("kind"),
-            "unknown job kind '" + name + "' (known: training, online-inference, batch-inference, development, cpu)");
-      }
-      r.kind = *kind;
-    }
+    SCENARIO_TRY(KindField(f, r.kind));
     if (const YAML::Node* e = f.Find("ecosystem"))
       SCENARIO_ASSIGN(r.ecosystem, ParseEcosystem(*e, f.PathOf("ecosystem")));
     // min: the attributes where more is better; max: the latencies.
@@ -755,6 +747,20 @@ Status Parser::CheckGuarantees(const Scenario& s) const {
   return {};
 }
 
+Status Parser::KindField(const Fields& f, JobKind& out) const {
+  const YAML::Node* k = f.Find("kind");
+  if (!k) return {};
+  std::string name;
+  SCENARIO_ASSIGN(name, String(*k, f.PathOf("kind")));
+  auto kind = JobKindFromName(name);
+  if (!kind) {
+    return Fail(*k, f.PathOf("kind"),
+                "unknown job kind '" + name + "' (known: training, online-inference, batch-inference, development, cpu)");
+  }
+  out = *kind;
+  return {};
+}
+
 Result<std::string> Parser::PriorityField(const Fields& f, const Scenario& s) const {
   const YAML::Node* n = f.Find("priority");
   if (!n) {
@@ -849,17 +855,7 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
   SCENARIO_TRY(Require(f, "name"));
   SCENARIO_TRY(StringField(f, "name", t.name));
   SCENARIO_TRY(NumberField(f, "weight", t.weight, Positive));
-  if (const YAML::Node* k = f.Find("kind")) {
-    std::string name;
-    SCENARIO_ASSIGN(name, String(*k, f.PathOf("kind")));
-    auto kind = JobKindFromName(name);
-    if (!kind) {
-      return Fail(
-          *k, f.PathOf("kind"),
-          "unknown job kind '" + name + "' (known: training, online-inference, batch-inference, development, cpu)");
-    }
-    t.kind = *kind;
-  }
+  SCENARIO_TRY(KindField(f, t.kind));
   SCENARIO_ASSIGN(t.priority, PriorityField(f, s));
   SCENARIO_TRY(IntField(f, "gpus", t.gpus, IntRange(0, kMaxGpusPerNode)));
   t.gpu_milli = t.gpus == 0 ? 0 : kMilliPerGpu;

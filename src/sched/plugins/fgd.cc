@@ -11,19 +11,10 @@ Node NodeAfter(const Node& n, const Demand& d, GpuMask gpus) {
   Node after = n;
   after.cpu_milli_free -= d.cpu_milli;
   after.memory_mib_free -= d.memory_mib;
-  int32_t total = 0;
-  int16_t max_free = 0;
-  uint8_t fully = 0;
   for (int g = 0; g < n.gpu_count; ++g) {
     if (gpus >> g & 1) after.gpu_free_milli[g] = static_cast<int16_t>(after.gpu_free_milli[g] - d.gpu_milli);
-    const int16_t f = after.gpu_free_milli[g];
-    total += f;
-    max_free = std::max(max_free, f);
-    fully += f == kMilliPerGpu;
   }
-  after.gpu_milli_free_total = total;
-  after.max_gpu_free_milli = max_free;
-  after.gpus_fully_free = fully;
+  RecomputeGpuTotals(after);
   return after;
 }
 
