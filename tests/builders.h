@@ -22,7 +22,8 @@ inline Demand Whole(int32_t count, int64_t cpu = 0, int64_t mem = 0, GpuModelMas
 
 // A node built directly (not through a Cluster): free CPU, free milli per
 // GPU, GPU model and free memory; totals equal the free amounts and the
-// derived fields are computed here. No GPUs means no model.
+// derived fields are computed here. No GPUs means no model. A GPU with less
+// than 1000 free milli holds one time-sliced share (its memory untracked).
 inline Node NodeOf(int64_t cpu_free, const std::vector<int>& gpu_free, GpuModelId model = 0,
                    int64_t mem_free = int64_t{1} << 20) {
   Node n;
@@ -30,7 +31,16 @@ inline Node NodeOf(int64_t cpu_free, const std::vector<int>& gpu_free, GpuModelI
   n.memory_mib_total = n.memory_mib_free = mem_free;
   n.gpu_count = static_cast<uint8_t>(gpu_free.size());
   n.gpu_model = gpu_free.empty() ? kNoGpuModel : model;
-  for (size_t g = 0; g < gpu_free.size(); ++g) n.gpu_free_milli[g] = static_cast<int16_t>(gpu_free[g]);
+  if (!gpu_free.empty()) n.gpu_memory_mib = static_cast<int32_t>(Catalog::Builtin().Get(model).memory_mib);
+  for (size_t g = 0; g < gpu_free.size(); ++g) {
+    n.gpu_free_milli[g] = static_cast<int16_t>(gpu_free[g]);
+    n.gpu_memory_free_mib[g] = n.gpu_memory_mib;
+    n.dirty_owner[g] = kClean;
+    if (gpu_free[g] < kMilliPerGpu) {
+      n.gpu_residents[g] = 1;
+      n.gpu_mode[g] = GpuMode::kTimeSlice;
+    }
+  }
   RecomputeGpuTotals(n);
   return n;
 }

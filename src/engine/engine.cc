@@ -20,58 +20,26 @@ struct VictimCost {
 };
 
 // Node with the resources of `j`'s replicas on it given back.
-void GiveBack(Node& n, const Job& j, NodeIndex node) {
+void GiveBack(Node& n, const Job& j, NodeIndex node, const Cluster& cluster) {
   for (const ReplicaPlacement& r : j.placements) {
-    if (r.node != node) continue;
-    n.cpu_milli_free += j.spec.demand.cpu_milli;
-    n.memory_mib_free += j.spec.demand.memory_mib;
-    for (int g = 0; g < n.gpu_count; ++g) {
-      if (r.gpus >> g & 1) n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] + j.spec.demand.gpu_milli);
-    }
+    if (r.node == node) VacateGpus(n, cluster.allocation(r.allocation));
   }
-  RecomputeGpuTotals(n);
 }
 
-// The node as if `d` were placed on it (CPU, memory, and the GPUs chosen
-// lowest-index first for whole GPUs or tightest for a share).
+// The node as if `d` were placed on it, on the first GPUs that fit.
 void TakeOut(Node& n, const Demand& d) {
-  n.cpu_milli_free -= d.cpu_milli;
-  n.memory_mib_free -= d.memory_mib;
-  if (d.gpu_count == 0) return;
-  if (d.gpu_milli < kMilliPerGpu) {
-    int best = -1;
-    for (int g = 0; g < n.gpu_count; ++g) {
-      if (n.gpu_free_milli[g] >= d.gpu_milli && (best < 0 || n.gpu_free_milli[g] < n.gpu_free_milli[best])) best = g;
-    }
-    n.gpu_free_milli[best] = static_cast<int16_t>(n.gpu_free_milli[best] - d.gpu_milli);
-  } else {
-    int taken = 0;
-    for (int g = 0; g < n.gpu_count && taken < d.gpu_count; ++g) {
-      if (n.gpu_free_milli[g] == kMilliPerGpu) {
-        n.gpu_free_milli[g] = 0;
-        ++taken;
-      }
+  GpuMask gpus = 0;
+  int taken = 0;
+  for (int g = 0; g < n.gpu_count && taken < d.gpu_count; ++g) {
+    if (GpuFits(n, g, d)) {
+      gpus |= static_cast<GpuMask>(1u << g);
+      ++taken;
     }
   }
-  RecomputeGpuTotals(n);
+  OccupyGpus(n, d, gpus, nullptr);
 }
 
-// The node with nothing on it (its spec), ready and unreserved.
-Node Pristine(const Node& n) {
-  Node p = n;
-  p.cpu_milli_free = p.cpu_milli_total;
-  p.memory_mib_free = p.memory_mib_total;
-  for (int g = 0; g < p.gpu_count; ++g) p.gpu_free_milli[g] = kMilliPerGpu;
-  p.gpu_milli_free_total = p.gpu_milli_total();
-  p.max_gpu_free_milli = p.gpu_count > 0 ? kMilliPerGpu : 0;
-  p.gpus_fully_free = p.gpu_count;
-  p.gpu_kind_count = {};
-  p.gpu_kinds_present = 0;
-  p.cpu_only_residents = 0;
-  p.condition = NodeCondition::kReady;
-  p.reserved_for = -1;
-  return p;
-}
+Node Pristine(const Node& n) { return EmptyLike(n); }
 
 // How many replicas of `d` an empty node of this shape holds.
 int ReplicasPerEmptyNode(const Node& empty, const Demand& d) {
@@ -662,7 +630,7 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
           if (spent[c.job->spec.tenant] >= budget[c.job->spec.tenant]) continue;
           spent[c.job->spec.tenant] += c.job->spec.total_gpu_milli();
         }
-        GiveBack(copy, *c.job, n);
+        GiveBack(copy, *c.job, n, state_.cluster);
         take.push_back(c);
         plan.worst_priority = std::max(plan.worst_priority, c.cost.priority);
         plan.lost += c.cost.lost;
@@ -683,7 +651,7 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
       victims.push_back(c);
       for (const ReplicaPlacement& rp : c.job->placements) {
         if (!working.contains(rp.node)) working[rp.node] = state_.cluster.node(rp.node);
-        GiveBack(working[rp.node], *c.job, rp.node);
+        GiveBack(working[rp.node], *c.job, rp.node, state_.cluster);
       }
       if (c.reason == PreemptReason::kGuaranteeReclaim) budget[c.job->spec.tenant] -= c.job->spec.total_gpu_milli();
     }

@@ -2,10 +2,88 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "src/base/check.h"
+#include "src/model/mig.h"
 
 namespace gpupool {
+
+const char* GpuModeName(GpuMode m) {
+  switch (m) {
+    case GpuMode::kIdle: return "idle";
+    case GpuMode::kWhole: return "whole";
+    case GpuMode::kTimeSlice: return "time-slice";
+    case GpuMode::kMps: return "mps";
+    case GpuMode::kMig: return "mig";
+  }
+  return "unknown";
+}
+
+namespace {
+
+const MigTable* TableOf(const Node& n) { return n.mig_table == 0 ? nullptr : &MigTables()[n.mig_table - 1]; }
+
+// Compute slices a MIG share needs on a GPU with `slices` compute slices:
+// its fraction of a GPU, rounded up (with a hair of tolerance so that 429
+// milli on a 7-slice GPU is 3 slices).
+int ComputeSlicesFor(int32_t gpu_milli, int slices) {
+  const double exact = static_cast<double>(gpu_milli) * slices / kMilliPerGpu;
+  return std::max(1, static_cast<int>(std::ceil(exact - 0.01)));
+}
+
+// The GPU mode a demand puts a GPU in.
+GpuMode ModeFor(const Demand& d) {
+  if (d.kind() != DemandKind::kGpuShare) return GpuMode::kWhole;
+  switch (d.mode) {
+    case ShareMode::kAny:
+    case ShareMode::kTimeSlice: return GpuMode::kTimeSlice;
+    case ShareMode::kMps: return GpuMode::kMps;
+    case ShareMode::kMig: return GpuMode::kMig;
+  }
+  return GpuMode::kTimeSlice;
+}
+
+}  // namespace
+
+int MigProfileFor(const Node& n, const Demand& d) {
+  const MigTable* t = TableOf(n);
+  if (!t) return -1;
+  return SmallestProfile(*t, ComputeSlicesFor(d.gpu_milli, t->compute_slices), d.gpu_memory_mib);
+}
+
+bool GpuFits(const Node& n, int g, const Demand& d) {
+  if (d.kind() != DemandKind::kGpuShare) return n.gpu_residents[g] == 0;
+  const GpuMode want = ModeFor(d);
+  if (n.gpu_mode[g] != GpuMode::kIdle && n.gpu_mode[g] != want) return false;
+  if (want == GpuMode::kMig) {
+    const int p = MigProfileFor(n, d);
+    return p >= 0 && FindPlacement(*TableOf(n), p, n.mig_used_slices[g], n.mig_me[g]).has_value();
+  }
+  return n.gpu_free_milli[g] >= d.gpu_milli && n.gpu_memory_free_mib[g] >= d.gpu_memory_mib;
+}
+
+Node EmptyLike(const Node& n) {
+  Node e = n;
+  e.cpu_milli_free = e.cpu_milli_total;
+  e.memory_mib_free = e.memory_mib_total;
+  for (int g = 0; g < e.gpu_count; ++g) {
+    e.gpu_free_milli[g] = kMilliPerGpu;
+    e.gpu_mode[g] = GpuMode::kIdle;
+    e.gpu_memory_free_mib[g] = e.gpu_memory_mib;
+    e.gpu_residents[g] = 0;
+    e.mig_used_slices[g] = 0;
+    e.mig_me[g] = 0;
+    e.dirty_owner[g] = kClean;
+  }
+  e.gpu_kind_count = {};
+  e.gpu_kinds_present = 0;
+  e.cpu_only_residents = 0;
+  e.condition = NodeCondition::kReady;
+  e.reserved_for = -1;
+  RecomputeGpuTotals(e);
+  return e;
+}
 
 const char* FitFailureName(FitFailure f) {
   switch (f) {
@@ -30,6 +108,13 @@ FitFailure CheckFit(const Node& n, const Demand& d) {
     if (n.gpu_model == kNoGpuModel || !(d.allowed_models >> n.gpu_model & 1)) return FitFailure::kGpuModel;
     if (d.gpu_milli < kMilliPerGpu) {
       if (n.max_gpu_free_milli < d.gpu_milli) return FitFailure::kGpuCapacity;
+      // The common case (FGD trace, time-slice shares without memory) needs
+      // no look at each GPU; other modes and memory limits do.
+      if (d.mode != ShareMode::kAny || d.gpu_memory_mib > 0 || n.special_gpus > 0) {
+        bool any = false;
+        for (int g = 0; g < n.gpu_count && !any; ++g) any = GpuFits(n, g, d);
+        if (!any) return FitFailure::kGpuCapacity;
+      }
     } else if (n.gpus_fully_free < d.gpu_count) {
       return FitFailure::kGpuCapacity;
     }
@@ -43,7 +128,7 @@ bool GpusSatisfy(const Node& n, const Demand& d, GpuMask gpus) {
   if (gpus >> n.gpu_count) return false;  // a GPU the node does not have
   if (std::popcount(gpus) != d.gpu_count) return false;
   for (int g = 0; g < n.gpu_count; ++g) {
-    if ((gpus >> g & 1) && n.gpu_free_milli[g] < d.gpu_milli) return false;
+    if ((gpus >> g & 1) && !GpuFits(n, g, d)) return false;
   }
   return true;
 }
@@ -67,8 +152,12 @@ Result<NodeIndex> Cluster::AddNode(NodeSpec spec) {
   n.gpu_count = static_cast<uint8_t>(spec.gpu_count);
   n.pool = spec.pool;
   n.attr_class = spec.attr_class;
-  for (int g = 0; g < spec.gpu_count; ++g) n.gpu_free_milli[g] = kMilliPerGpu;
-  RecomputeGpuTotals(n);
+  if (spec.gpu_model != kNoGpuModel) {
+    const GpuModel& model = Catalog::Builtin().Get(spec.gpu_model);
+    n.gpu_memory_mib = static_cast<int32_t>(model.memory_mib);
+    if (const MigTable* t = FindMigTable(model.name)) n.mig_table = static_cast<uint8_t>(1 + (t - MigTables().data()));
+  }
+  n = EmptyLike(n);
   nodes_.push_back(n);
   names_.push_back(std::move(spec.name));
   last_change_.push_back(0);
@@ -91,29 +180,29 @@ void Cluster::CountKind(Node& n, const Demand& d, int delta) {
 void RecomputeGpuTotals(Node& n) {
   int32_t total = 0;
   int16_t max_free = 0;
-  uint8_t fully = 0;
+  uint8_t fully = 0, special = 0;
   for (int g = 0; g < n.gpu_count; ++g) {
     const int16_t f = n.gpu_free_milli[g];
     total += f;
     max_free = std::max(max_free, f);
-    fully += f == kMilliPerGpu;
+    fully += f == kMilliPerGpu && n.gpu_residents[g] == 0;
+    special += n.gpu_mode[g] == GpuMode::kMps || n.gpu_mode[g] == GpuMode::kMig;
   }
   n.gpu_milli_free_total = total;
   n.max_gpu_free_milli = max_free;
   n.gpus_fully_free = fully;
+  n.special_gpus = special;
 }
 
-AllocationId Cluster::Allocate(NodeIndex i, const Demand& d, GpuMask gpus) {
+AllocationId Cluster::Allocate(NodeIndex i, const Demand& d, GpuMask gpus, int32_t owner) {
   GP_CHECK(i >= 0 && i < node_count()) << "node index " << i;
   Node& n = nodes_[i];
   GP_CHECK(CheckFit(n, d) == FitFailure::kNone) << "demand does not fit node " << names_[i];
   GP_CHECK(GpusSatisfy(n, d, gpus)) << "GPU mask " << gpus << " does not satisfy the demand on " << names_[i];
-  n.cpu_milli_free -= d.cpu_milli;
-  n.memory_mib_free -= d.memory_mib;
-  for (int g = 0; g < n.gpu_count; ++g) {
-    if (gpus >> g & 1) n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] - d.gpu_milli);
-  }
-  RecomputeGpuTotals(n);
+  GP_CHECK(NeedsScrub(i, gpus, owner) == 0) << "GPUs " << NeedsScrub(i, gpus, owner) << " of " << names_[i]
+                                            << " hold another tenant's memory: scrub them first";
+  Allocation a{i, gpus, d, owner, -1, 0};
+  OccupyGpus(n, d, gpus, &a);
   CountKind(n, d, +1);
   gpu_milli_allocated_ += d.total_gpu_milli();
 
@@ -121,14 +210,90 @@ AllocationId Cluster::Allocate(NodeIndex i, const Demand& d, GpuMask gpus) {
   if (!free_allocation_ids_.empty()) {
     id = free_allocation_ids_.back();
     free_allocation_ids_.pop_back();
-    allocations_[id] = Allocation{i, gpus, d};
+    allocations_[id] = a;
   } else {
     id = static_cast<AllocationId>(allocations_.size());
-    allocations_.push_back(Allocation{i, gpus, d});
+    allocations_.push_back(a);
   }
   ++live_allocations_;
   NoteChange(i);
   return id;
+}
+
+void OccupyGpus(Node& n, const Demand& d, GpuMask gpus, Allocation* a) {
+  n.cpu_milli_free -= d.cpu_milli;
+  n.memory_mib_free -= d.memory_mib;
+  const GpuMode mode = ModeFor(d);
+  for (int g = 0; g < n.gpu_count; ++g) {
+    if (!(gpus >> g & 1)) continue;
+    if (mode == GpuMode::kMig) {
+      const MigTable& t = *TableOf(n);
+      const int p = MigProfileFor(n, d);
+      const uint8_t start = *FindPlacement(t, p, n.mig_used_slices[g], n.mig_me[g]);
+      if (a) {
+        a->mig_profile = static_cast<int8_t>(p);
+        a->mig_start = start;
+      }
+      n.mig_used_slices[g] |= SliceMask(t, p, start);
+      n.mig_me[g] += t.profiles[p].media_extensions ? 1 : 0;
+      n.gpu_memory_free_mib[g] -= t.profiles[p].memory_mib;
+    } else {
+      n.gpu_memory_free_mib[g] -= mode == GpuMode::kWhole ? n.gpu_memory_free_mib[g] : d.gpu_memory_mib;
+    }
+    n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] - d.gpu_milli);
+    n.gpu_mode[g] = mode;
+    ++n.gpu_residents[g];
+  }
+  RecomputeGpuTotals(n);
+}
+
+void VacateGpus(Node& n, const Allocation& a) {
+  n.cpu_milli_free += a.demand.cpu_milli;
+  n.memory_mib_free += a.demand.memory_mib;
+  for (int g = 0; g < n.gpu_count; ++g) {
+    if (!(a.gpus >> g & 1)) continue;
+    n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] + a.demand.gpu_milli);
+    if (a.mig_profile >= 0) {
+      const MigTable& t = *TableOf(n);
+      n.mig_used_slices[g] &= static_cast<uint8_t>(~SliceMask(t, a.mig_profile, a.mig_start));
+      n.mig_me[g] -= t.profiles[a.mig_profile].media_extensions ? 1 : 0;
+      n.gpu_memory_free_mib[g] += t.profiles[a.mig_profile].memory_mib;
+    } else if (n.gpu_mode[g] == GpuMode::kWhole) {
+      n.gpu_memory_free_mib[g] = n.gpu_memory_mib;
+    } else {
+      n.gpu_memory_free_mib[g] += a.demand.gpu_memory_mib;
+    }
+    if (--n.gpu_residents[g] == 0) {
+      n.gpu_mode[g] = GpuMode::kIdle;
+      n.gpu_free_milli[g] = kMilliPerGpu;
+      n.gpu_memory_free_mib[g] = n.gpu_memory_mib;
+    }
+    // Its memory holds the owner's data until a scrub.
+    if (a.owner >= 0) {
+      n.dirty_owner[g] = n.dirty_owner[g] == kClean || n.dirty_owner[g] == a.owner ? a.owner : kDirtyByMany;
+    }
+  }
+  RecomputeGpuTotals(n);
+}
+
+GpuMask Cluster::NeedsScrub(NodeIndex i, GpuMask gpus, int32_t owner) const {
+  if (owner < 0) return 0;
+  const Node& n = nodes_[i];
+  GpuMask dirty = 0;
+  for (int g = 0; g < n.gpu_count; ++g) {
+    if ((gpus >> g & 1) && n.dirty_owner[g] != kClean && n.dirty_owner[g] != owner) {
+      dirty |= static_cast<GpuMask>(1u << g);
+    }
+  }
+  return dirty;
+}
+
+void Cluster::Scrub(NodeIndex i, GpuMask gpus) {
+  GP_CHECK(i >= 0 && i < node_count()) << "node index " << i;
+  for (int g = 0; g < nodes_[i].gpu_count; ++g) {
+    if (gpus >> g & 1) nodes_[i].dirty_owner[g] = kClean;
+  }
+  NoteChange(i);
 }
 
 void Cluster::Release(AllocationId id) {
@@ -136,12 +301,7 @@ void Cluster::Release(AllocationId id) {
       << "allocation " << id << " is not live";
   Allocation& a = allocations_[id];
   Node& n = nodes_[a.node];
-  n.cpu_milli_free += a.demand.cpu_milli;
-  n.memory_mib_free += a.demand.memory_mib;
-  for (int g = 0; g < n.gpu_count; ++g) {
-    if (a.gpus >> g & 1) n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] + a.demand.gpu_milli);
-  }
-  RecomputeGpuTotals(n);
+  VacateGpus(n, a);
   CountKind(n, a.demand, -1);
   gpu_milli_allocated_ -= a.demand.total_gpu_milli();
   NoteChange(a.node);

@@ -36,6 +36,15 @@ enum class NodeCondition : uint8_t {
   kDown,      // lost: nothing runs or starts here
 };
 
+// How a GPU is being used right now. An empty GPU is kIdle; the first
+// allocation puts it in its mode and the last release returns it to kIdle.
+enum class GpuMode : uint8_t { kIdle, kWhole, kTimeSlice, kMps, kMig };
+const char* GpuModeName(GpuMode m);
+
+// Scrub state of a GPU: memory freed by a tenant and not yet zeroed.
+inline constexpr int32_t kClean = -1;
+inline constexpr int32_t kDirtyByMany = -2;
+
 struct NodeSpec {
   std::string name;
   int64_t cpu_milli = 0;
@@ -69,6 +78,16 @@ struct Node {
   int32_t gpu_kinds_present = 0;  // how many entries of gpu_kind_count are non-zero
   int32_t cpu_only_residents = 0;
   std::array<int16_t, kMaxGpusPerNode> gpu_free_milli{};
+  // Per GPU, for sharing modes (PART-1..3) and scrubbing (RECLAIM-4).
+  int32_t gpu_memory_mib = 0;   // memory of one GPU of this model
+  uint8_t mig_table = 0;        // 1 + index into MigTables(), 0 = no MIG
+  uint8_t special_gpus = 0;     // GPUs in MPS or MIG mode (derived)
+  std::array<GpuMode, kMaxGpusPerNode> gpu_mode{};
+  std::array<int32_t, kMaxGpusPerNode> gpu_memory_free_mib{};
+  std::array<uint8_t, kMaxGpusPerNode> gpu_residents{};    // allocations on the GPU
+  std::array<uint8_t, kMaxGpusPerNode> mig_used_slices{};  // memory slices of MIG instances
+  std::array<uint8_t, kMaxGpusPerNode> mig_me{};           // +me instances (0 or 1)
+  std::array<int32_t, kMaxGpusPerNode> dirty_owner{};      // kClean, a tenant, or kDirtyByMany
 
   int32_t gpu_milli_total() const { return int32_t{gpu_count} * kMilliPerGpu; }
 
@@ -98,9 +117,23 @@ inline constexpr int kFitFailureCount = 9;
 const char* FitFailureName(FitFailure f);
 
 // Recomputes a node's derived GPU fields (gpu_milli_free_total,
-// max_gpu_free_milli, gpus_fully_free) from gpu_free_milli, for code that
-// edits a copy of a node to ask "what if".
+// max_gpu_free_milli, gpus_fully_free, special_gpus) from the per-GPU
+// arrays, for code that edits a copy of a node to ask "what if".
 void RecomputeGpuTotals(Node& n);
+
+// The node as it is with nothing on it (its spec): free, clean, ready,
+// unreserved.
+Node EmptyLike(const Node& n);
+
+// Can GPU g of n take (one GPU of) demand d right now, ignoring CPU and
+// memory of the node? Whole GPUs need an empty GPU; a share needs a GPU idle
+// or in its mode with enough free compute and memory; a MIG share needs a
+// profile of the model and a free placement for it.
+bool GpuFits(const Node& n, int g, const Demand& d);
+
+// For a kMig demand on GPU g: the profile index in the node's MIG table, or
+// -1 when the model has no profile big enough.
+int MigProfileFor(const Node& n, const Demand& d);
 
 // Does `d` fit on `n` right now? Pure; O(1) thanks to the derived fields.
 FitFailure CheckFit(const Node& n, const Demand& d);
@@ -109,10 +142,21 @@ FitFailure CheckFit(const Node& n, const Demand& d);
 // milli; for whole GPUs, gpu_count fully free GPUs; for CPU-only, none.
 bool GpusSatisfy(const Node& n, const Demand& d, GpuMask gpus);
 
+struct Allocation;
+
+// What Allocate and Release do to one node, for "what if" copies: take the
+// demand's CPU, memory and GPUs (recording a MIG placement in *a when given),
+// or give an allocation's back.
+void OccupyGpus(Node& n, const Demand& d, GpuMask gpus, Allocation* a);
+void VacateGpus(Node& n, const Allocation& a);
+
 struct Allocation {
   NodeIndex node = -1;
   GpuMask gpus = 0;
   Demand demand;
+  int32_t owner = -1;      // tenant (for scrubbing); -1 = none
+  int8_t mig_profile = -1; // MIG only
+  uint8_t mig_start = 0;   // MIG only: first memory slice
 };
 using AllocationId = int32_t;
 
@@ -131,9 +175,16 @@ class Cluster {
   int64_t gpu_milli_allocated() const { return gpu_milli_allocated_; }
   int gpu_count_total() const { return static_cast<int>(gpu_milli_total_ / kMilliPerGpu); }
 
-  // Places `d` on `node` using `gpus`. Requires CheckFit(node, d) == kNone and
-  // GpusSatisfy(node, d, gpus) (checked: a violation is a bug, not bad input).
-  AllocationId Allocate(NodeIndex node, const Demand& d, GpuMask gpus);
+  // Places `d` on `node` using `gpus`, for tenant `owner` (-1: nobody in
+  // particular). Requires CheckFit(node, d) == kNone, GpusSatisfy(node, d,
+  // gpus) and, for an owner, that no chosen GPU holds another tenant's
+  // unscrubbed memory (checked: a violation is a bug, not bad input).
+  // A MIG share gets the first free documented placement of its profile.
+  AllocationId Allocate(NodeIndex node, const Demand& d, GpuMask gpus, int32_t owner = -1);
+  // Zeroes the free memory of `gpus` on `node`: they are clean again.
+  void Scrub(NodeIndex node, GpuMask gpus);
+  // The GPUs of `gpus` that `owner` may not use before a scrub.
+  GpuMask NeedsScrub(NodeIndex node, GpuMask gpus, int32_t owner) const;
   // Returns an allocation's resources to its node. Requires a live id.
   void Release(AllocationId id);
   // Node lifecycle and reservations; each is a logged change.

@@ -43,7 +43,14 @@ void ExpectConsistent(const Cluster& c, const std::vector<NodeSpec>& specs,
     n.memory_mib_total = n.memory_mib_free = specs[i].memory_mib;
     n.gpu_model = specs[i].gpu_model;
     n.gpu_count = static_cast<uint8_t>(specs[i].gpu_count);
-    for (int g = 0; g < specs[i].gpu_count; ++g) n.gpu_free_milli[g] = kMilliPerGpu;
+    // Facts of the model, not of allocations: taken from the cluster.
+    n.gpu_memory_mib = c.node(static_cast<NodeIndex>(i)).gpu_memory_mib;
+    n.mig_table = c.node(static_cast<NodeIndex>(i)).mig_table;
+    for (int g = 0; g < specs[i].gpu_count; ++g) {
+      n.gpu_free_milli[g] = kMilliPerGpu;
+      n.gpu_memory_free_mib[g] = n.gpu_memory_mib;
+      n.dirty_owner[g] = kClean;
+    }
     total += int64_t{specs[i].gpu_count} * kMilliPerGpu;
   }
   for (const auto& [id, a] : live) {
@@ -54,7 +61,12 @@ void ExpectConsistent(const Cluster& c, const std::vector<NodeSpec>& specs,
     n.cpu_milli_free -= a.demand.cpu_milli;
     n.memory_mib_free -= a.demand.memory_mib;
     for (int g = 0; g < n.gpu_count; ++g) {
-      if (a.gpus >> g & 1) n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] - a.demand.gpu_milli);
+      if (!(a.gpus >> g & 1)) continue;
+      n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] - a.demand.gpu_milli);
+      ++n.gpu_residents[g];
+      const bool whole = a.demand.gpu_milli == kMilliPerGpu;
+      n.gpu_mode[g] = whole ? GpuMode::kWhole : GpuMode::kTimeSlice;
+      n.gpu_memory_free_mib[g] -= whole ? n.gpu_memory_free_mib[g] : a.demand.gpu_memory_mib;
     }
     const int kind = GpuKindOf(a.demand);
     if (kind < 0) {
@@ -68,7 +80,7 @@ void ExpectConsistent(const Cluster& c, const std::vector<NodeSpec>& specs,
     for (int g = 0; g < n.gpu_count; ++g) {
       n.gpu_milli_free_total += n.gpu_free_milli[g];
       n.max_gpu_free_milli = std::max(n.max_gpu_free_milli, n.gpu_free_milli[g]);
-      n.gpus_fully_free += n.gpu_free_milli[g] == kMilliPerGpu;
+      n.gpus_fully_free += n.gpu_residents[g] == 0;
     }
     n.gpu_kinds_present =
         static_cast<int32_t>(std::count_if(n.gpu_kind_count.begin(), n.gpu_kind_count.end(), [](int32_t k) {

@@ -26,6 +26,17 @@ inline constexpr int kMaxGpusPerNode = 16;
 
 enum class DemandKind : uint8_t { kCpuOnly, kGpuShare, kWholeGpus };
 
+// How a share of one GPU shares it (PART-1..3):
+//   kAny        a slice of compute milli on any GPU in time-slice use (the
+//               FGD trace's model; memory is not tracked unless asked);
+//   kTimeSlice  time-sliced: compute milli plus gpu_memory_mib of memory;
+//   kMps        CUDA MPS: active-thread percentage (gpu_milli / 10) plus a
+//               pinned memory limit (gpu_memory_mib);
+//   kMig        a MIG instance: the smallest profile of the GPU's model with
+//               at least gpu_milli of its compute and gpu_memory_mib.
+enum class ShareMode : uint8_t { kAny, kTimeSlice, kMps, kMig };
+const char* ShareModeName(ShareMode m);
+
 struct Demand {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
@@ -35,6 +46,8 @@ struct Demand {
   uint64_t allowed_pools = ~uint64_t{0};
   uint16_t requirement = 0;
   int64_t reservation = -1;
+  ShareMode mode = ShareMode::kAny;  // shares only
+  int32_t gpu_memory_mib = 0;        // per GPU, for shares (see ShareMode)
 
   DemandKind kind() const {
     if (gpu_count == 0) return DemandKind::kCpuOnly;
