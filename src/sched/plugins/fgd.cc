@@ -39,11 +39,13 @@ FgdChoice FgdBestChoice(const FragmentationModel& frag, const Node& n, const Dem
   int16_t tried[kMaxGpusPerNode];
   int tried_count = 0;
   int64_t tried_score[kMaxGpusPerNode];
+  // (Only when nothing but free milli tells GPUs apart.)
+  const bool dedupe = d.mode == ShareMode::kAny && d.gpu_memory_mib == 0 && n.special_gpus == 0;
   for (int g = 0; g < n.gpu_count; ++g) {
     const int16_t f = n.gpu_free_milli[g];
-    if (f < d.gpu_milli) continue;
+    if (!GpuFits(n, g, d)) continue;
     int64_t score = -1;
-    for (int i = 0; i < tried_count; ++i) {
+    for (int i = 0; i < tried_count && dedupe; ++i) {
       if (tried[i] == f) score = tried_score[i];
     }
     if (score < 0) {

@@ -58,11 +58,12 @@ FgdPlusChoice FgdPlusBestChoice(const FgdPlusConfig& c, const Node& n, const Dem
   FgdPlusChoice best{INT64_MIN, 0};
   int16_t tried[kMaxGpusPerNode];
   int tried_count = 0;
+  const bool dedupe = d.mode == ShareMode::kAny && d.gpu_memory_mib == 0 && n.special_gpus == 0;
   for (int g = 0; g < n.gpu_count; ++g) {
     const int16_t f = n.gpu_free_milli[g];
-    if (f < d.gpu_milli) continue;
+    if (!GpuFits(n, g, d)) continue;
     bool seen = false;  // equal free milli: the same outcome; keep the lower index
-    for (int i = 0; i < tried_count; ++i) seen |= tried[i] == f;
+    for (int i = 0; i < tried_count && dedupe; ++i) seen |= tried[i] == f;
     if (seen) continue;
     tried[tried_count++] = f;
     const GpuMask mask = static_cast<GpuMask>(1u << g);

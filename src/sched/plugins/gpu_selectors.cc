@@ -7,7 +7,7 @@ GpuMask LowestFreeGpus(const Node& n, int gpu_count) {
   GpuMask mask = 0;
   int taken = 0;
   for (int g = 0; g < n.gpu_count && taken < gpu_count; ++g) {
-    if (n.gpu_free_milli[g] == kMilliPerGpu) {
+    if (n.gpu_residents[g] == 0) {
       mask |= static_cast<GpuMask>(1u << g);
       ++taken;
     }
@@ -27,7 +27,7 @@ class BestFitGpuSelector final : public GpuSelector {
     int best = -1;
     for (int g = 0; g < n.gpu_count; ++g) {
       const int16_t f = n.gpu_free_milli[g];
-      if (f >= d.gpu_milli && (best < 0 || f < n.gpu_free_milli[best])) best = g;
+      if (GpuFits(n, g, d) && (best < 0 || f < n.gpu_free_milli[best])) best = g;
     }
     return best < 0 ? GpuMask{0} : static_cast<GpuMask>(1u << best);
   }
@@ -42,7 +42,7 @@ class RandomGpuSelector final : public GpuSelector {
     int fitting[kMaxGpusPerNode];
     int count = 0;
     for (int g = 0; g < n.gpu_count; ++g) {
-      if (n.gpu_free_milli[g] >= d.gpu_milli) fitting[count++] = g;
+      if (GpuFits(n, g, d)) fitting[count++] = g;
     }
     if (count == 0) return 0;
     return static_cast<GpuMask>(1u << fitting[rng.Below(static_cast<uint64_t>(count))]);

@@ -82,7 +82,7 @@ class GpuPackingScore final : public ScorePlugin {
     int64_t r = 0;
     for (int i = 0; i < g_count && taken < d.gpu_count; ++i) {
       const int16_t f = n.gpu_free_milli[order[i]];
-      if (f < d.gpu_milli) continue;
+      if (!GpuFits(n, order[i], d)) continue;
       ++taken;
       fully_free_taken += f == kMilliPerGpu;
       r += (int64_t{f} * 100) / 1000;
