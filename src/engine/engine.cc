@@ -64,6 +64,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(EngineConfig config, TargetWorklo
   auto policy = BuildPolicy(WithAttributeMatching(*spec), deps);
   if (!policy) return std::unexpected(policy.error());
   e->policy_ = std::move(*policy);
+  auto modes = FindModePolicy(e->config_.sharing_policy);
+  if (!modes) return InvalidArgument("sharing_policy: " + modes.error().message);
+  e->mode_policy_ = std::move(*modes);
   if (e->config_.lending.threshold < 0 || e->config_.lending.threshold > 1 || e->config_.lending.lend_fraction < 0 ||
       e->config_.lending.lend_fraction > 1 || e->config_.lending.window < Duration(0)) {
     return InvalidArgument("lending: threshold and lend fraction must be in [0, 1], the window not negative");
@@ -225,6 +228,23 @@ std::string Engine::NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools
       int64_t hostable = 0;
       FitFailure first_failure = FitFailure::kNone;
       for (const auto& [shape, count] : pool_shapes_[p.id]) {
+        if (spec.is_pipeline()) {
+          // The whole pipeline on one empty node of this shape?
+          Node copy = shape;
+          FitFailure f = FitFailure::kNone;
+          for (int r = 0; r < spec.replicas && f == FitFailure::kNone; ++r) {
+            Demand sd = spec.replica_demand(r);
+            sd.allowed_pools = d.allowed_pools;
+            f = policy_.Feasibility(copy, sd);
+            if (f == FitFailure::kNone) TakeOut(copy, sd);
+          }
+          if (f == FitFailure::kNone) {
+            hostable += int64_t{spec.replicas} * count;
+          } else if (first_failure == FitFailure::kNone) {
+            first_failure = f;
+          }
+          continue;
+        }
         const FitFailure f = policy_.Feasibility(shape, d);
         if (f == FitFailure::kNone) {
           hostable += int64_t{ReplicasPerEmptyNode(shape, d)} * count;
@@ -255,7 +275,21 @@ Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
   if (spec.tenant < 0 || spec.tenant >= static_cast<TenantId>(state_.tenants.size())) {
     return NotFound("tenant " + std::to_string(spec.tenant) + " does not exist");
   }
+  if (spec.auto_sharing && spec.demand.gpu_count > 0 && !spec.is_pipeline()) {
+    ApplySharing(ChooseSharing(mode_policy_, spec).second, spec);
+  }
   if (auto ok = ValidateDemand(spec.demand); !ok) return std::unexpected(ok.error());
+  if (spec.is_pipeline()) {
+    if (spec.stages.size() > static_cast<size_t>(kMaxGpusPerNode)) {
+      return InvalidArgument("stages: at most " + std::to_string(kMaxGpusPerNode) + " stages on one node");
+    }
+    for (size_t i = 0; i < spec.stages.size(); ++i) {
+      if (auto ok = ValidateDemand(spec.stages[i]); !ok) {
+        return InvalidArgument("stages[" + std::to_string(i) + "]." + ok.error().message);
+      }
+    }
+    spec.replicas = static_cast<int32_t>(spec.stages.size());
+  }
   if (spec.replicas < 1 || spec.replicas > config_.max_replicas) {
     return InvalidArgument("replicas: must be between 1 and " + std::to_string(config_.max_replicas));
   }
@@ -474,7 +508,9 @@ Engine::Outcome Engine::TryStart(Job& j, Instant now, const Sink& sink) {
     }
     return Outcome::kBlocked;
   }
-  if (j.spec.replicas > 1 && !state_.reservations.contains(j.id)) MaybeReserveForGang(j, candidates[0].pool, now, sink);
+  if (j.spec.replicas > 1 && !j.spec.is_pipeline() && !state_.reservations.contains(j.id)) {
+    MaybeReserveForGang(j, candidates[0].pool, now, sink);
+  }
   return Outcome::kBlocked;
 }
 
@@ -495,12 +531,15 @@ bool Engine::MayBorrow(TenantId t, PoolId p, int64_t need, int64_t freed) const 
 }
 
 bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sink& sink) {
-  Demand d = j.spec.demand;
-  d.allowed_pools = uint64_t{1} << pool;
-  if (state_.reservations.contains(j.id)) d.reservation = j.id;
+  const bool held = state_.reservations.contains(j.id);
+  auto demand_of = [&](int r) {
+    Demand d = j.spec.replica_demand(r);
+    d.allowed_pools = uint64_t{1} << pool;
+    if (held) d.reservation = j.id;
+    return d;
+  };
   Scheduler& sched = scheduler();
-  const bool constrained = j.spec.affinity != 0 || j.spec.anti_affinity != 0;
-  auto allowed = [&](NodeIndex n) {
+  auto label_ok = [&](NodeIndex n) {
     const auto& counts = state_.node_label_counts[n];
     auto has = [&](LabelMask m) {
       if (counts.empty()) return false;
@@ -513,20 +552,53 @@ bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sin
     if (j.spec.anti_affinity != 0 && has(j.spec.anti_affinity)) return false;
     return true;
   };
-  // Gang: place replicas one at a time on the real cluster, then undo; the
-  // event applies them for good (all or nothing).
+  const bool constrained = j.spec.affinity != 0 || j.spec.anti_affinity != 0 || j.spec.is_pipeline();
+  Cluster& cluster = state_.cluster;
+  // A pipeline's stages all go to one node: only nodes that can take every
+  // stage are candidates for the first, and the rest follow it there.
+  NodeIndex pinned = -1;
+  auto allowed = [&](NodeIndex n) {
+    if (!label_ok(n)) return false;
+    if (pinned >= 0) return n == pinned;
+    if (!j.spec.is_pipeline()) return true;
+    Node copy = cluster.node(n);
+    for (int r = 0; r < j.spec.replicas; ++r) {
+      const Demand d = demand_of(r);
+      if (policy_.Feasibility(copy, d) != FitFailure::kNone) return false;
+      GpuMask gpus = 0;
+      int taken = 0;
+      for (int g = 0; g < copy.gpu_count && taken < d.gpu_count; ++g) {
+        if (GpuFits(copy, g, d)) {
+          gpus |= static_cast<GpuMask>(1u << g);
+          ++taken;
+        }
+      }
+      OccupyGpus(copy, d, gpus, nullptr);
+    }
+    return true;
+  };
+  // Place replicas one at a time on the real cluster, then undo; the event
+  // applies them for good (all or nothing).
   std::vector<PlacedReplica> placed;
   std::vector<AllocationId> tentative;
-  Cluster& cluster = state_.cluster;
   for (int r = 0; r < j.spec.replicas; ++r) {
+    const Demand d = demand_of(r);
     auto p = constrained ? sched.ScheduleWhere(d, allowed) : sched.Schedule(d);
     if (!p) break;
+    if (j.spec.is_pipeline()) pinned = p->node;
     placed.push_back({p->node, p->gpus});
     tentative.push_back(cluster.Allocate(p->node, d, p->gpus));
   }
   for (auto it = tentative.rbegin(); it != tentative.rend(); ++it) cluster.Release(*it);
   if (static_cast<int>(placed.size()) < j.spec.replicas) return false;
-  if (state_.reservations.contains(j.id)) Emit(ReservationReleased{j.id}, now, sink);
+  if (held) Emit(ReservationReleased{j.id}, now, sink);
+  // Memory another tenant left on these GPUs is zeroed before this one
+  // starts (RECLAIM-4); the same tenant's own leftovers need no scrub.
+  std::map<NodeIndex, GpuMask> scrub;
+  for (const PlacedReplica& r : placed) {
+    if (const GpuMask dirty = cluster.NeedsScrub(r.node, r.gpus, j.spec.tenant)) scrub[r.node] |= dirty;
+  }
+  for (const auto& [node, gpus] : scrub) Emit(GpusScrubbed{node, gpus}, now, sink);
   Emit(JobPlaced{j.id, pool, !within, std::move(placed)}, now, sink);
   return true;
 }
@@ -544,6 +616,7 @@ Duration Engine::LostWork(const Job& v, Instant now) const {
 }
 
 bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sink& sink) {
+  if (j.spec.is_pipeline()) return false;  // pipelines wait for room on one node
   const TenantId t = j.spec.tenant;
   // Candidates, by node, cheapest first.
   struct Candidate {

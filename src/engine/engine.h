@@ -40,6 +40,7 @@
 #include "src/base/rng.h"
 #include "src/base/status.h"
 #include "src/engine/event.h"
+#include "src/engine/mode_policy.h"
 #include "src/engine/state.h"
 #include "src/sched/attributes.h"
 #include "src/sched/policy.h"
@@ -53,6 +54,7 @@ struct EngineConfig {
   LendingConfig lending;
   uint64_t seed = 1;            // node tie-break ranks and the Random policy
   int32_t max_replicas = 4096;
+  std::string sharing_policy = "seed-000";  // PART-3 mode table for auto_sharing jobs
 };
 
 class Engine {
@@ -121,6 +123,7 @@ class Engine {
   bool HeldForFellowPreemptor(const Node& n, TenantId t) const;
 
   EngineConfig config_;
+  ModePolicy mode_policy_;
   TargetWorkload target_;
   AttributeTable attributes_;
   Policy policy_;

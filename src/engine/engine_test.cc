@@ -7,6 +7,8 @@
 #include <algorithm>
 
 #include "tests/builders.h"
+#include "src/model/mig.h"
+#include <bit>
 
 namespace gpupool {
 namespace {
@@ -501,6 +503,132 @@ TEST(EngineTest, GuaranteeIsRecoverableWithinOnePreemptionRound) {
     }
     EXPECT_GT(h.engine->state().tenant_pool(b, p).usage.gpu_milli, b_guarantee - 4 * kGpu) << "seed " << seed;
   }
+}
+
+}  // namespace
+}  // namespace gpupool
+
+namespace gpupool {
+namespace {
+
+TEST(EngineSharingTest, APipelineRunsItsStagesTogetherOnOneNode) {
+  EngineHarness h;
+  const PoolId p = h.Pool("mixed");
+  h.Nodes(2, "A100-80GB");
+  h.Nodes(1, "T4", 2);  // no MIG on T4: the pipeline cannot go there
+  const TenantId a = h.Tenant("a", p, 18, 18);
+  // Video analytics: decode on a small MIG instance, preprocessing on a
+  // time-sliced share, inference on a larger MIG instance (PART-4).
+  Demand decode{2000, 8192, 1, 143, kAnyGpuModel};
+  decode.mode = ShareMode::kMig;
+  decode.gpu_memory_mib = 9000;  // 1g.10gb
+  Demand preprocess{4000, 8192, 1, 250, kAnyGpuModel};
+  preprocess.mode = ShareMode::kTimeSlice;
+  preprocess.gpu_memory_mib = 8000;
+  Demand infer{4000, 16384, 1, 429, kAnyGpuModel};
+  infer.mode = ShareMode::kMig;
+  infer.gpu_memory_mib = 30000;  // 3g.40gb
+  JobSpec pipe;
+  pipe.tenant = a;
+  pipe.kind = JobKind::kOnlineInference;
+  pipe.demand = decode;
+  pipe.stages = {decode, preprocess, infer};
+  const JobId id = *h.engine->Submit(pipe, h.now, h.sink);
+  ASSERT_EQ(h.State(id), JobState::kRunning) << h.engine->ExplainPending(id);
+  const JobPlaced placed = h.Events<JobPlaced>().back();
+  ASSERT_EQ(placed.replicas.size(), 3u);
+  const NodeIndex node = placed.replicas[0].node;
+  for (const auto& r : placed.replicas) EXPECT_EQ(r.node, node);
+  const Node& n = h.engine->state().cluster.node(node);
+  EXPECT_EQ(Catalog::Builtin().Get(n.gpu_model).name, "A100-80GB");
+  // The MIG stages sit on a GPU in MIG mode, the share on one in time-slice.
+  const Job& job = h.engine->state().job(id);
+  const Allocation& d0 = h.engine->state().cluster.allocation(job.placements[0].allocation);
+  const Allocation& d1 = h.engine->state().cluster.allocation(job.placements[1].allocation);
+  const Allocation& d2 = h.engine->state().cluster.allocation(job.placements[2].allocation);
+  EXPECT_GE(d0.mig_profile, 0);
+  EXPECT_EQ(d1.mig_profile, -1);
+  EXPECT_GE(d2.mig_profile, 0);
+  EXPECT_EQ(FindMigTable("A100-80GB")->profiles[d0.mig_profile].name, "1g.10gb");
+  EXPECT_EQ(FindMigTable("A100-80GB")->profiles[d2.mig_profile].name, "3g.40gb");
+  const int g1 = std::countr_zero(static_cast<unsigned>(d1.gpus));
+  EXPECT_EQ(n.gpu_mode[g1], GpuMode::kTimeSlice);
+  // Quota counts every stage: 143 + 250 + 429 milli.
+  EXPECT_EQ(h.engine->state().tenant_pool(a, p).usage.gpu_milli, 822);
+}
+
+TEST(EngineSharingTest, TheModePolicyChoosesPerJob) {
+  using namespace std::chrono_literals;
+  JobSpec serve;
+  serve.kind = JobKind::kOnlineInference;
+  serve.demand = Demand{4000, 8192, 1, 250, kAnyGpuModel};
+  serve.demand.gpu_memory_mib = 8000;
+  serve.expected_duration = 10h;
+  JobSpec train = serve;
+  train.kind = JobKind::kTraining;
+  train.demand.gpu_memory_mib = 30000;
+  train.expected_duration = 6h;
+  JobSpec big = train;
+  big.demand = Demand{32000, 65536, 4, 1000, kAnyGpuModel};
+  JobSpec short_train = train;
+  short_train.demand.gpu_memory_mib = 8000;
+  short_train.expected_duration = 20min;
+  EXPECT_EQ(ChooseSharing(Seed000ModePolicy(), serve).second, SharingChoice::kTimeSlice);  // low memory
+  EXPECT_EQ(ChooseSharing(Seed000ModePolicy(), train).second, SharingChoice::kMig);        // long, high memory
+  EXPECT_EQ(ChooseSharing(Seed000ModePolicy(), big).second, SharingChoice::kWhole);
+  EXPECT_EQ(ChooseSharing(Seed000ModePolicy(), short_train).second, SharingChoice::kTimeSlice);  // fallback
+  EXPECT_EQ(ChooseSharing(Seed002ModePolicy(), serve).second, SharingChoice::kMig);
+  EXPECT_EQ(ChooseSharing(Seed002ModePolicy(), train).second, SharingChoice::kMps);
+  EXPECT_EQ(ChooseSharing(Seed002ModePolicy(), big).second, SharingChoice::kWhole);
+  // Through the engine: the submitted spec carries the choice.
+  EngineHarness h;
+  const PoolId p = h.Pool("a100");
+  h.Nodes(1, "A100-80GB");
+  const TenantId a = h.Tenant("a", p, 8, 8);
+  train.tenant = a;
+  train.auto_sharing = true;
+  const JobId id = *h.engine->Submit(train, h.now, h.sink);
+  EXPECT_EQ(h.engine->state().job(id).spec.demand.mode, ShareMode::kMig);
+  EXPECT_EQ(h.State(id), JobState::kRunning);
+}
+
+TEST(EngineSharingTest, AGpuFreedByOneTenantIsScrubbedBeforeAnotherUsesIt) {
+  EngineHarness h;
+  const PoolId p = h.Pool("a100");
+  h.Nodes(1, "A100-80GB", 1);
+  const TenantId a = h.Tenant("a", p, 0, 1);
+  const TenantId b = h.Tenant("b", p, 0, 1);
+  const JobId first = h.Submit(a, Whole(1, 1000));
+  ASSERT_TRUE(h.engine->Finish(first, true, h.now, h.sink).has_value());
+  // The same tenant again: no scrub needed.
+  const JobId again = h.Submit(a, Whole(1, 1000));
+  EXPECT_TRUE(h.Events<GpusScrubbed>().empty());
+  ASSERT_TRUE(h.engine->Finish(again, true, h.now, h.sink).has_value());
+  // Another tenant: the scrub comes right before its placement.
+  h.Submit(b, Whole(1, 1000));
+  ASSERT_EQ(h.Events<GpusScrubbed>().size(), 1u);
+  const auto& log = h.log;
+  ASSERT_GE(log.size(), 2u);
+  EXPECT_TRUE(std::holds_alternative<GpusScrubbed>(log[log.size() - 2].body));
+  EXPECT_TRUE(std::holds_alternative<JobPlaced>(log.back().body));
+}
+
+TEST(EngineSharingTest, QuarterGpuInferenceReplicasPackFourToAGpu) {
+  EngineHarness h("BestFit");
+  const PoolId p = h.Pool("t4");
+  h.Nodes(1, "T4", 2);
+  const TenantId a = h.Tenant("a", p, 2, 2);
+  Demand quarter{2000, 4096, 1, 250, kAnyGpuModel};
+  quarter.mode = ShareMode::kTimeSlice;
+  quarter.gpu_memory_mib = 3500;
+  for (int i = 0; i < 8; ++i) h.Submit(a, quarter);
+  const Node& n = h.engine->state().cluster.node(0);
+  EXPECT_EQ(n.gpu_free_milli[0], 0);
+  EXPECT_EQ(n.gpu_free_milli[1], 0);
+  EXPECT_EQ(n.gpu_residents[0], 4);
+  EXPECT_EQ(n.gpu_memory_free_mib[0], 15360 - 4 * 3500);
+  const JobId ninth = h.Submit(a, quarter);
+  EXPECT_EQ(h.State(ninth), JobState::kPending);
 }
 
 }  // namespace

@@ -115,9 +115,17 @@ struct ReservationReleased {
   JobId job = -1;
 };
 
+// The free memory of these GPUs was zeroed (RECLAIM-4): another tenant's
+// data is gone before a new tenant's task starts there. Decided right
+// before the placement that needs it; the task starts after the scrub.
+struct GpusScrubbed {
+  NodeIndex node = -1;
+  GpuMask gpus = 0;
+};
+
 using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobSubmitted, JobRejected, JobPlaced,
                                JobFinished, JobCancelled, PreemptionStarted, JobPreempted, QuotaLent, QuotaRecalled,
-                               QuotaExhausted, NodesReserved, ReservationReleased>;
+                               QuotaExhausted, NodesReserved, ReservationReleased, GpusScrubbed>;
 
 struct Event {
   int64_t seq = 0;  // 1, 2, 3, ... in the order applied

@@ -10,13 +10,16 @@ namespace {
 using nlohmann::json;
 
 json DemandJson(const Demand& d) {
-  return json{{"cpu_milli", d.cpu_milli},
-              {"memory_mib", d.memory_mib},
-              {"gpu_count", d.gpu_count},
-              {"gpu_milli", d.gpu_milli},
-              {"models", d.allowed_models},
-              {"pools", d.allowed_pools},
-              {"requirement", d.requirement}};
+  json j{{"cpu_milli", d.cpu_milli},
+         {"memory_mib", d.memory_mib},
+         {"gpu_count", d.gpu_count},
+         {"gpu_milli", d.gpu_milli},
+         {"models", d.allowed_models},
+         {"pools", d.allowed_pools},
+         {"requirement", d.requirement}};
+  if (d.mode != ShareMode::kAny) j["mode"] = ShareModeName(d.mode);
+  if (d.gpu_memory_mib != 0) j["gpu_memory_mib"] = d.gpu_memory_mib;
+  return j;
 }
 
 json SpecJson(const JobSpec& s) {
@@ -28,12 +31,19 @@ json SpecJson(const JobSpec& s) {
          {"demand", DemandJson(s.demand)},
          {"pools", s.pools},
          {"checkpointable", s.checkpointable},
+         {"auto_sharing", s.auto_sharing},
          {"checkpoint_interval_ms", ToMillis(s.checkpoint_interval)},
          {"checkpoint_duration_ms", ToMillis(s.checkpoint_duration)},
          {"labels", s.labels},
          {"affinity", s.affinity},
          {"anti_affinity", s.anti_affinity}};
   if (s.deadline) j["deadline_ms"] = ToMillis(*s.deadline);
+  if (s.expected_duration) j["expected_duration_ms"] = ToMillis(*s.expected_duration);
+  if (!s.stages.empty()) {
+    json stages = json::array();
+    for (const Demand& d : s.stages) stages.push_back(DemandJson(d));
+    j["stages"] = std::move(stages);
+  }
   return j;
 }
 
@@ -126,6 +136,10 @@ struct BodyJson {
     j["nodes"] = e.nodes;
   }
   void operator()(const ReservationReleased& e) { j["job"] = e.job; }
+  void operator()(const GpusScrubbed& e) {
+    j["node"] = e.node;
+    j["gpus"] = e.gpus;
+  }
 };
 
 }  // namespace
@@ -142,7 +156,7 @@ const char* EventName(const EventBody& body) {
   static constexpr const char* kNames[] = {
       "PoolAdded",   "NodeAdded",    "TenantAdded",       "QuotaSet",     "JobSubmitted", "JobRejected",
       "JobPlaced",   "JobFinished",  "JobCancelled",      "PreemptionStarted", "JobPreempted", "QuotaLent",
-      "QuotaRecalled", "QuotaExhausted", "NodesReserved", "ReservationReleased"};
+      "QuotaRecalled", "QuotaExhausted", "NodesReserved", "ReservationReleased", "GpusScrubbed"};
   static_assert(std::size(kNames) == std::variant_size_v<EventBody>);
   return kNames[body.index()];
 }

@@ -11,8 +11,17 @@ QueueKey QueueKeyOf(const Job& j) {
 
 GroupKey GroupKeyOf(const JobSpec& s) {
   const Demand& d = s.demand;
-  return GroupKey{d.cpu_milli,     d.memory_mib,    d.gpu_count,  d.gpu_milli,  d.allowed_models,
-                  d.allowed_pools, d.requirement,   s.replicas,   s.affinity,   s.anti_affinity};
+  uint64_t stages = 0;
+  for (const Demand& st : s.stages) {
+    for (uint64_t v : {static_cast<uint64_t>(st.cpu_milli), static_cast<uint64_t>(st.memory_mib),
+                       static_cast<uint64_t>(st.gpu_count) << 32 | static_cast<uint32_t>(st.gpu_milli),
+                       static_cast<uint64_t>(st.mode) << 32 | static_cast<uint32_t>(st.gpu_memory_mib)}) {
+      stages = (stages ^ v) * 0x100000001b3ULL + 1;
+    }
+  }
+  return GroupKey{d.cpu_milli,   d.memory_mib, d.gpu_count,  d.gpu_milli,     d.allowed_models,
+                  d.allowed_pools, d.requirement, s.replicas, s.affinity,     s.anti_affinity,
+                  static_cast<uint8_t>(d.mode), d.gpu_memory_mib, stages};
 }
 
 void JobQueue::Add(const Job& j) {

@@ -36,6 +36,9 @@ struct GroupKey {
   uint16_t requirement;
   int32_t replicas;
   LabelMask affinity, anti_affinity;
+  uint8_t mode;
+  int32_t gpu_memory_mib;
+  uint64_t stages;  // a fingerprint of a pipeline's stages; 0 for other jobs
   friend auto operator<=>(const GroupKey&, const GroupKey&) = default;
 };
 GroupKey GroupKeyOf(const JobSpec& s);

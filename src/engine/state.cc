@@ -86,19 +86,20 @@ void EngineState::LabelNode(NodeIndex n, LabelMask labels, int delta) {
 
 void EngineState::Occupy(Job& j, const JobPlaced& e) {
   GP_CHECK(static_cast<int>(e.replicas.size()) == j.spec.replicas) << "job " << j.id;
-  Demand d = j.spec.demand;
-  d.reservation = j.id;
-  d.allowed_pools = uint64_t{1} << e.pool;
   j.placements.clear();
-  for (const PlacedReplica& r : e.replicas) {
-    const AllocationId a = cluster.Allocate(r.node, d, r.gpus);
+  for (size_t i = 0; i < e.replicas.size(); ++i) {
+    const PlacedReplica& r = e.replicas[i];
+    Demand d = j.spec.replica_demand(static_cast<int>(i));
+    d.reservation = j.id;
+    d.allowed_pools = uint64_t{1} << e.pool;
+    const AllocationId a = cluster.Allocate(r.node, d, r.gpus, j.spec.tenant);
     j.placements.push_back(ReplicaPlacement{r.node, r.gpus, a});
     LabelNode(r.node, j.spec.labels, +1);
   }
   TenantPool& tp = tenant_pool(j.spec.tenant, e.pool);
   tp.usage.gpu_milli += j.spec.total_gpu_milli();
-  tp.usage.cpu_milli += int64_t{j.spec.replicas} * d.cpu_milli;
-  tp.usage.memory_mib += int64_t{j.spec.replicas} * d.memory_mib;
+  tp.usage.cpu_milli += j.spec.total_cpu_milli();
+  tp.usage.memory_mib += j.spec.total_memory_mib();
   UsageChanged(tp);
   j.pool = e.pool;
   j.borrowed = e.borrowed;
@@ -117,8 +118,8 @@ void EngineState::Release(Job& j) {
   j.placements.clear();
   TenantPool& tp = tenant_pool(j.spec.tenant, j.pool);
   tp.usage.gpu_milli -= j.spec.total_gpu_milli();
-  tp.usage.cpu_milli -= int64_t{j.spec.replicas} * j.spec.demand.cpu_milli;
-  tp.usage.memory_mib -= int64_t{j.spec.replicas} * j.spec.demand.memory_mib;
+  tp.usage.cpu_milli -= j.spec.total_cpu_milli();
+  tp.usage.memory_mib -= j.spec.total_memory_mib();
   tp.usage.exhausted_alerted = false;
   tp.usage.over_limit_milli =
       std::max<int64_t>(0, std::min(tp.usage.over_limit_milli, tp.usage.gpu_milli - tp.quota.elastic_limit_milli));
@@ -251,6 +252,7 @@ struct ApplyVisitor {
     }
     s.reservations[e.job] = e.nodes;
   }
+  void operator()(const GpusScrubbed& e) { s.cluster.Scrub(e.node, e.gpus); }
   void operator()(const ReservationReleased& e) {
     auto it = s.reservations.find(e.job);
     GP_CHECK(it != s.reservations.end()) << "job " << e.job << " holds no reservation";

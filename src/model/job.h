@@ -54,7 +54,16 @@ struct JobSpec {
   std::optional<Instant> deadline;   // earlier runs first among equal priority
   int32_t replicas = 1;              // gang size
   Demand demand;                     // per replica (allowed_pools is set by the engine)
+  // A pipeline (PART-4): one replica per stage, each with its own demand,
+  // all placed together on one node. Empty for an ordinary job. The stages'
+  // constraints (pools, models, requirement) are taken from `demand`.
+  std::vector<Demand> stages;
   std::vector<PoolId> pools;         // candidate pools; empty = every pool of the tenant's virtual pool
+  // Sharing (PART-3): let the engine's mode policy choose how this job uses
+  // GPUs (whole, time-slice, MPS or MIG) from its kind, GPU memory need
+  // (demand.gpu_memory_mib) and expected duration.
+  bool auto_sharing = false;
+  std::optional<Duration> expected_duration;
   bool checkpointable = false;
   Duration checkpoint_interval{0};   // periodic checkpoints while running (0 = none)
   Duration checkpoint_duration{0};   // time to take a checkpoint when preempted
@@ -62,7 +71,36 @@ struct JobSpec {
   LabelMask affinity = 0;            // must land on nodes running a job with one of these labels
   LabelMask anti_affinity = 0;       // must not land on nodes running a job with one of these labels
 
-  int64_t total_gpu_milli() const { return int64_t{replicas} * demand.total_gpu_milli(); }
+  bool is_pipeline() const { return !stages.empty(); }
+  // Replica i's demand: the job's demand, or stage i's resources with the
+  // job's constraints.
+  Demand replica_demand(int i) const {
+    if (stages.empty()) return demand;
+    Demand d = stages[i];
+    d.allowed_models = demand.allowed_models;
+    d.allowed_pools = demand.allowed_pools;
+    d.requirement = demand.requirement;
+    d.reservation = demand.reservation;
+    return d;
+  }
+  int64_t total_gpu_milli() const {
+    if (stages.empty()) return int64_t{replicas} * demand.total_gpu_milli();
+    int64_t sum = 0;
+    for (const Demand& d : stages) sum += d.total_gpu_milli();
+    return sum;
+  }
+  int64_t total_cpu_milli() const {
+    if (stages.empty()) return int64_t{replicas} * demand.cpu_milli;
+    int64_t sum = 0;
+    for (const Demand& d : stages) sum += d.cpu_milli;
+    return sum;
+  }
+  int64_t total_memory_mib() const {
+    if (stages.empty()) return int64_t{replicas} * demand.memory_mib;
+    int64_t sum = 0;
+    for (const Demand& d : stages) sum += d.memory_mib;
+    return sum;
+  }
 };
 
 struct ReplicaPlacement {
