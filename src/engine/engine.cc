@@ -352,14 +352,116 @@ Status Engine::CheckpointDone(JobId id, Instant now, const Sink& sink) {
   if (!j || j->state != JobState::kCheckpointing) {
     return NotFound("job " + std::to_string(id) + " is not checkpointing");
   }
-  Emit(JobPreempted{id, Duration(0)}, now, sink);
+  if (j->stopping == Job::Stop::kPreempt) {
+    Emit(JobPreempted{id, Duration(0)}, now, sink);
+  } else {
+    low_polls_.erase(id);
+    Emit(JobReclaimed{id}, now, sink);
+  }
   SchedulePass(now, sink);
   return {};
 }
 
 void Engine::Tick(Instant now, const Sink& sink) {
   Lend(now, sink);
+  // Deadline eviction (RECLAIM-2).
+  if (config_.reclaim.deadlines) {
+    std::vector<JobId> due;
+    for (const auto& [deadline_ms, id] : state_.running_deadlines) {
+      if (deadline_ms > ToMillis(now)) break;
+      due.push_back(id);
+    }
+    for (JobId id : due) {
+      const Job& j = state_.job(id);
+      if (j.state == JobState::kRunning && j.stopping == Job::Stop::kNone) StartReclaim(j, ReclaimReason::kDeadline, now, sink);
+    }
+  }
+  // Idle jobs whose grace ran out without a report since.
+  if (config_.reclaim.idle) {
+    std::vector<JobId> expired;
+    for (const auto& [id, j] : state_.running) {
+      if (j->idle_suspected && j->state == JobState::kRunning && j->stopping == Job::Stop::kNone &&
+          now >= j->idle_since + config_.reclaim.grace) {
+        expired.push_back(id);
+      }
+    }
+    for (JobId id : expired) StartReclaim(state_.job(id), ReclaimReason::kIdle, now, sink);
+  }
+  DetectFailures(now, sink);
   SchedulePass(now, sink);
+}
+
+void Engine::StartReclaim(const Job& j, ReclaimReason reason, Instant now, const Sink& sink) {
+  const JobId id = j.id;
+  const bool checkpoint = j.spec.checkpointable;
+  Emit(ReclaimStarted{id, reason, checkpoint}, now, sink);
+  if (!checkpoint) {
+    low_polls_.erase(id);
+    Emit(JobReclaimed{id}, now, sink);
+  }
+}
+
+Status Engine::ReportUtilization(JobId id, double util_pct, Instant now, const Sink& sink) {
+  const Job* j = state_.find_job(id);
+  if (!j) return NotFound("job " + std::to_string(id) + " is not live");
+  if (!std::isfinite(util_pct) || util_pct < 0 || util_pct > 100) {
+    return InvalidArgument("utilization: must be a percentage, got " + std::to_string(util_pct));
+  }
+  if (!config_.reclaim.idle || j->state != JobState::kRunning || j->stopping != Job::Stop::kNone) return {};
+  if (util_pct < config_.reclaim.idle_below_pct) {
+    const int low = ++low_polls_[id];
+    if (!j->idle_suspected) {
+      if (low >= config_.reclaim.idle_polls) Emit(JobIdleSuspected{id}, now, sink);
+    } else if (now >= j->idle_since + config_.reclaim.grace) {
+      StartReclaim(*j, ReclaimReason::kIdle, now, sink);
+      SchedulePass(now, sink);  // what it freed is offered at once
+    }
+  } else {
+    low_polls_[id] = 0;
+    if (j->idle_suspected) Emit(JobIdleRecovered{id}, now, sink);
+  }
+  return {};
+}
+
+Status Engine::Heartbeat(NodeIndex node, Instant now, const Sink& sink) {
+  if (node < 0 || node >= state_.cluster.node_count()) return NotFound("node " + std::to_string(node) + " does not exist");
+  if (last_heartbeat_.size() < static_cast<size_t>(state_.cluster.node_count())) {
+    last_heartbeat_.resize(state_.cluster.node_count(), now);
+  }
+  last_heartbeat_[node] = now;
+  if (state_.cluster.node(node).condition == NodeCondition::kDown) {
+    Emit(NodeUp{node}, now, sink);
+    SchedulePass(now, sink);
+  }
+  return {};
+}
+
+void Engine::DetectFailures(Instant now, const Sink& sink) {
+  if (config_.heartbeat_timeout <= Duration(0)) return;
+  if (last_heartbeat_.size() < static_cast<size_t>(state_.cluster.node_count())) {
+    last_heartbeat_.resize(state_.cluster.node_count(), now);  // new or recovered: the clock starts now
+  }
+  for (NodeIndex n = 0; n < state_.cluster.node_count(); ++n) {
+    if (state_.cluster.node(n).condition == NodeCondition::kDown) continue;
+    if (now - last_heartbeat_[n] <= config_.heartbeat_timeout) continue;
+    Emit(NodeDown{n}, now, sink);
+    std::vector<JobId> hit;
+    for (const auto& [id, j] : state_.running) {
+      for (const ReplicaPlacement& r : j->placements) {
+        if (r.node == n) {
+          hit.push_back(id);
+          break;
+        }
+      }
+    }
+    for (JobId id : hit) {
+      const Job& j = state_.job(id);
+      const Duration ran = now - j.started;
+      const Duration lost = j.spec.checkpoint_interval > Duration(0) ? ran % j.spec.checkpoint_interval : ran;
+      low_polls_.erase(id);
+      Emit(JobInterrupted{id, n, lost}, now, sink);
+    }
+  }
 }
 
 // --- lending (QUOTA-3, src/engine/lending.h) ----------------------------------

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <functional>
+#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,12 +50,27 @@
 
 namespace gpupool {
 
+// Idle reclamation (RECLAIM-1) and deadline eviction (RECLAIM-2); every
+// number configurable, the seeds' as defaults.
+struct ReclaimConfig {
+  bool idle = false;                 // reclaim idle jobs (off: idle GPUs stay held)
+  Duration poll{std::chrono::seconds(5)};   // how often utilization is reported
+  double idle_below_pct = 10;        // "idle": GPU utilization below this
+  int idle_polls = 3;                // for this many polls in a row
+  Duration grace{std::chrono::seconds(15)}; // notified, then still idle this long: reclaim
+  bool deadlines = true;             // stop jobs that run past their deadline
+};
+
 struct EngineConfig {
   std::string policy = "best";  // the base placement policy; attribute matching is added in front
   LendingConfig lending;
   uint64_t seed = 1;            // node tie-break ranks and the Random policy
   int32_t max_replicas = 4096;
   std::string sharing_policy = "seed-000";  // PART-3 mode table for auto_sharing jobs
+  ReclaimConfig reclaim;
+  // OPS-4: a node without a heartbeat for this long is down (0: no failure
+  // detection, e.g. in simulations without failures).
+  Duration heartbeat_timeout{0};
 };
 
 class Engine {
@@ -84,8 +100,16 @@ class Engine {
   Status Finish(JobId job, bool succeeded, Instant now, const Sink& sink);
   // A checkpointing victim has saved its state: release it.
   Status CheckpointDone(JobId job, Instant now, const Sink& sink);
-  // Control loops (lending) and a scheduling pass.
+  // Control loops (lending, deadlines, idle grace, failure detection) and a
+  // scheduling pass.
   void Tick(Instant now, const Sink& sink);
+
+  // A running job's GPU utilization, every ReclaimConfig::poll (soft state:
+  // never journaled; drives the idle state machine).
+  Status ReportUtilization(JobId job, double util_pct, Instant now, const Sink& sink);
+  // A node is alive (soft state). A down node that reports again is
+  // scrubbed and rejoins (NodeUp).
+  Status Heartbeat(NodeIndex node, Instant now, const Sink& sink);
 
   // Applies an event decided earlier (recovery by replay). Requires the
   // event to be the next one (seq) and to fit the state.
@@ -113,6 +137,8 @@ class Engine {
   bool MayBorrow(TenantId t, PoolId p, int64_t need, int64_t freed = 0) const;
   void MaybeReserveForGang(Job& j, PoolId pool, Instant now, const Sink& sink);
   void RecallIfNeeded(const Job& j, Instant now, const Sink& sink);
+  void StartReclaim(const Job& j, ReclaimReason reason, Instant now, const Sink& sink);
+  void DetectFailures(Instant now, const Sink& sink);
   void Lend(Instant now, const Sink& sink);
   std::string NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools);
   Scheduler& scheduler();
@@ -135,6 +161,9 @@ class Engine {
   // when nodes are added.
   std::vector<std::vector<std::pair<Node, int>>> pool_shapes_;
   int pool_shapes_nodes_ = -1;
+  // Soft state (rebuilt from fresh reports after a restart, never journaled).
+  std::unordered_map<JobId, int> low_polls_;
+  std::vector<Instant> last_heartbeat_;
 };
 
 }  // namespace gpupool

@@ -115,6 +115,46 @@ struct ReservationReleased {
   JobId job = -1;
 };
 
+// --- reclamation (RECLAIM-1..3) ------------------------------------------------
+// A running job looked idle (low GPU utilization for several polls): its
+// tenant is notified and a grace period starts.
+struct JobIdleSuspected {
+  JobId job = -1;
+};
+// It got busy again within the grace period.
+struct JobIdleRecovered {
+  JobId job = -1;
+};
+enum class ReclaimReason : uint8_t { kIdle, kDeadline };
+const char* ReclaimReasonName(ReclaimReason r);
+// The job is stopped to give its GPUs back: idle past the grace period, or
+// running past its deadline. Checkpointable jobs checkpoint first (state
+// kCheckpointing until CheckpointDone); the JobReclaimed that follows ends it.
+struct ReclaimStarted {
+  JobId job = -1;
+  ReclaimReason reason = ReclaimReason::kIdle;
+  bool checkpoint = false;
+};
+struct JobReclaimed {
+  JobId job = -1;
+};
+
+// --- node failure (OPS-4) --------------------------------------------------------
+// No heartbeat for the timeout: the node is down; every job with a replica on
+// it stops (JobInterrupted) and queues again to resume from its checkpoint.
+struct NodeDown {
+  NodeIndex node = -1;
+};
+struct JobInterrupted {
+  JobId job = -1;
+  NodeIndex node = -1;
+  Duration lost_work{0};  // run time since its last checkpoint
+};
+// Heartbeats are back: the node rejoins (its GPUs were scrubbed first).
+struct NodeUp {
+  NodeIndex node = -1;
+};
+
 // The free memory of these GPUs was zeroed (RECLAIM-4): another tenant's
 // data is gone before a new tenant's task starts there. Decided right
 // before the placement that needs it; the task starts after the scrub.
@@ -125,7 +165,8 @@ struct GpusScrubbed {
 
 using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobSubmitted, JobRejected, JobPlaced,
                                JobFinished, JobCancelled, PreemptionStarted, JobPreempted, QuotaLent, QuotaRecalled,
-                               QuotaExhausted, NodesReserved, ReservationReleased, GpusScrubbed>;
+                               QuotaExhausted, NodesReserved, ReservationReleased, GpusScrubbed, JobIdleSuspected,
+                               JobIdleRecovered, ReclaimStarted, JobReclaimed, NodeDown, JobInterrupted, NodeUp>;
 
 struct Event {
   int64_t seq = 0;  // 1, 2, 3, ... in the order applied

@@ -136,6 +136,21 @@ struct BodyJson {
     j["nodes"] = e.nodes;
   }
   void operator()(const ReservationReleased& e) { j["job"] = e.job; }
+  void operator()(const JobIdleSuspected& e) { j["job"] = e.job; }
+  void operator()(const JobIdleRecovered& e) { j["job"] = e.job; }
+  void operator()(const ReclaimStarted& e) {
+    j["job"] = e.job;
+    j["reason"] = ReclaimReasonName(e.reason);
+    j["checkpoint"] = e.checkpoint;
+  }
+  void operator()(const JobReclaimed& e) { j["job"] = e.job; }
+  void operator()(const NodeDown& e) { j["node"] = e.node; }
+  void operator()(const JobInterrupted& e) {
+    j["job"] = e.job;
+    j["node"] = e.node;
+    j["lost_work_ms"] = ToMillis(e.lost_work);
+  }
+  void operator()(const NodeUp& e) { j["node"] = e.node; }
   void operator()(const GpusScrubbed& e) {
     j["node"] = e.node;
     j["gpus"] = e.gpus;
@@ -152,11 +167,17 @@ const char* PreemptReasonName(PreemptReason r) {
   return "unknown";
 }
 
+const char* ReclaimReasonName(ReclaimReason r) {
+  return r == ReclaimReason::kIdle ? "idle" : "deadline";
+}
+
 const char* EventName(const EventBody& body) {
   static constexpr const char* kNames[] = {
       "PoolAdded",   "NodeAdded",    "TenantAdded",       "QuotaSet",     "JobSubmitted", "JobRejected",
       "JobPlaced",   "JobFinished",  "JobCancelled",      "PreemptionStarted", "JobPreempted", "QuotaLent",
-      "QuotaRecalled", "QuotaExhausted", "NodesReserved", "ReservationReleased", "GpusScrubbed"};
+      "QuotaRecalled", "QuotaExhausted", "NodesReserved", "ReservationReleased", "GpusScrubbed",
+      "JobIdleSuspected", "JobIdleRecovered", "ReclaimStarted", "JobReclaimed", "NodeDown", "JobInterrupted",
+      "NodeUp"};
   static_assert(std::size(kNames) == std::variant_size_v<EventBody>);
   return kNames[body.index()];
 }

@@ -108,6 +108,9 @@ void EngineState::Occupy(Job& j, const JobPlaced& e) {
   if (!j.first_started) j.first_started = now;
   running[j.id] = &j;
   running_by_tenant_pool[{j.spec.tenant, j.pool}].insert({j.spec.priority, j.id});
+  if (j.spec.deadline) running_deadlines.insert({ToMillis(*j.spec.deadline), j.id});
+  j.idle_suspected = false;
+  j.stopping = Job::Stop::kNone;
 }
 
 void EngineState::Release(Job& j) {
@@ -125,6 +128,7 @@ void EngineState::Release(Job& j) {
       std::max<int64_t>(0, std::min(tp.usage.over_limit_milli, tp.usage.gpu_milli - tp.quota.elastic_limit_milli));
   UsageChanged(tp);
   running.erase(j.id);
+  if (j.spec.deadline) running_deadlines.erase({ToMillis(*j.spec.deadline), j.id});
   auto it = running_by_tenant_pool.find({j.spec.tenant, j.pool});
   it->second.erase({j.spec.priority, j.id});
   if (it->second.empty()) running_by_tenant_pool.erase(it);
@@ -212,6 +216,7 @@ struct ApplyVisitor {
     Job& v = s.job(e.victim);
     GP_CHECK(v.state == JobState::kRunning) << "victim " << e.victim << " is " << JobStateName(v.state);
     v.preempted_by = e.preemptor;
+    v.stopping = Job::Stop::kPreempt;
     if (Job* p = Find(e.preemptor)) s.nominated.insert(QueueKeyOf(*p));
     if (e.checkpoint) {
       v.state = JobState::kCheckpointing;
@@ -226,8 +231,55 @@ struct ApplyVisitor {
     v.state = JobState::kPending;
     v.queued_since = s.now;
     v.preempted_by = -1;
+    v.stopping = Job::Stop::kNone;
     ++v.preemptions;
     s.queue.Add(v);
+  }
+  void operator()(const JobIdleSuspected& e) {
+    Job& j = s.job(e.job);
+    j.idle_suspected = true;
+    j.idle_since = s.now;
+  }
+  void operator()(const JobIdleRecovered& e) { s.job(e.job).idle_suspected = false; }
+  void operator()(const ReclaimStarted& e) {
+    Job& j = s.job(e.job);
+    GP_CHECK(j.state == JobState::kRunning) << "job " << e.job << " reclaimed while " << JobStateName(j.state);
+    j.stopping = e.reason == ReclaimReason::kIdle ? Job::Stop::kReclaimIdle : Job::Stop::kEvictDeadline;
+    if (e.checkpoint) j.state = JobState::kCheckpointing;
+  }
+  void operator()(const JobReclaimed& e) {
+    Job& j = s.job(e.job);
+    GP_CHECK(j.stopping == Job::Stop::kReclaimIdle || j.stopping == Job::Stop::kEvictDeadline) << "job " << e.job;
+    Detach(j);
+    s.Release(j);
+    s.jobs.erase(e.job);
+  }
+  void operator()(const NodeDown& e) {
+    const Node& n = s.cluster.node(e.node);
+    GP_CHECK(n.condition != NodeCondition::kDown) << "node " << e.node << " is down already";
+    if (n.condition == NodeCondition::kReady) s.pool_totals[n.pool].unavailable_gpu_milli += n.gpu_milli_total();
+    s.cluster.SetCondition(e.node, NodeCondition::kDown);
+    ++s.capacity_epoch;
+  }
+  void operator()(const JobInterrupted& e) {
+    Job& v = s.job(e.job);
+    GP_CHECK(v.state == JobState::kRunning || v.state == JobState::kCheckpointing) << "job " << e.job;
+    Detach(v);
+    s.Release(v);
+    v.state = JobState::kPending;
+    v.queued_since = s.now;
+    v.preempted_by = -1;
+    v.stopping = Job::Stop::kNone;
+    ++v.interruptions;
+    s.queue.Add(v);
+  }
+  void operator()(const NodeUp& e) {
+    const Node& n = s.cluster.node(e.node);
+    GP_CHECK(n.condition == NodeCondition::kDown) << "node " << e.node << " is not down";
+    s.pool_totals[n.pool].unavailable_gpu_milli -= n.gpu_milli_total();
+    s.cluster.Scrub(e.node, static_cast<GpuMask>((1u << n.gpu_count) - 1));
+    s.cluster.SetCondition(e.node, NodeCondition::kReady);
+    ++s.capacity_epoch;
   }
   void operator()(const QuotaLent& e) {
     TenantPool& tp = s.tenant_pool(e.tenant, e.pool);

@@ -60,6 +60,8 @@ struct EngineState {
   // The same jobs by (tenant, pool), lowest priority first: preemption
   // looks only at the tenants and priorities that may yield.
   std::map<std::pair<TenantId, PoolId>, std::set<std::pair<int32_t, JobId>>> running_by_tenant_pool;
+  // Running jobs with a deadline, earliest first (RECLAIM-2).
+  std::set<std::pair<int64_t, JobId>> running_deadlines;
   JobQueue queue;
   // Pending jobs that preempted others for room, in queue order: each pass
   // tries them first (kube-scheduler's nominated pods, in effect).

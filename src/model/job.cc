@@ -26,6 +26,7 @@ const char* JobStateName(JobState s) {
     case JobState::kFailed: return "failed";
     case JobState::kCancelled: return "cancelled";
     case JobState::kRejected: return "rejected";
+    case JobState::kEvicted: return "evicted";
   }
   return "unknown";
 }

@@ -39,6 +39,7 @@ enum class JobState : uint8_t {
   kFailed,
   kCancelled,
   kRejected,       // could never fit; never queued
+  kEvicted,        // reclaimed while idle, or stopped past its deadline (checkpointed first)
 };
 const char* JobStateName(JobState s);
 inline bool IsTerminal(JobState s) { return s >= JobState::kSucceeded; }
@@ -123,6 +124,12 @@ struct Job {
   int32_t preemptions = 0;
   JobId preempted_by = -1;            // while checkpointing: who it makes room for
   int32_t victims_pending = 0;        // victims still checkpointing to make room for this job
+  // Why it is checkpointing: it was preempted (and will queue again), or it
+  // is being reclaimed (idle) or evicted (past its deadline) and will end.
+  enum class Stop : uint8_t { kNone, kPreempt, kReclaimIdle, kEvictDeadline } stopping = Stop::kNone;
+  bool idle_suspected = false;        // RECLAIM-1: the tenant has been notified
+  Instant idle_since{};               // when it was suspected
+  int32_t interruptions = 0;          // node failures it lived through
 };
 
 }  // namespace gpupool
