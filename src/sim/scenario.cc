@@ -18,6 +18,7 @@
 #include <string_view>
 #include <utility>
 
+#include "src/engine/mode_policy.h"
 #include "src/model/demand.h"
 #include "src/model/gpu_catalog.h"
 #include "src/sched/policy.h"
@@ -291,6 +292,30 @@ class Parser {
     return {};
   }
 
+  // A share of one GPU, as a fraction in (0, 1), converted to milli-GPUs
+  // (1..999); sets `milli` only when the key is present.
+  Status GpuFractionField(const Fields& f, std::string_view key, int32_t& milli) const {
+    const YAML::Node* n = f.Find(key);
+    if (!n) return {};
+    double v = 0;
+    SCENARIO_TRY(NumberField(f, key, v, [](double x) -> std::string {
+      return x > 0 && x < 1 ? "" : "must be between 0 and 1 (exclusive); use gpus for whole GPUs";
+    }));
+    const auto m = static_cast<int32_t>(std::llround(v * kMilliPerGpu));
+    if (m < 1 || m >= kMilliPerGpu) return Fail(*n, f.PathOf(key), "must be between 0.001 and 0.999");
+    milli = m;
+    return {};
+  }
+  // GPU memory in GiB (fractional allowed) converted to MiB.
+  Status GpuMemoryField(const Fields& f, std::string_view key, int32_t& mib) const {
+    int64_t v = 0;
+    SCENARIO_TRY(
+        ScaledField(f, key, v, 1024, [](double x) -> std::string { return x < 0 ? "must not be negative" : ""; }));
+    if (v > INT32_MAX) return Fail(*f.Find(key), f.PathOf(key), "too large");
+    if (f.Has(key)) mib = static_cast<int32_t>(v);
+    return {};
+  }
+
   // A path from the file: "$TRACES/..." goes to the traces folder; other
   // relative paths are relative to the scenario's folder.
   std::string ResolvePath(const std::string& p) const;
@@ -309,6 +334,9 @@ class Parser {
   Status ParseJob(const YAML::Node& n, const std::string& path, const Scenario& s, const ScenarioTenant& tenant,
                   JobTemplate& t) const;
   Status ParseDurationModel(const YAML::Node& n, const std::string& path, DurationModel& m) const;
+  Status ParseStages(const YAML::Node& n, const std::string& path, JobTemplate& t) const;
+  Status ParseUtilization(const YAML::Node& n, const std::string& path, UtilizationModel& m) const;
+  Status ParseFaults(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Result<std::string> PriorityField(const Fields& f, const Scenario& s) const;
   // The optional `kind` key: leaves `out` as it is when absent.
@@ -332,6 +360,7 @@ class Parser {
 std::string NonNegative(double v) { return v < 0 ? "must not be negative" : ""; }
 std::string Positive(double v) { return v > 0 ? "" : "must be positive"; }
 std::string Fraction01(double v) { return v >= 0 && v <= 1 ? "" : "must be between 0 and 1"; }
+std::string UpToHalf(double v) { return v >= 0 && v <= 0.5 ? "" : "must be between 0 and 0.5"; }
 std::string AnyDuration(Duration) { return ""; }
 std::string PositiveDuration(Duration d) { return d > Duration(0) ? "" : "must be positive"; }
 auto IntRange(int64_t lo, int64_t hi) {
@@ -366,7 +395,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   Fields f;
   SCENARIO_ASSIGN(f, Map(root, "",
                          {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
-                          "requirements", "cluster", "pools", "tenants", "workload", "trace"}));
+                          "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults"}));
   SCENARIO_TRY(Require(f, "name"));
   SCENARIO_TRY(StringField(f, "name", s.name));
   SCENARIO_TRY(StringField(f, "description", s.description, /*allow_empty=*/true));
@@ -407,13 +436,16 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   SCENARIO_TRY(CheckGuarantees(s));
   if (auto* n = f.Find("workload")) SCENARIO_TRY(ParseWorkloads(*n, "workload", s));
   if (auto* n = f.Find("trace")) SCENARIO_TRY(ParseTrace(*n, "trace", s));
+  if (auto* n = f.Find("faults")) SCENARIO_TRY(ParseFaults(*n, "faults", s));
   if (s.workloads.empty() && !s.trace) return Fail(root, "", "nothing to run: give a workload or a trace");
   return s;
 }
 
 Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"policy", "seed", "tick", "start_latency", "sample_every", "lending"}));
+  SCENARIO_ASSIGN(f, Map(n, path,
+                         {"policy", "seed", "tick", "start_latency", "sample_every", "lending", "sharing_policy",
+                          "reclaim", "heartbeat_timeout", "costs"}));
   if (const YAML::Node* p = f.Find("policy")) {
     std::string name;
     SCENARIO_ASSIGN(name, String(*p, f.PathOf("policy")));
@@ -432,6 +464,37 @@ Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenari
     SCENARIO_TRY(DurationField(lf, "window", c.window, AnyDuration));
     SCENARIO_TRY(NumberField(lf, "threshold", c.threshold, Fraction01));
     SCENARIO_TRY(NumberField(lf, "fraction", c.lend_fraction, Fraction01));
+  }
+  if (const YAML::Node* p = f.Find("sharing_policy")) {
+    std::string name;
+    SCENARIO_ASSIGN(name, String(*p, f.PathOf("sharing_policy")));
+    if (auto table = FindModePolicy(name); !table) return Fail(*p, f.PathOf("sharing_policy"), table.error().message);
+    s.engine.sharing_policy = name;
+  }
+  if (const YAML::Node* r = f.Find("reclaim")) {
+    Fields rf;
+    SCENARIO_ASSIGN(
+        rf, Map(*r, f.PathOf("reclaim"), {"idle", "poll", "idle_below_pct", "idle_polls", "grace", "deadlines"}));
+    ReclaimConfig& c = s.engine.reclaim;
+    SCENARIO_TRY(BoolField(rf, "idle", c.idle));
+    SCENARIO_TRY(DurationField(rf, "poll", c.poll, PositiveDuration));
+    SCENARIO_TRY(NumberField(rf, "idle_below_pct", c.idle_below_pct, [](double v) -> std::string {
+      return v >= 0 && v <= 100 ? "" : "must be between 0 and 100";
+    }));
+    SCENARIO_TRY(IntField(rf, "idle_polls", c.idle_polls, IntRange(1, INT32_MAX)));
+    SCENARIO_TRY(DurationField(rf, "grace", c.grace, AnyDuration));
+    SCENARIO_TRY(BoolField(rf, "deadlines", c.deadlines));
+  }
+  SCENARIO_TRY(DurationField(f, "heartbeat_timeout", s.engine.heartbeat_timeout, AnyDuration));
+  if (const YAML::Node* c = f.Find("costs")) {
+    Fields cf;
+    SCENARIO_ASSIGN(cf,
+                    Map(*c, f.PathOf("costs"), {"time_slice_overhead", "mig_setup", "scrub", "checkpoint_overhead"}));
+    SharingCosts& k = s.costs;
+    SCENARIO_TRY(NumberField(cf, "time_slice_overhead", k.time_slice_overhead, UpToHalf));
+    SCENARIO_TRY(DurationField(cf, "mig_setup", k.mig_setup, AnyDuration));
+    SCENARIO_TRY(DurationField(cf, "scrub", k.scrub, AnyDuration));
+    SCENARIO_TRY(NumberField(cf, "checkpoint_overhead", k.checkpoint_overhead, UpToHalf));
   }
   return {};
 }
@@ -851,26 +914,32 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
   SCENARIO_ASSIGN(f, Map(n, path,
                          {"name", "weight", "kind", "priority", "gpus", "gpu_fraction", "cpu_cores", "memory_gib",
                           "replicas", "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline_after",
-                          "pools", "requirement", "duration"}));
+                          "pools", "requirement", "duration", "sharing", "gpu_memory_gib", "stages",
+                          "utilization"}));
   SCENARIO_TRY(Require(f, "name"));
   SCENARIO_TRY(StringField(f, "name", t.name));
   SCENARIO_TRY(NumberField(f, "weight", t.weight, Positive));
   SCENARIO_TRY(KindField(f, t.kind));
   SCENARIO_ASSIGN(t.priority, PriorityField(f, s));
+  const YAML::Node* stages = f.Find("stages");
+  if (stages) {
+    // A pipeline's resources are its stages'; job-level ones would be ignored.
+    for (const auto& e : f.entries) {
+      for (const char* key : {"gpus", "gpu_fraction", "replicas", "gpu_memory_gib", "cpu_cores", "memory_gib"}) {
+        if (e.key == key) {
+          return Fail(e.value, f.PathOf(e.key),
+                      "not with stages (each stage gives its own resources; one replica runs per stage)");
+        }
+      }
+    }
+    if (t.kind == JobKind::kCpu) return Fail(*stages, f.PathOf("stages"), "a cpu job takes no GPUs");
+  }
   SCENARIO_TRY(IntField(f, "gpus", t.gpus, IntRange(0, kMaxGpusPerNode)));
   t.gpu_milli = t.gpus == 0 ? 0 : kMilliPerGpu;
   if (const YAML::Node* fr = f.Find("gpu_fraction")) {
     if (f.Has("gpus")) return Fail(*fr, f.PathOf("gpu_fraction"), "give either gpus or gpu_fraction, not both");
-    double v = 0;
-    SCENARIO_TRY(NumberField(f, "gpu_fraction", v, [](double x) -> std::string {
-      return x > 0 && x < 1 ? "" : "must be between 0 and 1 (exclusive); use gpus for whole GPUs";
-    }));
-    const auto milli = static_cast<int32_t>(std::llround(v * kMilliPerGpu));
-    if (milli < 1 || milli >= kMilliPerGpu) {
-      return Fail(*fr, f.PathOf("gpu_fraction"), "must be between 0.001 and 0.999");
-    }
+    SCENARIO_TRY(GpuFractionField(f, "gpu_fraction", t.gpu_milli));
     t.gpus = 1;
-    t.gpu_milli = milli;
   }
   if (t.kind == JobKind::kCpu) {  // CPU-only work: no GPUs by default, and asking for some is an error
     for (const char* key : {"gpu_fraction", "gpus"}) {
@@ -934,6 +1003,155 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
     }
   }
   if (const YAML::Node* d = f.Find("duration")) SCENARIO_TRY(ParseDurationModel(*d, f.PathOf("duration"), t.duration));
+  const bool share = t.gpus == 1 && t.gpu_milli < kMilliPerGpu;
+  if (const YAML::Node* sh = f.Find("sharing")) {
+    const std::string spath = f.PathOf("sharing");
+    SCENARIO_ASSIGN(t.sharing, String(*sh, spath));
+    static constexpr std::string_view kModes[] = {"any", "time-slice", "mps", "mig", "auto"};
+    if (std::find(std::begin(kModes), std::end(kModes), t.sharing) == std::end(kModes)) {
+      return Fail(*sh, spath, "unknown sharing mode '" + t.sharing + "' (known: any, time-slice, mps, mig, auto)");
+    }
+    if (stages && t.sharing != "any")
+      return Fail(*sh, spath, "a pipeline's stages choose their own mode (stages[].mode)");
+    if (t.sharing == "auto") {
+      if (t.gpus == 0) return Fail(*sh, spath, "auto needs a job with GPUs (this one takes none)");
+    } else if (t.sharing != "any" && !share) {
+      return Fail(*sh, spath, t.sharing + " needs a share of one GPU (gpu_fraction)");
+    }
+  }
+  if (const YAML::Node* m = f.Find("gpu_memory_gib")) {
+    SCENARIO_TRY(GpuMemoryField(f, "gpu_memory_gib", t.gpu_memory_mib));
+    if (t.gpus == 0) return Fail(*m, f.PathOf("gpu_memory_gib"), "the job takes no GPUs");
+    if (!share && t.sharing != "auto") {
+      return Fail(*m, f.PathOf("gpu_memory_gib"), "only for a share of one GPU (gpu_fraction) or with sharing: auto");
+    }
+  }
+  if (stages) SCENARIO_TRY(ParseStages(*stages, f.PathOf("stages"), t));
+  if (const YAML::Node* u = f.Find("utilization")) {
+    if (t.gpus == 0) return Fail(*u, f.PathOf("utilization"), "the job takes no GPUs");
+    SCENARIO_TRY(ParseUtilization(*u, f.PathOf("utilization"), t.utilization));
+  }
+  return {};
+}
+
+Status Parser::ParseStages(const YAML::Node& n, const std::string& path, JobTemplate& t) const {
+  const std::string range = "1 to " + std::to_string(kMaxGpusPerNode);
+  if (!n.IsSequence() || n.size() == 0) return Fail(n, path, "expected a list of " + range + " stages");
+  if (n.size() > static_cast<size_t>(kMaxGpusPerNode)) {
+    return Fail(n, path,
+                "at most " + std::to_string(kMaxGpusPerNode) + " stages (a pipeline runs on one node; got " +
+                    std::to_string(n.size()) + ")");
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    Fields f;
+    SCENARIO_ASSIGN(
+        f, Map(n[i], Item(path, i), {"name", "gpu_fraction", "gpu_memory_gib", "mode", "cpu_cores", "memory_gib"}));
+    StageTemplate st;
+    SCENARIO_TRY(Require(f, "name"));
+    SCENARIO_TRY(StringField(f, "name", st.name));
+    for (const auto& other : t.stages) {
+      if (other.name == st.name) return Fail(*f.Find("name"), f.PathOf("name"), "duplicate stage '" + st.name + "'");
+    }
+    SCENARIO_TRY(Require(f, "gpu_fraction"));
+    SCENARIO_TRY(GpuFractionField(f, "gpu_fraction", st.gpu_milli));
+    SCENARIO_TRY(GpuMemoryField(f, "gpu_memory_gib", st.gpu_memory_mib));
+    if (const YAML::Node* m = f.Find("mode")) {
+      SCENARIO_ASSIGN(st.mode, String(*m, f.PathOf("mode")));
+      if (st.mode != "time-slice" && st.mode != "mps" && st.mode != "mig") {
+        return Fail(*m, f.PathOf("mode"), "unknown mode '" + st.mode + "' (known: time-slice, mps, mig)");
+      }
+    }
+    SCENARIO_TRY(ScaledField(f, "cpu_cores", st.cpu_milli, 1000, NonNegative));
+    SCENARIO_TRY(ScaledField(f, "memory_gib", st.memory_mib, 1024, NonNegative));
+    t.stages.push_back(std::move(st));
+  }
+  return {};
+}
+
+Status Parser::ParseUtilization(const YAML::Node& n, const std::string& path, UtilizationModel& m) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {"constant", "bursty", "trace"}));
+  std::string chosen;
+  for (const auto& e : f.entries) {
+    if (!chosen.empty()) {
+      return Fail(e.key_node, f.PathOf(e.key), "give only one of constant, bursty, trace (already: " + chosen + ")");
+    }
+    chosen = e.key;
+  }
+  if (chosen.empty()) return Fail(n, path, "needs one of constant, bursty, trace");
+  m = UtilizationModel{};
+  if (chosen == "constant") {
+    m.kind = UtilizationModel::Kind::kConstant;
+    SCENARIO_TRY(NumberField(f, "constant", m.busy, Fraction01));
+  } else if (chosen == "bursty") {
+    m.kind = UtilizationModel::Kind::kBursty;
+    Fields bf;
+    SCENARIO_ASSIGN(bf, Map(*f.Find("bursty"), f.PathOf("bursty"), {"busy", "idle", "busy_for", "idle_for", "jitter"}));
+    SCENARIO_TRY(NumberField(bf, "busy", m.busy, Fraction01));
+    SCENARIO_TRY(NumberField(bf, "idle", m.idle, Fraction01));
+    SCENARIO_TRY(DurationField(bf, "busy_for", m.busy_for, PositiveDuration));
+    SCENARIO_TRY(DurationField(bf, "idle_for", m.idle_for, PositiveDuration));
+    SCENARIO_TRY(DurationField(bf, "jitter", m.phase_jitter, AnyDuration));
+  } else {
+    m.kind = UtilizationModel::Kind::kTrace;
+    std::string name;
+    SCENARIO_ASSIGN(name, String(*f.Find("trace"), f.PathOf("trace")));
+    if (name != "genai")
+      return Fail(*f.Find("trace"), f.PathOf("trace"), "unknown utilization trace '" + name + "' (known: genai)");
+  }
+  return {};
+}
+
+// Is `name` a node that the cluster's node groups create ("<prefix>-<index>")?
+bool NodeGroupsName(const Scenario& s, std::string_view name) {
+  for (const ScenarioNodeGroup& g : s.nodes) {
+    const std::string& p = g.name_prefix;
+    if (name.size() <= p.size() + 1 || !name.starts_with(p) || name[p.size()] != '-') continue;
+    const std::string_view index = name.substr(p.size() + 1);
+    if (index.size() > 1 && index[0] == '0') continue;
+    if (!std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    int64_t i = 0;
+    auto [ptr, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+    if (ec == std::errc() && ptr == index.data() + index.size() && i < g.count) return true;
+  }
+  return false;
+}
+
+Status Parser::ParseFaults(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  if (n.IsNull()) return {};
+  if (!n.IsSequence()) return Fail(n, path, "expected a list of faults");
+  if (n.size() > 0 && s.engine.heartbeat_timeout <= Duration(0)) {
+    return Fail(n, path,
+                "faults need engine.heartbeat_timeout above 0 (with it off the engine never notices a node is down)");
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    Fields f;
+    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"node", "at", "down_for"}));
+    FaultSpec x;
+    SCENARIO_TRY(Require(f, "node"));
+    SCENARIO_TRY(StringField(f, "node", x.node));
+    // With trace_nodes the node names are known only once the trace is read.
+    if (s.trace_nodes_path.empty() && !NodeGroupsName(s, x.node)) {
+      std::vector<std::string> known;
+      for (const ScenarioNodeGroup& g : s.nodes) {
+        if (g.count == 0) continue;
+        known.push_back(g.name_prefix + "-0" +
+                        (g.count > 1 ? ".." + g.name_prefix + "-" + std::to_string(g.count - 1) : ""));
+      }
+      return Fail(*f.Find("node"), f.PathOf("node"), "unknown node '" + x.node + "' (nodes: " + JoinNames(known) + ")");
+    }
+    SCENARIO_TRY(Require(f, "at"));
+    SCENARIO_TRY(DurationField(f, "at", x.at, AnyDuration));
+    SCENARIO_TRY(DurationField(f, "down_for", x.down_for, PositiveDuration));
+    for (size_t j = 0; j < s.faults.size(); ++j) {
+      const FaultSpec& o = s.faults[j];
+      if (o.node == x.node && x.at < o.at + o.down_for && o.at < x.at + x.down_for) {
+        return Fail(*f.Find("at"), f.PathOf("at"),
+                    "node '" + x.node + "' is already down then (" + Item(path, j) + ")");
+      }
+    }
+    s.faults.push_back(std::move(x));
+  }
   return {};
 }
 

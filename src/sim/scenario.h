@@ -65,6 +65,30 @@ struct DurationModel {
   Duration max{std::chrono::hours(24 * 7)};
 };
 
+// How busy a job keeps its GPUs over time (RECLAIM-1; interference).
+struct UtilizationModel {
+  enum class Kind {
+    kConstant,  // `busy` all the time
+    kBursty,    // busy (`busy`) for `busy_for`, then idle (`idle`) for `idle_for`, repeating
+    kTrace,     // a real per-pod duty-cycle series (Alibaba GenAI 2026), one pod per job in turn
+  };
+  Kind kind = Kind::kConstant;
+  double busy = 0.9;   // fraction of the GPU it keeps busy
+  double idle = 0.02;
+  Duration busy_for{std::chrono::minutes(30)}, idle_for{std::chrono::minutes(30)};
+  Duration phase_jitter{0};  // each job starts its cycle at a random offset below this
+};
+
+// One stage of a pipeline job (PART-4), placed with the others on one node.
+struct StageTemplate {
+  std::string name;
+  int32_t gpu_milli = 250;        // a share of one GPU
+  int32_t gpu_memory_mib = 0;
+  std::string mode = "time-slice";  // time-slice, mps or mig
+  int64_t cpu_milli = 2000;
+  int64_t memory_mib = 8192;
+};
+
 // One kind of job a tenant submits.
 struct JobTemplate {
   double weight = 1;        // relative frequency in the tenant's mix
@@ -83,6 +107,13 @@ struct JobTemplate {
   std::vector<std::string> pools;          // empty = any of the tenant's
   std::string requirement;                 // a requirement name, or empty
   DurationModel duration;
+  // Sharing (PART-1..4): "any" (the FGD model), "time-slice", "mps", "mig",
+  // or "auto" (the engine's sharing policy chooses, from kind, memory and
+  // the expected duration = the sampled duration).
+  std::string sharing = "any";
+  int32_t gpu_memory_mib = 0;              // per GPU, for shares
+  std::vector<StageTemplate> stages;       // non-empty: a pipeline
+  UtilizationModel utilization;
 };
 
 struct ArrivalProcess {
@@ -111,6 +142,26 @@ struct TraceWorkload {
   std::optional<int> limit; // only the first N pods
 };
 
+// A node failure to inject: the node stops heartbeating at `at` and comes
+// back `down_for` later.
+struct FaultSpec {
+  std::string node;  // a node name
+  Duration at{0};
+  Duration down_for{std::chrono::minutes(10)};
+};
+
+// What sharing costs in the simulator (PART-1): time-slicing switches
+// contexts (a fixed overhead when two or more tasks share a GPU) and slows
+// co-located tasks down when together they want more than the whole GPU;
+// MPS has the contention but not the switch overhead; MIG and whole GPUs
+// neither.
+struct SharingCosts {
+  double time_slice_overhead = 0.04;  // 3-5% per the seeds
+  Duration mig_setup{std::chrono::seconds(3)};   // creating a GPU instance
+  Duration scrub{std::chrono::milliseconds(500)};
+  double checkpoint_overhead = 0.025;  // periodic asynchronous checkpoints (RECLAIM-3: 2-3%)
+};
+
 struct Scenario {
   std::string path;         // where it was loaded from
   std::string name;
@@ -129,6 +180,8 @@ struct Scenario {
   std::vector<ScenarioTenant> tenants;
   std::vector<TenantWorkload> workloads;
   std::optional<TraceWorkload> trace;
+  std::vector<FaultSpec> faults;
+  SharingCosts costs;
   // Optional: the openb node list to build the cluster from instead of
   // `nodes` (every node into the pools by model).
   std::string trace_nodes_path;

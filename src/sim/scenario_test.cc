@@ -305,7 +305,12 @@ TEST(ScenarioTest, DocumentedExampleParses) {
   auto r = ParseScenario(yaml, "docs/scenarios.md", "docs");
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->name, "two-teams");
-  EXPECT_EQ(r->workloads.size(), 2u);
+  ASSERT_EQ(r->workloads.size(), 2u);
+  ASSERT_EQ(r->workloads[1].jobs.size(), 3u);
+  EXPECT_EQ(r->workloads[1].jobs[0].sharing, "mps");
+  EXPECT_EQ(r->workloads[1].jobs[1].stages.size(), 2u);
+  EXPECT_TRUE(r->engine.reclaim.idle);
+  EXPECT_EQ(r->faults.size(), 1u);
 }
 
 // The smallest valid scenario; the error cases below edit one spot of it.
@@ -336,6 +341,157 @@ TEST(ScenarioTest, MinimalScenarioUsesDefaults) {
   EXPECT_EQ(r->workloads[0].jobs[0].priority, "normal");
   EXPECT_EQ(r->workloads[0].jobs[0].replicas, std::vector<int32_t>{1});
   EXPECT_FALSE(r->trace.has_value());
+}
+
+// The sharing, pipeline, utilization, reclaim, cost and fault keys.
+constexpr const char* kSharing = R"(name: sharing
+engine:
+  sharing_policy: seed-002
+  reclaim: {idle: true, poll: 10s, idle_below_pct: 5.5, idle_polls: 4, grace: 0s, deadlines: false}
+  heartbeat_timeout: 40s
+  costs: {time_slice_overhead: 0.05, mig_setup: 4s, scrub: 250ms, checkpoint_overhead: 0.03}
+cluster:
+  nodes:
+    - {count: 2, model: A100-80GB, gpus: 8, cpu_cores: 64, memory_gib: 512}
+    - {count: 12, model: H100, gpus: 8, cpu_cores: 64, memory_gib: 512, name_prefix: h}
+pools:
+  - {name: a100}
+tenants:
+  - name: r
+    quota: {a100: {guaranteed_gpus: 8, limit_gpus: 16}}
+workload:
+  - tenant: r
+    arrivals: {process: poisson, rate_per_hour: 10}
+    jobs:
+      - name: notebook
+        kind: development
+        gpu_fraction: 0.3
+        sharing: mig
+        gpu_memory_gib: 9.5
+        utilization: {bursty: {busy: 0.8, idle: 0.05, busy_for: 30m, idle_for: 20m, jitter: 1h}}
+      - {name: auto, gpus: 2, sharing: auto, gpu_memory_gib: 40, utilization: {trace: genai}}
+      - {name: half, gpu_fraction: 0.5, sharing: mps, utilization: {bursty: {}}}
+      - name: pipe
+        stages:
+          - {name: pre, gpu_fraction: 0.25}
+          - {name: infer, gpu_fraction: 0.5, gpu_memory_gib: 20, mode: mig, cpu_cores: 4, memory_gib: 16}
+        utilization: {constant: 0.6}
+      - {name: plain, gpus: 1}
+faults:
+  - {node: a100-80gb-1, at: 2h, down_for: 30m}
+  - {node: h-11, at: 0s}
+  - {node: a100-80gb-1, at: 150m, down_for: 1h}
+)";
+
+TEST(ScenarioTest, ParsesSharingPipelinesUtilizationReclaimCostsAndFaults) {
+  auto r = ParseScenario(kSharing, "s.yaml", "");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  const Scenario& s = *r;
+
+  EXPECT_EQ(s.engine.sharing_policy, "seed-002");
+  const ReclaimConfig& rc = s.engine.reclaim;
+  EXPECT_TRUE(rc.idle);
+  EXPECT_EQ(rc.poll, seconds(10));
+  EXPECT_DOUBLE_EQ(rc.idle_below_pct, 5.5);
+  EXPECT_EQ(rc.idle_polls, 4);
+  EXPECT_EQ(rc.grace, Duration(0));
+  EXPECT_FALSE(rc.deadlines);
+  EXPECT_EQ(s.engine.heartbeat_timeout, seconds(40));
+  EXPECT_DOUBLE_EQ(s.costs.time_slice_overhead, 0.05);
+  EXPECT_EQ(s.costs.mig_setup, seconds(4));
+  EXPECT_EQ(s.costs.scrub, Duration(250));
+  EXPECT_DOUBLE_EQ(s.costs.checkpoint_overhead, 0.03);
+
+  ASSERT_EQ(s.workloads.size(), 1u);
+  const auto& jobs = s.workloads[0].jobs;
+  ASSERT_EQ(jobs.size(), 5u);
+
+  const JobTemplate& nb = jobs[0];
+  EXPECT_EQ(nb.sharing, "mig");
+  EXPECT_EQ(nb.gpus, 1);
+  EXPECT_EQ(nb.gpu_milli, 300);
+  EXPECT_EQ(nb.gpu_memory_mib, 9728);
+  EXPECT_TRUE(nb.stages.empty());
+  EXPECT_EQ(nb.utilization.kind, UtilizationModel::Kind::kBursty);
+  EXPECT_DOUBLE_EQ(nb.utilization.busy, 0.8);
+  EXPECT_DOUBLE_EQ(nb.utilization.idle, 0.05);
+  EXPECT_EQ(nb.utilization.busy_for, minutes(30));
+  EXPECT_EQ(nb.utilization.idle_for, minutes(20));
+  EXPECT_EQ(nb.utilization.phase_jitter, hours(1));
+
+  const JobTemplate& au = jobs[1];
+  EXPECT_EQ(au.sharing, "auto");
+  EXPECT_EQ(au.gpus, 2);
+  EXPECT_EQ(au.gpu_milli, 1000);
+  EXPECT_EQ(au.gpu_memory_mib, 40 * 1024);
+  EXPECT_EQ(au.utilization.kind, UtilizationModel::Kind::kTrace);
+
+  const JobTemplate& half = jobs[2];  // bursty with every default
+  EXPECT_EQ(half.sharing, "mps");
+  EXPECT_EQ(half.gpu_milli, 500);
+  EXPECT_EQ(half.gpu_memory_mib, 0);
+  EXPECT_EQ(half.utilization.kind, UtilizationModel::Kind::kBursty);
+  EXPECT_DOUBLE_EQ(half.utilization.busy, UtilizationModel{}.busy);
+  EXPECT_DOUBLE_EQ(half.utilization.idle, UtilizationModel{}.idle);
+  EXPECT_EQ(half.utilization.busy_for, UtilizationModel{}.busy_for);
+  EXPECT_EQ(half.utilization.phase_jitter, Duration(0));
+
+  const JobTemplate& pipe = jobs[3];
+  EXPECT_EQ(pipe.sharing, "any");
+  ASSERT_EQ(pipe.stages.size(), 2u);
+  EXPECT_EQ(pipe.stages[0].name, "pre");
+  EXPECT_EQ(pipe.stages[0].gpu_milli, 250);
+  EXPECT_EQ(pipe.stages[0].gpu_memory_mib, 0);
+  EXPECT_EQ(pipe.stages[0].mode, "time-slice");
+  EXPECT_EQ(pipe.stages[0].cpu_milli, StageTemplate{}.cpu_milli);
+  EXPECT_EQ(pipe.stages[0].memory_mib, StageTemplate{}.memory_mib);
+  EXPECT_EQ(pipe.stages[1].name, "infer");
+  EXPECT_EQ(pipe.stages[1].gpu_milli, 500);
+  EXPECT_EQ(pipe.stages[1].gpu_memory_mib, 20 * 1024);
+  EXPECT_EQ(pipe.stages[1].mode, "mig");
+  EXPECT_EQ(pipe.stages[1].cpu_milli, 4000);
+  EXPECT_EQ(pipe.stages[1].memory_mib, 16 * 1024);
+  EXPECT_EQ(pipe.utilization.kind, UtilizationModel::Kind::kConstant);
+  EXPECT_DOUBLE_EQ(pipe.utilization.busy, 0.6);
+
+  const JobTemplate& plain = jobs[4];  // the defaults
+  EXPECT_EQ(plain.sharing, "any");
+  EXPECT_EQ(plain.gpu_memory_mib, 0);
+  EXPECT_TRUE(plain.stages.empty());
+  EXPECT_EQ(plain.utilization.kind, UtilizationModel::Kind::kConstant);
+  EXPECT_DOUBLE_EQ(plain.utilization.busy, 0.9);
+
+  ASSERT_EQ(s.faults.size(), 3u);
+  EXPECT_EQ(s.faults[0].node, "a100-80gb-1");
+  EXPECT_EQ(s.faults[0].at, hours(2));
+  EXPECT_EQ(s.faults[0].down_for, minutes(30));
+  EXPECT_EQ(s.faults[1].node, "h-11");
+  EXPECT_EQ(s.faults[1].at, Duration(0));
+  EXPECT_EQ(s.faults[1].down_for, minutes(10));  // the default
+  EXPECT_EQ(s.faults[2].at, minutes(150));       // right after the first one ends
+}
+
+TEST(ScenarioTest, NewKeysDefault) {
+  auto r = ParseScenario(kBase, "s.yaml", "");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->engine.sharing_policy, "seed-000");
+  EXPECT_FALSE(r->engine.reclaim.idle);
+  EXPECT_EQ(r->engine.reclaim.poll, seconds(5));
+  EXPECT_EQ(r->engine.heartbeat_timeout, Duration(0));
+  EXPECT_DOUBLE_EQ(r->costs.time_slice_overhead, 0.04);
+  EXPECT_EQ(r->costs.scrub, Duration(500));
+  EXPECT_TRUE(r->faults.empty());
+}
+
+// With trace_nodes the node names are unknown until the trace is read.
+TEST(ScenarioTest, FaultsOnTraceNodesAreNotChecked) {
+  std::string yaml = kBase;
+  yaml.replace(yaml.find("  nodes:"), yaml.find("pools:") - yaml.find("  nodes:"), "  trace_nodes: nodes.csv\n");
+  yaml += "engine: {heartbeat_timeout: 30s}\nfaults:\n  - {node: openb-node-0227, at: 1h}\n";
+  auto r = ParseScenario(yaml, "s.yaml", "");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(r->faults.size(), 1u);
+  EXPECT_EQ(r->faults[0].node, "openb-node-0227");
 }
 
 TEST(ScenarioTest, DurationsAcceptUnitsAndPlainSeconds) {
@@ -518,6 +674,89 @@ const ErrorCase kErrorCases[] = {
      "s.yaml:16:21: requirements[0].min.storage_latency_us: ", "put it under max"},
     {"NoPoolTakesTheNodes", "{name: a100}", "{name: a100, models: [H100]}",
      "s.yaml:4:7: cluster.nodes[0]: ", "no pool takes A100-80GB nodes in region 'region-1'"},
+    // Sharing, pipelines, utilization, reclamation, costs and faults.
+    {"UnknownSharingPolicy", "", "engine: {sharing_policy: seed-001}\n",
+     "s.yaml:15:26: engine.sharing_policy: ", "unknown sharing-mode policy 'seed-001' (known: seed-000, seed-002)"},
+    {"UnknownReclaimKey", "", "engine: {reclaim: {idle_secs: 3}}\n",
+     "s.yaml:15:20: engine.reclaim.idle_secs: ", "unknown key 'idle_secs'"},
+    {"ReclaimPollNotPositive", "", "engine: {reclaim: {idle: true, poll: 0s}}\n",
+     "s.yaml:15:38: engine.reclaim.poll: ", "must be positive"},
+    {"IdleBelowPctOutOfRange", "", "engine: {reclaim: {idle_below_pct: 101}}\n",
+     "s.yaml:15:36: engine.reclaim.idle_below_pct: ", "must be between 0 and 100"},
+    {"IdlePollsBelowOne", "", "engine: {reclaim: {idle_polls: 0}}\n",
+     "s.yaml:15:32: engine.reclaim.idle_polls: ", "must be at least 1"},
+    {"NegativeHeartbeatTimeout", "", "engine: {heartbeat_timeout: -5s}\n",
+     "s.yaml:15:29: engine.heartbeat_timeout: ", "must not be negative"},
+    {"TimeSliceOverheadTooLarge", "", "engine: {costs: {time_slice_overhead: 0.6}}\n",
+     "s.yaml:15:39: engine.costs.time_slice_overhead: ", "must be between 0 and 0.5"},
+    {"MigSetupNotADuration", "", "engine: {costs: {mig_setup: soon}}\n",
+     "s.yaml:15:29: engine.costs.mig_setup: ", "expected a duration"},
+    {"UnknownSharingMode", "gpus: 1,", "gpus: 1, sharing: vgpu,", "s.yaml:14:37: workload[0].jobs[0].sharing: ",
+     "unknown sharing mode 'vgpu' (known: any, time-slice, mps, mig, auto)"},
+    {"MigNeedsAShare", "gpus: 1,", "gpus: 1, sharing: mig,",
+     "s.yaml:14:37: workload[0].jobs[0].sharing: ", "mig needs a share of one GPU (gpu_fraction)"},
+    {"AutoNeedsGpus", "gpus: 1,", "kind: cpu, sharing: auto,",
+     "s.yaml:14:39: workload[0].jobs[0].sharing: ", "auto needs a job with GPUs"},
+    {"NegativeGpuMemory", "gpus: 1,", "gpu_fraction: 0.5, gpu_memory_gib: -1,",
+     "s.yaml:14:54: workload[0].jobs[0].gpu_memory_gib: ", "must not be negative"},
+    {"GpuMemoryForWholeGpus", "gpus: 1,", "gpus: 1, gpu_memory_gib: 8,",
+     "s.yaml:14:44: workload[0].jobs[0].gpu_memory_gib: ",
+     "only for a share of one GPU (gpu_fraction) or with sharing: auto"},
+    {"StagesWithGpus", "gpus: 1,", "gpus: 1, stages: [{name: a, gpu_fraction: 0.5}],",
+     "s.yaml:14:25: workload[0].jobs[0].gpus: ", "not with stages"},
+    {"StagesWithReplicas", "gpus: 1,", "stages: [{name: a, gpu_fraction: 0.5}], replicas: 2,",
+     "s.yaml:14:69: workload[0].jobs[0].replicas: ", "not with stages"},
+    {"NoStages", "gpus: 1,", "stages: [],",
+     "s.yaml:14:27: workload[0].jobs[0].stages: ", "expected a list of 1 to 16 stages"},
+    {"TooManyStages", "gpus: 1,",
+     "stages: [{name: s0, gpu_fraction: 0.05}, {name: s1, gpu_fraction: 0.05}, "
+     "{name: s2, gpu_fraction: 0.05}, {name: s3, gpu_fraction: 0.05}, "
+     "{name: s4, gpu_fraction: 0.05}, {name: s5, gpu_fraction: 0.05}, "
+     "{name: s6, gpu_fraction: 0.05}, {name: s7, gpu_fraction: 0.05}, "
+     "{name: s8, gpu_fraction: 0.05}, {name: s9, gpu_fraction: 0.05}, "
+     "{name: s10, gpu_fraction: 0.05}, {name: s11, gpu_fraction: 0.05}, "
+     "{name: s12, gpu_fraction: 0.05}, {name: s13, gpu_fraction: 0.05}, "
+     "{name: s14, gpu_fraction: 0.05}, {name: s15, gpu_fraction: 0.05}, "
+     "{name: s16, gpu_fraction: 0.05}],",
+     "s.yaml:14:27: workload[0].jobs[0].stages: ", "at most 16 stages"},
+    {"StageWithoutFraction", "gpus: 1,", "stages: [{name: a}],",
+     "s.yaml:14:28: workload[0].jobs[0].stages[0].gpu_fraction: ", "required"},
+    {"StageFractionWhole", "gpus: 1,", "stages: [{name: a, gpu_fraction: 1}],",
+     "s.yaml:14:52: workload[0].jobs[0].stages[0].gpu_fraction: ", "must be between 0 and 1"},
+    {"UnknownStageMode", "gpus: 1,", "stages: [{name: a, gpu_fraction: 0.5, mode: vgpu}],",
+     "s.yaml:14:63: workload[0].jobs[0].stages[0].mode: ", "unknown mode 'vgpu' (known: time-slice, mps, mig)"},
+    {"DuplicateStage", "gpus: 1,", "stages: [{name: a, gpu_fraction: 0.5}, {name: a, gpu_fraction: 0.2}],",
+     "s.yaml:14:65: workload[0].jobs[0].stages[1].name: ", "duplicate stage 'a'"},
+    {"SharingWithStages", "gpus: 1,", "stages: [{name: a, gpu_fraction: 0.5}], sharing: mps,",
+     "s.yaml:14:68: workload[0].jobs[0].sharing: ", "a pipeline's stages choose their own mode"},
+    {"CpuPipeline", "gpus: 1,", "kind: cpu, stages: [{name: a, gpu_fraction: 0.5}],",
+     "s.yaml:14:38: workload[0].jobs[0].stages: ", "a cpu job takes no GPUs"},
+    {"TwoUtilizationModels", "gpus: 1,", "gpus: 1, utilization: {constant: 0.5, trace: genai},",
+     "s.yaml:14:57: workload[0].jobs[0].utilization.trace: ",
+     "give only one of constant, bursty, trace (already: constant)"},
+    {"NoUtilizationModel", "gpus: 1,", "gpus: 1, utilization: {},",
+     "s.yaml:14:41: workload[0].jobs[0].utilization: ", "needs one of constant, bursty, trace"},
+    {"ConstantUtilizationAboveOne", "gpus: 1,", "gpus: 1, utilization: {constant: 1.2},",
+     "s.yaml:14:52: workload[0].jobs[0].utilization.constant: ", "must be between 0 and 1"},
+    {"BurstyBusyForNotPositive", "gpus: 1,", "gpus: 1, utilization: {bursty: {busy_for: 0s}},",
+     "s.yaml:14:61: workload[0].jobs[0].utilization.bursty.busy_for: ", "must be positive"},
+    {"UnknownUtilizationTrace", "gpus: 1,", "gpus: 1, utilization: {trace: philly},",
+     "s.yaml:14:49: workload[0].jobs[0].utilization.trace: ", "unknown utilization trace 'philly' (known: genai)"},
+    {"UtilizationOfACpuJob", "gpus: 1,", "kind: cpu, utilization: {constant: 0.5},",
+     "s.yaml:14:43: workload[0].jobs[0].utilization: ", "the job takes no GPUs"},
+    {"FaultOnUnknownNode", "", "engine: {heartbeat_timeout: 30s}\nfaults:\n  - {node: a100-80gb-2, at: 1h}\n",
+     "s.yaml:17:12: faults[0].node: ", "unknown node 'a100-80gb-2' (nodes: a100-80gb-0..a100-80gb-1)"},
+    {"FaultNodeWithLeadingZero", "", "engine: {heartbeat_timeout: 30s}\nfaults:\n  - {node: a100-80gb-01, at: 1h}\n",
+     "s.yaml:17:12: faults[0].node: ", "unknown node 'a100-80gb-01'"},
+    {"FaultWithoutAt", "", "engine: {heartbeat_timeout: 30s}\nfaults:\n  - {node: a100-80gb-0}\n", "s.yaml:17:5: faults[0].at: ", "required"},
+    {"FaultDownForNotPositive", "", "engine: {heartbeat_timeout: 30s}\nfaults:\n  - {node: a100-80gb-0, at: 1h, down_for: 0s}\n",
+     "s.yaml:17:43: faults[0].down_for: ", "must be positive"},
+    {"OverlappingFaults", "", "engine: {heartbeat_timeout: 30s}\nfaults:\n  - {node: a100-80gb-0, at: 1h}\n  - {node: a100-80gb-0, at: 65m}\n",
+     "s.yaml:18:29: faults[1].at: ", "node 'a100-80gb-0' is already down then (faults[0])"},
+    {"FaultsWithoutHeartbeats", "", "faults:\n  - {node: a100-80gb-0, at: 1h}\n", "s.yaml:16:3: faults: ",
+     "faults need engine.heartbeat_timeout above 0"},
+    {"FaultsNotAList", "", "faults: {node: a100-80gb-0}\n", "s.yaml:15:9: faults: ", "expected a list of faults"},
+
 };
 
 INSTANTIATE_TEST_SUITE_P(ScenarioErrors, ScenarioErrorTest, testing::ValuesIn(kErrorCases),
