@@ -31,7 +31,12 @@ inline Node NodeOf(int64_t cpu_free, const std::vector<int>& gpu_free, GpuModelI
   n.memory_mib_total = n.memory_mib_free = mem_free;
   n.gpu_count = static_cast<uint8_t>(gpu_free.size());
   n.gpu_model = gpu_free.empty() ? kNoGpuModel : model;
-  if (!gpu_free.empty()) n.gpu_memory_mib = static_cast<int32_t>(Catalog::Builtin().Get(model).memory_mib);
+  // Model ids past the catalog (tests of mask edge cases) get a nominal 16 GiB.
+  if (!gpu_free.empty()) {
+    n.gpu_memory_mib = model < Catalog::Builtin().size()
+                           ? static_cast<int32_t>(Catalog::Builtin().Get(model).memory_mib)
+                           : 16384;
+  }
   for (size_t g = 0; g < gpu_free.size(); ++g) {
     n.gpu_free_milli[g] = static_cast<int16_t>(gpu_free[g]);
     n.gpu_memory_free_mib[g] = n.gpu_memory_mib;

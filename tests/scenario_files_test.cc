@@ -56,8 +56,12 @@ TEST(ScenarioFilesTest, CudaJobsRunOnlyOnNvidiaAndCannJobsOnlyOnAscend) {
       const std::string req = job_requirement.at(e["job"]);
       for (const auto& replica : e["replicas"]) {
         const std::string family = node_family.at(replica["node"].get<size_t>());
-        if (req.starts_with("cuda")) EXPECT_TRUE(family.starts_with("nvidia")) << req << " on " << family;
-        if (req.starts_with("cann")) EXPECT_EQ(family, "ascend-910") << req << " on " << family;
+        if (req.starts_with("cuda")) {
+          EXPECT_TRUE(family.starts_with("nvidia")) << req << " on " << family;
+        }
+        if (req.starts_with("cann")) {
+          EXPECT_EQ(family, "ascend-910") << req << " on " << family;
+        }
         ascend_used += family == "ascend-910";
         nvidia_used += family.starts_with("nvidia");
         ++checked;

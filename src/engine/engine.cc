@@ -589,9 +589,19 @@ Engine::Outcome Engine::TryStart(Job& j, Instant now, const Sink& sink) {
     if (TryPlaceIn(j, c.pool, c.within, now, sink)) return Outcome::kPlaced;
   }
   if (j.victims_pending > 0) return Outcome::kWaiting;
+  // A job that a MIG re-cut moved waits for the room planned for it: the
+  // job it made room for starts first, then it, in this or a later pass.
+  const bool moved_by_recut = state_.recut_moved.contains(j.id);
+  // Vertical scaling (PART-5): re-cut a fragmented MIG GPU. Tried before
+  // preemption because the moved jobs are placed again at once.
+  if (!moved_by_recut) {
+    for (const Candidate& c : candidates) {
+      if (TryMigRecut(j, c.pool, now, sink)) return Outcome::kWaiting;
+    }
+  }
   // PostFilter: preemption. Own lower-priority work may make room (and
   // quota); a job within its guarantee may also take borrowed capacity back.
-  for (PoolId p = 0; p < state_.pools.size(); ++p) {
+  for (PoolId p = 0; p < state_.pools.size() && !moved_by_recut; ++p) {
     if (!(j.spec.demand.allowed_pools >> p & 1)) continue;
     const TenantPool& tp = state_.tenant_pool(t, p);
     if (tp.quota.elastic_limit_milli == 0) continue;

@@ -25,6 +25,22 @@
 //    least lost work; the fewest that make room, on the fewest nodes; the
 //    nodes are reserved for the preemptor while checkpointable victims
 //    checkpoint.
+//  - Vertical scaling (PART-5), tried before preemption: a single-replica
+//    MIG job that cannot be placed although a GPU has enough free memory
+//    slices for its profile (the instances there block every documented
+//    start) re-cuts that GPU. Candidates: GPUs in MIG mode on ready nodes of
+//    a pool the job is admitted to (as for a placement: within its guarantee,
+//    or MayBorrow), not held for another job, that take the job's CPU,
+//    memory and requirements, where moving some instances makes room and the
+//    moved ones fit back in any order (src/engine/mig_recut.h). Only
+//    instances of running, checkpointable, single-replica, non-pipeline jobs
+//    move (of any tenant: they are placed again at once). Fewest moved
+//    instances first, then least checkpoint cost, then lowest node and GPU
+//    index. The moved jobs are preempted with a checkpoint (reason
+//    kMigRecut) and the node is held for the job, as for a preemptor; a
+//    held node is not re-cut again, a job with victims pending does not
+//    re-cut again, and moved jobs neither preempt nor re-cut until the job
+//    they made room for starts (MigRecutStarted, EngineState::recut_moved).
 //  - A gang job that cannot be placed reserves nodes so that smaller jobs
 //    backfill around it without starving it (one such hold per pool).
 //  - Gangs are all or nothing.
@@ -131,6 +147,12 @@ class Engine {
   Outcome TryStart(Job& j, Instant now, const Sink& sink);
   bool TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sink& sink);
   bool TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sink& sink);
+  // PART-5: re-cuts one MIG GPU of `pool` for j (see the header comment).
+  // Requires j pending and admitted to `pool`, with no victims pending.
+  // Returns true when it started a re-cut (j now waits for the moved jobs'
+  // checkpoints); false when no GPU qualifies, deciding nothing.
+  // Defined in src/engine/mig_recut.cc.
+  bool TryMigRecut(Job& j, PoolId pool, Instant now, const Sink& sink);
   // May tenant t borrow `need` more GPU milli in pool p (elastic limit, and
   // the pool's elastic capacity left after every effective guarantee), once
   // `freed` GPU milli of its own work there has stopped?

@@ -674,8 +674,12 @@ TEST(EngineReclaimTest, AnIdleTaskIsNotifiedCheckpointedAndReclaimedOnTheConfigu
   ASSERT_EQ(h.Events<JobReclaimed>().size(), 1u);
   EXPECT_EQ(h.State(next), JobState::kRunning);
   for (const Event& e : h.log) {
-    if (std::holds_alternative<JobReclaimed>(e.body)) EXPECT_EQ(e.at, at(98s));
-    if (const auto* placed = std::get_if<JobPlaced>(&e.body); placed && placed->job == next) EXPECT_EQ(e.at, at(98s));
+    if (std::holds_alternative<JobReclaimed>(e.body)) {
+      EXPECT_EQ(e.at, at(98s));
+    }
+    if (const auto* placed = std::get_if<JobPlaced>(&e.body); placed && placed->job == next) {
+      EXPECT_EQ(e.at, at(98s));
+    }
   }
 }
 

@@ -67,10 +67,16 @@ struct JobCancelled {
 enum class PreemptReason : uint8_t {
   kGuaranteeReclaim,  // a tenant takes its guarantee back from borrowers
   kPriority,          // a higher-priority job of the same tenant
+  // A MIG re-cut (PART-5, see MigRecutStarted): the victim's instance is in
+  // the way of the preemptor's on a fragmented GPU. Always checkpointed;
+  // the victim queues again at once and is placed again like any preempted
+  // job (it keeps its priority and submit time), typically on the same GPU.
+  kMigRecut,
 };
 const char* PreemptReasonName(PreemptReason r);
 
-// The victim stops for `preemptor`: checkpointable victims first checkpoint
+// The victim stops for `preemptor` (for a re-cut: the job the re-cut makes
+// room for): checkpointable victims first checkpoint
 // (state kCheckpointing, resources held until CheckpointDone); others are
 // released at once by a JobPreempted that follows.
 struct PreemptionStarted {
@@ -84,6 +90,33 @@ struct PreemptionStarted {
 struct JobPreempted {
   JobId victim = -1;
   Duration lost_work{0};
+};
+
+// --- vertical scaling (PART-5) ------------------------------------------------
+// A MIG job waits although one GPU has enough free memory slices for its
+// profile, because the instances there are laid out so that no documented
+// start of the profile is free. The engine re-cuts that GPU for it: the
+// instances in the way (`moved`, all of checkpointable single-replica jobs)
+// stop with a checkpoint (a PreemptionStarted with reason kMigRecut for each
+// follows, then JobPreempted at CheckpointDone), the node is held for `job`
+// (NodesReserved), `job` then starts there (at `start`, where first fit puts
+// it among the instances that stay) and the moved jobs are placed again by
+// the ordinary scheduling pass, on the same GPU (the plan guarantees they
+// all fit back, in any order) or elsewhere.
+//
+// Decided before the events it explains. Apply records the moved jobs
+// (EngineState::recut_moved): until `job` starts or leaves, they wait for
+// the room planned for them instead of preempting or re-cutting themselves.
+// `node` and `gpu` say which GPU is re-cut, so that a simulator can model
+// the re-partitioning time (destroying and creating the GPU instances)
+// before the new and the moved instances start there.
+struct MigRecutStarted {
+  JobId job = -1;            // the waiting MIG job the re-cut makes room for
+  NodeIndex node = -1;
+  int32_t gpu = -1;          // GPU index on the node
+  std::string profile;       // the job's MIG profile, e.g. "3g.40gb"
+  uint8_t start = 0;         // its planned first memory slice
+  std::vector<JobId> moved;  // the jobs whose instances move, ascending
 };
 
 // --- quotas -----------------------------------------------------------------
@@ -166,7 +199,8 @@ struct GpusScrubbed {
 using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobSubmitted, JobRejected, JobPlaced,
                                JobFinished, JobCancelled, PreemptionStarted, JobPreempted, QuotaLent, QuotaRecalled,
                                QuotaExhausted, NodesReserved, ReservationReleased, GpusScrubbed, JobIdleSuspected,
-                               JobIdleRecovered, ReclaimStarted, JobReclaimed, NodeDown, JobInterrupted, NodeUp>;
+                               JobIdleRecovered, ReclaimStarted, JobReclaimed, NodeDown, JobInterrupted, NodeUp,
+                               MigRecutStarted>;
 
 struct Event {
   int64_t seq = 0;  // 1, 2, 3, ... in the order applied

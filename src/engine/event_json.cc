@@ -155,6 +155,14 @@ struct BodyJson {
     j["node"] = e.node;
     j["gpus"] = e.gpus;
   }
+  void operator()(const MigRecutStarted& e) {
+    j["job"] = e.job;
+    j["node"] = e.node;
+    j["gpu"] = e.gpu;
+    j["profile"] = e.profile;
+    j["start"] = e.start;
+    j["moved"] = e.moved;
+  }
 };
 
 }  // namespace
@@ -163,6 +171,7 @@ const char* PreemptReasonName(PreemptReason r) {
   switch (r) {
     case PreemptReason::kGuaranteeReclaim: return "guarantee-reclaim";
     case PreemptReason::kPriority: return "priority";
+    case PreemptReason::kMigRecut: return "mig-recut";
   }
   return "unknown";
 }
@@ -177,7 +186,7 @@ const char* EventName(const EventBody& body) {
       "JobPlaced",   "JobFinished",  "JobCancelled",      "PreemptionStarted", "JobPreempted", "QuotaLent",
       "QuotaRecalled", "QuotaExhausted", "NodesReserved", "ReservationReleased", "GpusScrubbed",
       "JobIdleSuspected", "JobIdleRecovered", "ReclaimStarted", "JobReclaimed", "NodeDown", "JobInterrupted",
-      "NodeUp"};
+      "NodeUp", "MigRecutStarted"};
   static_assert(std::size(kNames) == std::variant_size_v<EventBody>);
   return kNames[body.index()];
 }

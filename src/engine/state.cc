@@ -84,6 +84,12 @@ void EngineState::LabelNode(NodeIndex n, LabelMask labels, int delta) {
   }
 }
 
+void EngineState::ForgetRecut(JobId job) {
+  if (recut_moved.empty()) return;
+  recut_moved.erase(job);
+  std::erase_if(recut_moved, [job](const auto& entry) { return entry.second == job; });
+}
+
 void EngineState::Occupy(Job& j, const JobPlaced& e) {
   GP_CHECK(static_cast<int>(e.replicas.size()) == j.spec.replicas) << "job " << j.id;
   j.placements.clear();
@@ -192,6 +198,7 @@ struct ApplyVisitor {
     GP_CHECK(j.state == JobState::kPending) << "job " << e.job << " placed while " << JobStateName(j.state);
     s.queue.Remove(j);
     s.nominated.erase(QueueKeyOf(j));
+    s.ForgetRecut(e.job);
     s.Occupy(j, e);
   }
   void operator()(const JobFinished& e) {
@@ -199,6 +206,7 @@ struct ApplyVisitor {
     GP_CHECK(j.state == JobState::kRunning || j.state == JobState::kCheckpointing) << "job " << e.job;
     Detach(j);
     s.Release(j);
+    s.ForgetRecut(e.job);
     s.jobs.erase(e.job);
   }
   void operator()(const JobCancelled& e) {
@@ -210,6 +218,7 @@ struct ApplyVisitor {
       Detach(j);
       s.Release(j);
     }
+    s.ForgetRecut(e.job);
     s.jobs.erase(e.job);
   }
   void operator()(const PreemptionStarted& e) {
@@ -252,6 +261,7 @@ struct ApplyVisitor {
     GP_CHECK(j.stopping == Job::Stop::kReclaimIdle || j.stopping == Job::Stop::kEvictDeadline) << "job " << e.job;
     Detach(j);
     s.Release(j);
+    s.ForgetRecut(e.job);
     s.jobs.erase(e.job);
   }
   void operator()(const NodeDown& e) {
@@ -305,6 +315,16 @@ struct ApplyVisitor {
     s.reservations[e.job] = e.nodes;
   }
   void operator()(const GpusScrubbed& e) { s.cluster.Scrub(e.node, e.gpus); }
+  void operator()(const MigRecutStarted& e) {
+    const Job& j = s.job(e.job);
+    GP_CHECK(j.state == JobState::kPending) << "re-cut for job " << e.job << " while " << JobStateName(j.state);
+    GP_CHECK(!e.moved.empty()) << "re-cut for job " << e.job << " moves nothing";
+    for (JobId m : e.moved) {
+      GP_CHECK(s.job(m).state == JobState::kRunning) << "re-cut moves job " << m << " while "
+                                                      << JobStateName(s.job(m).state);
+      s.recut_moved[m] = e.job;
+    }
+  }
   void operator()(const ReservationReleased& e) {
     auto it = s.reservations.find(e.job);
     GP_CHECK(it != s.reservations.end()) << "job " << e.job << " holds no reservation";
@@ -382,6 +402,13 @@ Status CheckInvariants(const EngineState& s) {
       if (tp.usage.lent_milli < 0 || tp.usage.lent_milli > tp.quota.guaranteed_milli) {
         return fail("tenant " + t.name + " lends " + std::to_string(tp.usage.lent_milli));
       }
+    }
+  }
+  for (const auto& [moved, beneficiary] : s.recut_moved) {
+    const Job* m = s.find_job(moved);
+    const Job* b = s.find_job(beneficiary);
+    if (!m || !b || b->state != JobState::kPending) {
+      return fail("re-cut entry " + std::to_string(moved) + " -> " + std::to_string(beneficiary) + " is stale");
     }
   }
   for (NodeIndex i = 0; i < s.cluster.node_count(); ++i) {

@@ -67,6 +67,11 @@ struct EngineState {
   // tries them first (kube-scheduler's nominated pods, in effect).
   std::set<QueueKey> nominated;
   std::map<JobId, std::vector<NodeIndex>> reservations;
+  // Jobs moved by a MIG re-cut (MigRecutStarted) -> the job the re-cut makes
+  // room for. An entry lives until either job is placed or leaves; while it
+  // does, the moved job waits for the room planned for it (it neither
+  // preempts nor re-cuts), so that one re-cut cannot set off others.
+  std::map<JobId, JobId> recut_moved;
   // Per node: how many running replicas carry each label bit (empty until a
   // labelled job lands on the node).
   std::vector<std::vector<int32_t>> node_label_counts;
@@ -94,11 +99,14 @@ struct EngineState {
   void Occupy(Job& j, const JobPlaced& e);
   void UsageChanged(TenantPool& tp);
   void LabelNode(NodeIndex n, LabelMask labels, int delta);
+  // Drops the re-cut entries that name `job`, as mover or as beneficiary.
+  void ForgetRecut(JobId job);
 };
 
 // Checks the state's invariants; the error names the first one broken:
 // allocations match running jobs, usage matches allocations, no GPU over
-// allocated, every pending job queued exactly once, reservations match nodes.
+// allocated, every pending job queued exactly once, reservations match nodes,
+// re-cut entries name a live moved job and a pending beneficiary.
 Status CheckInvariants(const EngineState& s);
 
 }  // namespace gpupool

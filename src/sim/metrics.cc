@@ -61,6 +61,7 @@ void MetricsCollector::Started(size_t job, Instant now) {
   if (!records_[job].started) records_[job].started = now;
 }
 void MetricsCollector::Completed(size_t job, Instant now) { records_[job].completed = now; }
+void MetricsCollector::Ended(size_t job) { records_[job].ended = true; }
 
 void MetricsCollector::Preempted(size_t job, Duration lost) {
   const SimJob& j = (*jobs_)[job];
@@ -80,6 +81,7 @@ void MetricsCollector::Integrate(Instant now) {
   const double dt = static_cast<double>(ToMillis(now - last_));
   if (dt > 0) {
     allocated_area_ += static_cast<double>(last_allocated_) * dt;
+    busy_area_ += busy_last_ * dt;
     for (size_t t = 0; t < tenant_last_.size(); ++t) tenant_area_[t] += static_cast<double>(tenant_last_[t]) * dt;
     for (size_t p = 0; p < pool_last_.size(); ++p) pool_area_[p] += static_cast<double>(pool_last_[p]) * dt;
   }
@@ -96,6 +98,7 @@ void MetricsCollector::Observe(Instant now) {
   }
   Integrate(now);
   last_allocated_ = state_->cluster.gpu_milli_allocated();
+  busy_last_ = busy_next_;
   const size_t tenants = state_->tenants.size();
   if (tenant_last_.size() < tenants) {
     tenant_last_.resize(tenants, 0);
@@ -170,6 +173,8 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
         c->gpu_hours_completed += gpu_hours;
       }
       for (Samples* s : samples) s->jct.push_back(jct);
+    } else if (rec.ended) {
+      ++r.ended;
     } else {
       ++r.unfinished;
     }
@@ -209,6 +214,26 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
     }
   }
   r.jobs_completed_per_hour = r.horizon_h > 0 ? static_cast<double>(r.all.completed) / r.horizon_h : 0;
+
+  const double gpus = total / 1000.0;
+  r.sharing.gpu_busy_pct_mean = gpus > 0 && span > 0 ? 100.0 * busy_area_ / (gpus * span) : 0;
+  r.sharing.interference_slowdown_pct = alone_ms_ > 0 ? 100.0 * (wall_ms_ / alone_ms_ - 1.0) : 0;
+  r.sharing.scrubs = scrubs_;
+  r.sharing.mig_setups = mig_setups_;
+  r.reclaim.idle_reclaims = static_cast<int64_t>(reclaim_latency_s_.size());
+  r.reclaim.deadline_evictions = deadline_evictions_;
+  r.reclaim.resumed = static_cast<int64_t>(resume_latency_s_.size());
+  r.reclaim.never_resumed = never_resumed_;
+  r.reclaim.reclaim_latency_s = ComputePercentiles(reclaim_latency_s_);
+  r.reclaim.reallocation_latency_s = ComputePercentiles(reallocation_latency_s_);
+  r.reclaim.resume_latency_s = ComputePercentiles(resume_latency_s_);
+  r.reclaim.idle_gpu_hours = idle_gpu_ms_ / kMsPerHour;
+  r.reclaim.held_gpu_hours = held_gpu_ms_ / kMsPerHour;
+  r.recovery.node_failures = node_failures_;
+  r.recovery.interruptions = static_cast<int64_t>(lost_work_s_.size());
+  r.recovery.not_replaced = not_replaced_;
+  r.recovery.replace_latency_s = ComputePercentiles(replace_latency_s_);
+  r.recovery.lost_work_s = ComputePercentiles(lost_work_s_);
   return r;
 }
 
@@ -248,6 +273,28 @@ nlohmann::json ToJson(const SimReport& r) {
           {"preemptions", r.preemptions},
           {"gpu_hours_lost_to_preemption", Round3(r.gpu_hours_lost)},
           {"unfinished", r.unfinished},
+          {"ended", r.ended},
+          {"sharing",
+           {{"gpu_busy_pct_mean", Round3(r.sharing.gpu_busy_pct_mean)},
+            {"interference_slowdown_pct", Round3(r.sharing.interference_slowdown_pct)},
+            {"scrubs", r.sharing.scrubs},
+            {"mig_setups", r.sharing.mig_setups}}},
+          {"reclaim",
+           {{"idle_reclaims", r.reclaim.idle_reclaims},
+            {"deadline_evictions", r.reclaim.deadline_evictions},
+            {"resumed", r.reclaim.resumed},
+            {"never_resumed", r.reclaim.never_resumed},
+            {"reclaim_latency_s", PercentilesJson(r.reclaim.reclaim_latency_s)},
+            {"reallocation_latency_s", PercentilesJson(r.reclaim.reallocation_latency_s)},
+            {"resume_latency_s", PercentilesJson(r.reclaim.resume_latency_s)},
+            {"idle_gpu_hours", Round3(r.reclaim.idle_gpu_hours)},
+            {"held_gpu_hours", Round3(r.reclaim.held_gpu_hours)}}},
+          {"recovery",
+           {{"node_failures", r.recovery.node_failures},
+            {"interruptions", r.recovery.interruptions},
+            {"not_replaced", r.recovery.not_replaced},
+            {"replace_latency_s", PercentilesJson(r.recovery.replace_latency_s)},
+            {"lost_work_s", PercentilesJson(r.recovery.lost_work_s)}}},
           {"events", r.events},
           {"event_log_sha256", r.event_log_sha256}};
 }
@@ -266,8 +313,28 @@ std::string FormatReport(const SimReport& r) {
       r.allocation_pct_mean, static_cast<long long>(r.all.submitted), static_cast<long long>(r.all.rejected),
       static_cast<long long>(r.all.completed), r.jobs_completed_per_hour, r.all.gpu_hours_completed,
       static_cast<long long>(r.unfinished));
-  add("         %lld preemptions, %.1f GPU-hours of work lost to them; JCT p50 %.0f s, p95 %.0f s, p99 %.0f s\n\n",
+  add("         %lld preemptions, %.1f GPU-hours of work lost to them; JCT p50 %.0f s, p95 %.0f s, p99 %.0f s\n",
       static_cast<long long>(r.preemptions), r.gpu_hours_lost, r.all.jct_s.p50, r.all.jct_s.p95, r.all.jct_s.p99);
+  add("         GPUs busy %.1f%% (time-weighted); sharing slowed GPU jobs by %.1f%%; %lld scrubs, %lld MIG set-ups\n",
+      r.sharing.gpu_busy_pct_mean, r.sharing.interference_slowdown_pct, static_cast<long long>(r.sharing.scrubs),
+      static_cast<long long>(r.sharing.mig_setups));
+  if (r.reclaim.idle_reclaims + r.reclaim.deadline_evictions > 0 || r.ended > 0) {
+    add("Reclaim: %lld idle reclaims (idle to release p50 %.1f s, release to reuse p50 %.1f s), %lld resumed "
+        "(p50 %.1f s), %lld never busy again; %lld evicted at their deadline\n",
+        static_cast<long long>(r.reclaim.idle_reclaims), r.reclaim.reclaim_latency_s.p50,
+        r.reclaim.reallocation_latency_s.p50, static_cast<long long>(r.reclaim.resumed),
+        r.reclaim.resume_latency_s.p50, static_cast<long long>(r.reclaim.never_resumed),
+        static_cast<long long>(r.reclaim.deadline_evictions));
+  }
+  add("         GPUs held idle: %.1f of %.1f GPU-hours held\n", r.reclaim.idle_gpu_hours, r.reclaim.held_gpu_hours);
+  if (r.recovery.node_failures > 0) {
+    add("Failures: %lld nodes failed, %lld jobs interrupted; re-placed p50 %.1f s, p99 %.1f s after the failure "
+        "(%lld not by the horizon); lost work mean %.0f s\n",
+        static_cast<long long>(r.recovery.node_failures), static_cast<long long>(r.recovery.interruptions),
+        r.recovery.replace_latency_s.p50, r.recovery.replace_latency_s.p99,
+        static_cast<long long>(r.recovery.not_replaced), r.recovery.lost_work_s.mean);
+  }
+  out += "\n";
   add("%-14s %9s %9s %9s %10s %10s %10s %12s\n", "priority", "submitted", "started", "completed", "wait p50 s",
       "wait p95 s", "wait p99 s", "GPU-h done");
   for (const auto& [name, c] : r.by_priority) {

@@ -49,6 +49,34 @@ struct PoolReport {
   PoolCapacity at_end;              // the capacity model (POOL-3) at the horizon
 };
 
+// Sharing (PART-1..4): how busy GPUs really were, and what co-location cost.
+struct SharingReport {
+  double gpu_busy_pct_mean = 0;          // time-weighted sum of min(1, load) per GPU / GPUs
+  double interference_slowdown_pct = 0;  // GPU jobs: run time / time alone - 1 (time-weighted)
+  int64_t scrubs = 0;                    // placements that waited for a memory scrub
+  int64_t mig_setups = 0;                // placements that created MIG instances
+};
+
+// Reclamation (RECLAIM-1..4).
+struct ReclaimReport {
+  int64_t idle_reclaims = 0, deadline_evictions = 0;
+  int64_t resumed = 0;        // reclaimed while idle, resubmitted when busy again
+  int64_t never_resumed = 0;  // reclaimed, and never busy again
+  Percentiles reclaim_latency_s;       // idle start to release
+  Percentiles reallocation_latency_s;  // release (with jobs waiting) to the next task on those GPUs
+  Percentiles resume_latency_s;        // busy again to running again
+  double idle_gpu_hours = 0;  // GPUs held while idle (below the idle threshold, starting, stopping)
+  double held_gpu_hours = 0;  // GPUs held at all
+};
+
+// Node failures (OPS-4).
+struct RecoveryReport {
+  int64_t node_failures = 0, interruptions = 0;
+  int64_t not_replaced = 0;            // still waiting at the horizon (counted there)
+  Percentiles replace_latency_s;       // the node's failure to the job's re-placement
+  Percentiles lost_work_s;             // run time since the last checkpoint, per interruption
+};
+
 struct SimReport {
   std::string scenario;
   std::map<std::string, PoolReport> pools;
@@ -62,6 +90,10 @@ struct SimReport {
   int64_t preemptions = 0;
   double gpu_hours_lost = 0;  // run time lost to preemption x GPUs
   int64_t unfinished = 0;     // pending or running at the horizon
+  int64_t ended = 0;          // reclaimed or evicted and not run again
+  SharingReport sharing;
+  ReclaimReport reclaim;
+  RecoveryReport recovery;
   int64_t events = 0;
   std::string event_log_sha256;
 };
@@ -79,6 +111,35 @@ class MetricsCollector {
   void Started(size_t job, Instant now);
   void Completed(size_t job, Instant now);
   void Preempted(size_t job, Duration lost);
+  // The job stopped for good without completing (evicted; reclaimed and
+  // never busy again).
+  void Ended(size_t job);
+  // GPUs kept busy from now on (whole GPUs' worth), read at the next Observe.
+  void SetGpuBusy(double gpus) { busy_next_ = gpus; }
+  // A GPU job computed for `wall_ms` what it would have done alone in `alone_ms`.
+  void Computed(double wall_ms, double alone_ms) {
+    wall_ms_ += wall_ms;
+    alone_ms_ += alone_ms;
+  }
+  void Held(double idle_gpu_ms, double held_gpu_ms) {
+    idle_gpu_ms_ += idle_gpu_ms;
+    held_gpu_ms_ += held_gpu_ms;
+  }
+  void Scrubbed() { ++scrubs_; }
+  void MigSetUp() { ++mig_setups_; }
+  void IdleReclaimed(Duration latency) { reclaim_latency_s_.push_back(ToSeconds(latency)); }
+  void DeadlineEvicted() { ++deadline_evictions_; }
+  void Resumed(Duration latency) { resume_latency_s_.push_back(ToSeconds(latency)); }
+  void NeverResumed() { ++never_resumed_; }
+  void Reallocated(Duration latency) { reallocation_latency_s_.push_back(ToSeconds(latency)); }
+  void NodeFailed() { ++node_failures_; }
+  void Interrupted(Duration lost) { lost_work_s_.push_back(ToSeconds(lost)); }
+  // Re-placed `latency` after its node failed; `censored`: not re-placed by
+  // the horizon, counted with the wait so far.
+  void Replaced(Duration latency, bool censored) {
+    replace_latency_s_.push_back(ToSeconds(latency));
+    not_replaced_ += censored;
+  }
   // After every engine event: integrates allocation and usage up to `now`.
   void Observe(Instant now);
   SimReport Finish(Instant horizon, std::string scenario, int64_t events, std::string sha256);
@@ -87,7 +148,7 @@ class MetricsCollector {
   struct JobRecord {
     Instant submitted{};
     std::optional<Instant> started, completed;
-    bool rejected = false, seen = false;
+    bool rejected = false, seen = false, ended = false;
   };
   void Integrate(Instant now);
 
@@ -108,6 +169,12 @@ class MetricsCollector {
   std::vector<double> tenant_lost_;       // milli x ms
   int64_t preemptions_ = 0;
   double lost_ = 0;                       // milli x ms
+  double busy_next_ = 0, busy_last_ = 0, busy_area_ = 0;  // GPUs, GPUs x ms
+  double wall_ms_ = 0, alone_ms_ = 0, idle_gpu_ms_ = 0, held_gpu_ms_ = 0;
+  int64_t scrubs_ = 0, mig_setups_ = 0, deadline_evictions_ = 0, never_resumed_ = 0, node_failures_ = 0,
+          not_replaced_ = 0;
+  std::vector<double> reclaim_latency_s_, resume_latency_s_, reallocation_latency_s_, lost_work_s_,
+      replace_latency_s_;
 };
 
 }  // namespace gpupool

@@ -1080,6 +1080,7 @@ Status Parser::ParseUtilization(const YAML::Node& n, const std::string& path, Ut
   }
   if (chosen.empty()) return Fail(n, path, "needs one of constant, bursty, trace");
   m = UtilizationModel{};
+  m.given = true;
   if (chosen == "constant") {
     m.kind = UtilizationModel::Kind::kConstant;
     SCENARIO_TRY(NumberField(f, "constant", m.busy, Fraction01));

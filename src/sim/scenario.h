@@ -65,7 +65,9 @@ struct DurationModel {
   Duration max{std::chrono::hours(24 * 7)};
 };
 
-// How busy a job keeps its GPUs over time (RECLAIM-1; interference).
+// How busy a job keeps its GPUs over time (RECLAIM-1; interference): the
+// fraction of a whole GPU it keeps busy when it runs alone there (what
+// nvidia-smi shows), so co-located shares can together want more than 100%.
 struct UtilizationModel {
   enum class Kind {
     kConstant,  // `busy` all the time
@@ -77,6 +79,9 @@ struct UtilizationModel {
   double idle = 0.02;
   Duration busy_for{std::chrono::minutes(30)}, idle_for{std::chrono::minutes(30)};
   Duration phase_jitter{0};  // each job starts its cycle at a random offset below this
+  // False when the job template does not say: then constant at 90% of the
+  // job's GPU share (0.9 of a whole GPU, 0.225 for a quarter share).
+  bool given = false;
 };
 
 // One stage of a pipeline job (PART-4), placed with the others on one node.

@@ -41,6 +41,32 @@ Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::s
   return plan;
 }
 
+// The sharing baselines of RunOptions, applied to one job.
+void ApplySharingBaseline(RunOptions::Sharing sharing, const ModePolicy& policy, JobSpec& spec) {
+  auto whole = [](Demand& d) {
+    if (d.gpu_count == 0 || d.gpu_milli >= kMilliPerGpu) return;
+    d.gpu_milli = kMilliPerGpu;
+    d.mode = ShareMode::kAny;
+    d.gpu_memory_mib = 0;
+  };
+  auto time_slice = [](Demand& d) {
+    if (d.gpu_count > 0 && d.gpu_milli < kMilliPerGpu) d.mode = ShareMode::kTimeSlice;
+  };
+  if (sharing == RunOptions::Sharing::kWholeGpusOnly) {
+    spec.auto_sharing = false;
+    whole(spec.demand);
+    for (Demand& d : spec.stages) whole(d);
+    return;
+  }
+  if (spec.auto_sharing && spec.demand.gpu_count > 0 && !spec.is_pipeline()) {
+    const SharingChoice c = ChooseSharing(policy, spec).second;
+    ApplySharing(c == SharingChoice::kWhole ? c : SharingChoice::kTimeSlice, spec);
+    spec.auto_sharing = false;
+  }
+  time_slice(spec.demand);
+  for (Demand& d : spec.stages) time_slice(d);
+}
+
 }  // namespace
 
 Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
@@ -70,7 +96,20 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
     if (!loaded) return std::unexpected(loaded.error());
     runtimes = std::move(*loaded);
   }
-  auto generated = GenerateJobs(s, ids, runtimes.empty() ? nullptr : &runtimes, s.seed);
+  std::vector<std::vector<double>> duty_cycles;
+  if (WantsDutyCycles(s)) {
+    const std::string path = TraceFile(kGpuDutyCycleTraceFile);
+    if (path.empty()) {
+      return FailedPrecondition(s.path + ": the workload replays the GenAI GPU duty cycles (" +
+                                std::string(kGpuDutyCycleTraceFile) +
+                                "), which are not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
+    }
+    auto loaded = LoadDutyCycles(path);
+    if (!loaded) return std::unexpected(loaded.error());
+    duty_cycles = std::move(*loaded);
+  }
+  auto generated = GenerateJobs(s, ids, runtimes.empty() ? nullptr : &runtimes, s.seed,
+                                duty_cycles.empty() ? nullptr : &duty_cycles);
   if (!generated) return std::unexpected(generated.error());
   std::vector<SimJob> jobs = std::move(*generated);
   if (s.trace) {
@@ -86,6 +125,11 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
       j.spec.deadline.reset();
     }
   }
+  if (options.sharing != RunOptions::Sharing::kAsWritten) {
+    auto policy = FindModePolicy(s.engine.sharing_policy);
+    if (!policy) return std::unexpected(policy.error());
+    for (SimJob& j : jobs) ApplySharingBaseline(options.sharing, *policy, j.spec);
+  }
   auto plan = PlanNodes(s, classes);
   if (!plan) return std::unexpected(plan.error());
   int64_t cpu = 0, gpu = 0;
@@ -96,7 +140,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   std::vector<Demand> demands;
   demands.reserve(jobs.size());
   for (const SimJob& j : jobs) {
-    for (int r = 0; r < std::min(j.spec.replicas, 64); ++r) demands.push_back(j.spec.demand);
+    for (int r = 0; r < std::min(j.spec.replicas, 64); ++r) demands.push_back(j.spec.replica_demand(r));
   }
   auto target = TargetWorkloadOf(demands, cpu, gpu);
   if (!target) return std::unexpected(target.error());
@@ -104,6 +148,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   EngineConfig config = s.engine;
   if (options.policy) config.policy = *options.policy;
   if (options.lending) config.lending.enabled = *options.lending;
+  if (options.reclaim_idle) config.reclaim.idle = *options.reclaim_idle;
   auto engine = Engine::Create(config, std::move(*target), std::move(attributes));
   if (!engine) return std::unexpected(engine.error());
 
@@ -114,6 +159,9 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   sim_options.horizon = s.horizon;
   sim_options.event_log_path = options.event_log_path;
   sim_options.check_invariants = options.check_invariants;
+  sim_options.costs = s.costs;
+  sim_options.duty_cycles = duty_cycles.empty() ? nullptr : &duty_cycles;
+  sim_options.faults = s.faults;
   Simulator sim(engine->get(), std::move(jobs), sim_options);
   const Engine::Sink sink = sim.sink();
   Engine& e = **engine;

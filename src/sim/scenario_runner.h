@@ -20,6 +20,13 @@ struct RunOptions {
   // and no deadline, so the queue is first come, first served (reports
   // still group jobs by their priority class).
   bool fifo = false;
+  // Baselines for sharing claims (PART-1..3): every GPU job as written, on
+  // whole GPUs only (shares round up to one GPU), or time-sliced wherever
+  // it shares (MIG and MPS become time-slicing; the sharing policy still
+  // decides which auto jobs take whole GPUs).
+  enum class Sharing { kAsWritten, kWholeGpusOnly, kTimeSliceOnly } sharing = Sharing::kAsWritten;
+  // Overrides the scenario's idle reclamation switch.
+  std::optional<bool> reclaim_idle;
 };
 
 Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options);

@@ -1,15 +1,32 @@
 #include "src/sim/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "src/base/check.h"
 
 namespace gpupool {
+namespace {
+
+double Ms(Duration d) { return static_cast<double>(ToMillis(d)); }
+
+bool Overlaps(const std::vector<PlacedReplica>& a, const std::vector<PlacedReplica>& b) {
+  for (const PlacedReplica& x : a) {
+    for (const PlacedReplica& y : b) {
+      if (x.node == y.node && (x.gpus & y.gpus) != 0) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 Simulator::Simulator(Engine* engine, std::vector<SimJob> jobs, SimOptions options)
     : engine_(engine),
+      sink_([this](const Event& e) { OnEvent(e); }),
       jobs_(std::move(jobs)),
       options_(std::move(options)),
+      load_(&engine_->state().cluster, options_.costs),
       metrics_(&jobs_, &engine_->state(), options_.sample_every) {
   if (!options_.event_log_path.empty()) {
     log_.open(options_.event_log_path, std::ios::trunc);
@@ -17,12 +34,156 @@ Simulator::Simulator(Engine* engine, std::vector<SimJob> jobs, SimOptions option
   }
 }
 
-void Simulator::Push(Instant at, Kind kind, JobId job, uint64_t token) {
-  heap_.push(Item{at, kind, seq_++, job, token});
+void Simulator::Push(Instant at, Kind kind, int64_t id, uint64_t token) {
+  heap_.push(Item{at, kind, seq_++, id, token});
 }
 
-Duration Simulator::Elapsed(const Running& r, Instant now) const {
-  return r.running && now > r.run_start ? now - r.run_start : Duration(0);
+// --- progress -----------------------------------------------------------------
+
+void Simulator::Settle(Running& r, Instant now) {
+  if (now <= r.rate_since) return;  // still starting (or already settled)
+  const double dt = Ms(now - r.rate_since);
+  r.progress_ms += r.rate * dt;
+  if (r.gpus > 0) metrics_.Computed(dt, dt * r.factor);
+  r.rate_since = now;
+}
+
+void Simulator::UpdateRate(JobId id, Running& r, Instant now) {
+  Settle(r, now);
+  const SimJob& job = jobs_[r.index];
+  r.factor = load_.Factor(r.replicas);
+  const double checkpointing = job.spec.checkpoint_interval > Duration(0) ? 1.0 - options_.costs.checkpoint_overhead : 1.0;
+  r.rate = r.factor * checkpointing;
+  ++r.token;
+  const double remaining = std::max(0.0, Ms(job.work) - Ms(r.done) - r.progress_ms);
+  Push(r.rate_since + Duration(static_cast<int64_t>(std::ceil(remaining / r.rate))), Kind::kCompletion, id, r.token);
+}
+
+void Simulator::UpdateRates(const std::vector<JobId>& ids, Instant now) {
+  for (JobId id : ids) {
+    auto it = live_.find(id);
+    if (it != live_.end() && it->second.computing) UpdateRate(id, it->second, now);
+  }
+}
+
+void Simulator::StopComputing(JobId id, Running& r, Instant now) {
+  Settle(r, now);
+  r.computing = false;
+  r.stopped_at = now;
+  ++r.token;
+  ++r.poll_token;
+  UpdateRates(load_.Remove(id, r.replicas), now);
+}
+
+Duration Simulator::SavePeriodic(Running& r) {
+  const Duration interval = jobs_[r.index].spec.checkpoint_interval;
+  const double progress = r.progress_ms;
+  r.progress_ms = 0;
+  if (interval <= Duration(0) || r.stopped_at <= r.run_start) return Duration(std::llround(progress));
+  const Duration ran = r.stopped_at - r.run_start;
+  const double saved = progress * Ms(ran - ran % interval) / Ms(ran);
+  r.done += Duration(std::llround(saved));
+  return Duration(std::llround(progress - saved));
+}
+
+void Simulator::Release(JobId, Running& r, Instant now) {
+  if (!r.placed) return;
+  const Instant stop = r.computing ? now : r.stopped_at;
+  Duration idle = std::max(Duration(0), std::min(r.run_start, stop) - r.placed_at);  // starting
+  if (stop > r.run_start) idle += r.util.TimeBelow(r.run_start - r.util_origin, stop - r.util_origin, IdleThreshold());
+  idle += now - stop;  // stopping
+  metrics_.Held(r.gpus * Ms(idle), r.gpus * Ms(now - r.placed_at));
+  r.placed = false;
+}
+
+Utilization Simulator::MakeUtilization(const SimJob& job, double gpu_share) const {
+  UtilizationModel m = job.utilization;
+  const std::vector<double>* series = nullptr;
+  if (!m.given) {
+    m = UtilizationModel{};
+    m.busy = 0.9 * gpu_share;
+  } else if (m.kind == UtilizationModel::Kind::kTrace) {
+    GP_CHECK(options_.duty_cycles != nullptr && job.util_series >= 0 &&
+             static_cast<size_t>(job.util_series) < options_.duty_cycles->size())
+        << "job '" << job.spec.name << "' replays duty-cycle series " << job.util_series;
+    series = &(*options_.duty_cycles)[job.util_series];
+  }
+  return Utilization(m, series, job.util_phase);
+}
+
+// --- engine events --------------------------------------------------------------
+
+void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
+  Running& r = live_.at(p.job);
+  const SimJob& job = jobs_[r.index];
+  const JobSpec& spec = engine_->state().job(p.job).spec;  // with the engine's sharing choice
+  if (r.failed_at) {
+    metrics_.Replaced(now - *r.failed_at, false);
+    r.failed_at.reset();
+  }
+  if (r.wants_back) {
+    metrics_.Resumed(now - *r.wants_back);
+    r.wants_back.reset();
+  }
+  bool scrubbed = false, mig = false, on_failed_node = false;
+  int32_t per_gpu_milli = 0;
+  for (size_t i = 0; i < p.replicas.size(); ++i) {
+    const PlacedReplica& at = p.replicas[i];
+    if (scrub_at_ == now) {
+      auto it = scrubbed_.find(at.node);
+      scrubbed |= it != scrubbed_.end() && (it->second & at.gpus) != 0;
+    }
+    const Demand d = spec.replica_demand(static_cast<int>(i));
+    mig |= d.kind() == DemandKind::kGpuShare && d.mode == ShareMode::kMig;
+    per_gpu_milli = std::max(per_gpu_milli, d.gpu_count > 0 ? d.gpu_milli : 0);
+    on_failed_node |= failed_[at.node];
+  }
+  Duration latency = options_.start_latency;
+  if (scrubbed) {
+    latency += options_.costs.scrub;
+    metrics_.Scrubbed();
+  }
+  if (mig) {
+    latency += options_.costs.mig_setup;
+    metrics_.MigSetUp();
+  }
+  r.placed = true;
+  r.replicas = p.replicas;
+  r.gpus = static_cast<double>(spec.total_gpu_milli()) / kMilliPerGpu;
+  r.placed_at = now;
+  r.run_start = now + latency;
+  r.rate_since = r.run_start;
+  r.progress_ms = 0;
+  r.checkpointed = false;
+  ++r.poll_token;
+  if (!r.util.valid()) {
+    r.util = MakeUtilization(job, static_cast<double>(per_gpu_milli) / kMilliPerGpu);
+    r.util_origin = r.run_start;
+  }
+  // The first task on GPUs an idle reclaim released.
+  for (auto it = released_.begin(); it != released_.end();) {
+    if (Overlaps(it->where, p.replicas)) {
+      metrics_.Reallocated(now + (scrubbed ? options_.costs.scrub : Duration(0)) - it->at);
+      it = released_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  metrics_.Started(r.index, now);
+  if (on_failed_node) {  // the engine does not know yet: it never starts
+    r.computing = false;
+    r.stopped_at = now;
+    r.failed_at = now;
+    return;
+  }
+  r.computing = true;
+  const std::vector<JobId> others = load_.Add(p.job, r.replicas, r.util.mean());
+  UpdateRate(p.job, r, now);
+  UpdateRates(others, now);
+  const ReclaimConfig& rc = engine_->config().reclaim;
+  if (rc.idle && r.gpus > 0 && r.util.CanDropBelow(IdleThreshold())) {
+    Push(r.run_start + rc.poll, Kind::kPoll, p.job, r.poll_token);
+  }
 }
 
 void Simulator::OnEvent(const Event& e) {
@@ -38,52 +199,195 @@ void Simulator::OnEvent(const Event& e) {
   }
   const Instant now = e.at;
   if (const auto* s = std::get_if<JobSubmitted>(&e.body)) {
-    live_[s->job] = Running{submitting_};
-    metrics_.Submitted(submitting_, now);
+    if (resubmitting_) {
+      live_[s->job] = std::move(parked_.at(submitting_));
+      parked_.erase(submitting_);
+    } else {
+      live_[s->job].index = submitting_;
+      metrics_.Submitted(submitting_, now);
+    }
   } else if (std::get_if<JobRejected>(&e.body)) {
-    metrics_.Rejected(submitting_);
+    if (resubmitting_) {
+      parked_.erase(submitting_);
+      metrics_.Ended(submitting_);
+    } else {
+      metrics_.Rejected(submitting_);
+    }
+  } else if (const auto* g = std::get_if<GpusScrubbed>(&e.body)) {
+    if (scrub_at_ != now) {
+      scrubbed_.clear();
+      scrub_at_ = now;
+    }
+    scrubbed_[g->node] |= g->gpus;
   } else if (const auto* p = std::get_if<JobPlaced>(&e.body)) {
-    Running& r = live_.at(p->job);
-    r.running = true;
-    r.run_start = now + options_.start_latency;
-    ++r.token;
-    const SimJob& job = jobs_[r.index];
-    Push(r.run_start + std::max(Duration(0), job.work - r.done), Kind::kCompletion, p->job, r.token);
-    metrics_.Started(r.index, now);
+    OnPlaced(*p, now);
   } else if (const auto* ps = std::get_if<PreemptionStarted>(&e.body)) {
     Running& r = live_.at(ps->victim);
-    ++r.token;  // its completion no longer stands
-    if (ps->checkpoint) {
-      // The checkpoint captures everything computed so far.
-      r.done += Elapsed(r, now);
-      r.running = false;
+    if (ps->checkpoint && r.computing) {  // the checkpoint captures everything computed so far
+      StopComputing(ps->victim, r, now);
+      r.done += Duration(std::llround(r.progress_ms));
+      r.progress_ms = 0;
+      r.checkpointed = true;
       Push(now + jobs_[r.index].spec.checkpoint_duration, Kind::kCheckpointDone, ps->victim);
     }
   } else if (const auto* pr = std::get_if<JobPreempted>(&e.body)) {
     Running& r = live_.at(pr->victim);
-    ++r.token;
-    if (r.running) {  // stopped without a checkpoint now: keep what periodic checkpoints saved
-      const Duration ran = Elapsed(r, now);
-      const JobSpec& spec = jobs_[r.index].spec;
-      const Duration saved = spec.checkpoint_interval > Duration(0) ? ran - ran % spec.checkpoint_interval : Duration(0);
-      r.done += saved;
-      metrics_.Preempted(r.index, ran - saved);
-    } else {
-      metrics_.Preempted(r.index, Duration(0));
+    Duration lost{0};
+    if (!r.checkpointed) {  // stopped without a checkpoint now: keep what periodic checkpoints saved
+      if (r.computing) StopComputing(pr->victim, r, now);
+      if (r.placed) lost = SavePeriodic(r);
     }
-    r.running = false;
+    metrics_.Preempted(r.index, lost);
+    Release(pr->victim, r, now);
+  } else if (const auto* rs = std::get_if<ReclaimStarted>(&e.body)) {
+    Running& r = live_.at(rs->job);
+    if (rs->reason == ReclaimReason::kIdle) {
+      const Duration t = now - r.util_origin;
+      r.idle_from = now;
+      if (r.util.valid() && r.util.At(t) < IdleThreshold()) {
+        r.idle_from = std::max(r.run_start, r.util_origin + r.util.BelowSince(t, IdleThreshold()));
+      }
+    }
+    if (rs->checkpoint && r.computing) {
+      StopComputing(rs->job, r, now);
+      r.done += Duration(std::llround(r.progress_ms));
+      r.progress_ms = 0;
+      r.checkpointed = true;
+      Push(now + jobs_[r.index].spec.checkpoint_duration, Kind::kCheckpointDone, rs->job);
+    }
+  } else if (const auto* rc = std::get_if<JobReclaimed>(&e.body)) {
+    auto node = live_.extract(rc->job);
+    Running& r = node.mapped();
+    if (!r.checkpointed) {
+      if (r.computing) StopComputing(rc->job, r, now);
+      if (r.placed) SavePeriodic(r);
+    }
+    const std::vector<PlacedReplica> where = r.replicas;
+    Release(rc->job, r, now);
+    if (!r.idle_from) {
+      metrics_.DeadlineEvicted();
+      metrics_.Ended(r.index);
+    } else {
+      metrics_.IdleReclaimed(now - *r.idle_from);
+      if (engine_->state().queue.size() > 0) released_.push_back(Released{now, where});
+      // Its users come back when its utilization rises again.
+      const Duration back = r.util.NextAtOrAbove(now - r.util_origin, IdleThreshold());
+      if (r.done < jobs_[r.index].work && back != Duration::max()) {
+        r.idle_from.reset();
+        r.checkpointed = false;
+        const size_t index = r.index;
+        const Instant at = std::max(now, r.util_origin + back);
+        parked_[index] = std::move(r);
+        Push(at, Kind::kResubmit, static_cast<int64_t>(index));
+      } else {
+        metrics_.NeverResumed();
+        metrics_.Ended(r.index);
+      }
+    }
+  } else if (const auto* ji = std::get_if<JobInterrupted>(&e.body)) {
+    Running& r = live_.at(ji->job);
+    if (r.computing) StopComputing(ji->job, r, now);
+    if (!r.failed_at) r.failed_at = now;
+    const Duration lost = r.checkpointed ? Duration(0) : SavePeriodic(r);
+    r.checkpointed = false;
+    metrics_.Interrupted(lost);
+    Release(ji->job, r, now);
   } else if (const auto* f = std::get_if<JobFinished>(&e.body)) {
-    metrics_.Completed(live_.at(f->job).index, now);
+    Running& r = live_.at(f->job);
+    if (r.computing) StopComputing(f->job, r, now);
+    Release(f->job, r, now);
+    metrics_.Completed(r.index, now);
     live_.erase(f->job);
   } else if (const auto* c = std::get_if<JobCancelled>(&e.body)) {
-    live_.erase(c->job);
+    auto it = live_.find(c->job);
+    if (it != live_.end()) {
+      if (it->second.computing) StopComputing(c->job, it->second, now);
+      Release(c->job, it->second, now);
+      live_.erase(it);
+    }
   }
+  metrics_.SetGpuBusy(load_.busy_gpus());
   metrics_.Observe(now);
+}
+
+// --- the world's own events ---------------------------------------------------------
+
+Status Simulator::OnPoll(JobId id, uint64_t token, Instant now) {
+  auto it = live_.find(id);
+  if (it == live_.end() || it->second.poll_token != token || !it->second.computing) return {};
+  const double threshold = IdleThreshold();
+  const double u = it->second.util.At(now - it->second.util_origin);
+  if (auto ok = engine_->ReportUtilization(id, 100.0 * u, now, sink_); !ok) return ok;
+  it = live_.find(id);  // the report may have reclaimed it
+  if (it == live_.end() || it->second.poll_token != token || !it->second.computing) return {};
+  const Running& r = it->second;
+  const Duration poll = engine_->config().reclaim.poll;
+  Instant next = now + poll;
+  if (u >= threshold) {
+    // Busy: nothing changes for the engine until it is idle again.
+    const Duration idle = r.util.NextBelow(now - r.util_origin, threshold);
+    if (idle == Duration::max()) return {};
+    const Instant at = r.util_origin + idle;
+    if (at > next) next = r.run_start + ((at - r.run_start + poll - Duration(1)) / poll) * poll;
+  }
+  Push(next, Kind::kPoll, id, token);
+  return {};
+}
+
+void Simulator::OnFault(NodeIndex node, Instant now) {
+  failed_[node] = true;
+  metrics_.NodeFailed();
+  std::vector<JobId> hit;
+  for (const auto& [id, r] : live_) {
+    if (!r.placed) continue;
+    for (const PlacedReplica& at : r.replicas) {
+      if (at.node == node) {
+        hit.push_back(id);
+        break;
+      }
+    }
+  }
+  std::sort(hit.begin(), hit.end());
+  for (JobId id : hit) {
+    Running& r = live_.at(id);
+    if (r.computing) StopComputing(id, r, now);
+    if (!r.failed_at) r.failed_at = now;
+  }
+  metrics_.SetGpuBusy(load_.busy_gpus());
+  metrics_.Observe(now);
+}
+
+Status Simulator::Resubmit(size_t index, Instant now) {
+  parked_.at(index).wants_back = now;
+  resubmitting_ = true;
+  submitting_ = index;
+  auto id = engine_->Submit(jobs_[index].spec, now, sink_);
+  resubmitting_ = false;
+  if (!id) return std::unexpected(Error{id.error().code, "resubmitting job " + std::to_string(index) + ": " + id.error().message});
+  return {};
 }
 
 Result<SimReport> Simulator::Run(const std::string& scenario_name) {
   const Instant horizon = kTimeOrigin + options_.horizon;
-  const Engine::Sink sink = this->sink();
+  const Cluster& cluster = engine_->state().cluster;
+  failed_.assign(cluster.node_count(), false);
+  const Duration heartbeat_timeout = engine_->config().heartbeat_timeout;
+  for (const FaultSpec& f : options_.faults) {
+    NodeIndex node = -1;
+    for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
+      if (cluster.node_name(n) == f.node) node = n;
+    }
+    if (node < 0) return NotFound("faults: unknown node '" + f.node + "'");
+    if (heartbeat_timeout <= Duration(0)) {
+      return InvalidArgument("faults: need a heartbeat timeout above 0 (failure detection is off)");
+    }
+    if (f.down_for <= heartbeat_timeout + options_.tick) {
+      return InvalidArgument("faults: node '" + f.node + "' is down for " + std::to_string(ToSeconds(f.down_for)) +
+                             " s, not longer than the heartbeat timeout plus a tick: the engine would not notice");
+    }
+    Push(kTimeOrigin + f.at, Kind::kFault, node);
+    Push(kTimeOrigin + f.at + f.down_for, Kind::kRecover, node);
+  }
   if (options_.tick > Duration(0)) Push(kTimeOrigin + options_.tick, Kind::kTick);
   size_t next_arrival = 0;
   while (failure_) {
@@ -91,34 +395,68 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     const Instant heap_at = heap_.empty() ? Instant::max() : heap_.top().at;
     const Instant now = std::min(arrival_at, heap_at);
     if (now > horizon || now == Instant::max()) break;
-    // Heap items due now that come before arrivals (completions, checkpoints).
+    // Heap items due now that come before arrivals.
     if (heap_at == now && heap_.top().kind < Kind::kTick) {
       const Item item = heap_.top();
       heap_.pop();
-      if (item.kind == Kind::kCompletion) {
-        auto it = live_.find(item.job);
-        if (it == live_.end() || it->second.token != item.token || !it->second.running) continue;
-        if (auto ok = engine_->Finish(item.job, true, now, sink); !ok) return std::unexpected(ok.error());
-      } else if (live_.contains(item.job) && engine_->state().job(item.job).state == JobState::kCheckpointing) {
-        if (auto ok = engine_->CheckpointDone(item.job, now, sink); !ok) return std::unexpected(ok.error());
+      Status ok;
+      switch (item.kind) {
+        case Kind::kCompletion: {
+          auto it = live_.find(item.id);
+          if (it == live_.end() || it->second.token != item.token || !it->second.computing) break;
+          ok = engine_->Finish(item.id, true, now, sink_);
+          break;
+        }
+        case Kind::kCheckpointDone: {
+          auto it = live_.find(item.id);
+          if (it == live_.end() || it->second.failed_at) break;  // a failed node saves nothing
+          if (engine_->state().job(item.id).state == JobState::kCheckpointing) {
+            ok = engine_->CheckpointDone(item.id, now, sink_);
+          }
+          break;
+        }
+        case Kind::kFault: OnFault(static_cast<NodeIndex>(item.id), now); break;
+        case Kind::kRecover:
+          failed_[item.id] = false;
+          ok = engine_->Heartbeat(static_cast<NodeIndex>(item.id), now, sink_);
+          break;
+        case Kind::kPoll: ok = OnPoll(item.id, item.token, now); break;
+        case Kind::kResubmit: ok = Resubmit(static_cast<size_t>(item.id), now); break;
+        case Kind::kTick: break;
       }
+      if (!ok) return std::unexpected(ok.error());
       continue;
     }
     if (arrival_at == now) {
       submitting_ = next_arrival;
-      auto id = engine_->Submit(jobs_[next_arrival].spec, now, sink);
+      auto id = engine_->Submit(jobs_[next_arrival].spec, now, sink_);
       if (!id) return std::unexpected(Error{id.error().code, "job " + std::to_string(next_arrival) + " ('" +
                                                                   jobs_[next_arrival].spec.name +
                                                                   "'): " + id.error().message});
       ++next_arrival;
       continue;
     }
-    const Item item = heap_.top();  // the tick
-    heap_.pop();
-    engine_->Tick(now, sink);
+    heap_.pop();  // the tick
+    if (heartbeat_timeout > Duration(0)) {
+      for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
+        if (failed_[n]) continue;
+        if (auto ok = engine_->Heartbeat(n, now, sink_); !ok) return std::unexpected(ok.error());
+      }
+    }
+    engine_->Tick(now, sink_);
     Push(now + options_.tick, Kind::kTick);
   }
   if (!failure_) return std::unexpected(failure_.error());
+  // What is still held at the horizon.
+  std::vector<JobId> ids;
+  for (const auto& [id, r] : live_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (JobId id : ids) {
+    Running& r = live_.at(id);
+    if (r.computing) Settle(r, horizon);
+    Release(id, r, horizon);
+    if (r.failed_at) metrics_.Replaced(horizon - *r.failed_at, true);
+  }
   if (log_.is_open()) {
     log_.flush();
     if (!log_) return IoError(options_.event_log_path + ": write failed");

@@ -1,20 +1,40 @@
 // The discrete-event simulator around the Engine: a virtual clock and an
-// event heap keyed by (time, sequence). It plays the part of the world:
-// jobs arrive, start after a modelled start latency, run for their work,
-// checkpoint when asked (for their checkpoint duration), and the control
+// event heap keyed by (time, kind, sequence). It plays the part of the
+// world: jobs arrive, start after a modelled start latency (plus a memory
+// scrub when the engine scrubbed their GPUs, plus MIG instance set-up), run
+// for their work, checkpoint when asked (for their checkpoint duration),
+// report their GPU utilization, nodes heartbeat and fail, and the control
 // loops tick. Everything it learns comes back from the Engine's events.
 //
-// Progress: a job keeps the work it saved. A checkpointed preemption saves
-// everything run so far; otherwise the run since the last periodic
-// checkpoint (or since start) is lost, and reported.
+// Progress: a job computes at a rate: 1 alone, less when it shares a GPU
+// (GpuLoad: time-slice switching and contention, MPS contention) and less
+// by SharingCosts::checkpoint_overhead when it checkpoints periodically.
+// It keeps the work it saved: a checkpoint (before preemption or
+// reclamation) saves everything computed so far; otherwise the work since
+// its last periodic checkpoint (or since start) is lost, and reported.
 //
-// At one instant the order is: completions, finished checkpoints, arrivals,
-// then the tick. Same inputs, same events.
+// Utilization (RECLAIM-1): each job's model (constant, bursty, a GenAI
+// duty-cycle series) runs on the wall clock from the job's first start.
+// With idle reclamation on, running jobs report it every poll (polls that
+// cannot change the engine's view are skipped: those during a busy stretch
+// after the first). A job reclaimed while idle is resubmitted when its
+// utilization rises again (its users are back) and resumes from what it
+// saved; one that never gets busy again ends.
+//
+// Failures (OPS-4): every node heartbeats each tick when the engine has a
+// heartbeat timeout; a fault stops a node's heartbeats (its jobs stop
+// computing at once) until it comes back.
+//
+// At one instant the order is: completions, finished checkpoints, faults
+// and recoveries, utilization polls, resubmissions, arrivals, then the
+// tick. Same inputs, same events.
 #pragma once
 
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -23,7 +43,9 @@
 #include "src/base/sha256.h"
 #include "src/base/status.h"
 #include "src/engine/engine.h"
+#include "src/sim/gpu_load.h"
 #include "src/sim/metrics.h"
+#include "src/sim/utilization.h"
 #include "src/sim/workload.h"
 
 namespace gpupool {
@@ -35,6 +57,11 @@ struct SimOptions {
   Duration horizon{std::chrono::hours(24)};
   std::string event_log_path;     // when set, every event as one JSON line
   bool check_invariants = false;  // CheckInvariants after every event (tests)
+  SharingCosts costs;             // interference, MIG set-up, scrub, checkpoint overhead
+  // The GenAI duty-cycle series that kTrace utilization models index
+  // (must outlive the simulator when any job uses one).
+  const std::vector<std::vector<double>>* duty_cycles = nullptr;
+  std::vector<FaultSpec> faults;  // by node name
 };
 
 class Simulator {
@@ -45,47 +72,106 @@ class Simulator {
 
   // The sink for set-up commands issued before Run (pools, nodes, tenants,
   // quotas), so that the event log holds the whole history.
-  Engine::Sink sink() { return [this](const Event& e) { OnEvent(e); }; }
+  Engine::Sink sink() const { return sink_; }
 
   // Runs to the horizon. Fails when the event log cannot be written, an
-  // invariant breaks (with check_invariants), or the engine refuses a job.
+  // invariant breaks (with check_invariants), a fault names an unknown
+  // node, or the engine refuses a job.
   Result<SimReport> Run(const std::string& scenario_name);
 
   const std::vector<SimJob>& jobs() const { return jobs_; }
 
  private:
-  enum class Kind : uint8_t { kCompletion = 0, kCheckpointDone = 1, kTick = 3 };
+  enum class Kind : uint8_t {
+    kCompletion = 0,
+    kCheckpointDone = 1,
+    kFault = 2,
+    kRecover = 3,
+    kPoll = 4,
+    kResubmit = 5,
+    kTick = 6,
+  };
   struct Item {
     Instant at;
     Kind kind;
     int64_t seq;
-    JobId job;
-    uint64_t token;  // completion: must match the job's current run
+    int64_t id;      // a job id; a node (faults); a sim job index (resubmissions)
+    uint64_t token;  // completions and polls: must match the job's current one
     bool operator>(const Item& o) const {
       if (at != o.at) return at > o.at;
       if (kind != o.kind) return kind > o.kind;
       return seq > o.seq;
     }
   };
+  // A job the engine knows (queued, running, stopping), or one parked
+  // between an idle reclaim and its resubmission.
   struct Running {
-    size_t index = 0;        // into jobs_
-    Duration done{0};        // work saved
-    Instant run_start{};     // when the current run began computing
-    bool running = false;
-    uint64_t token = 0;
+    size_t index = 0;               // into jobs_
+    Duration done{0};               // work saved
+    // The current placement (valid while `placed`).
+    bool placed = false;
+    std::vector<PlacedReplica> replicas;
+    Instant placed_at{};
+    double gpus = 0;                // GPUs held (whole GPUs' worth)
+    Instant run_start{};            // computing begins (after the start latency)
+    bool computing = false;         // placed, and neither stopped nor on a failed node
+    Instant stopped_at{};           // when computing stopped (valid while placed and not computing)
+    bool checkpointed = false;      // the stop saved everything computed
+    double progress_ms = 0;         // work computed in this placement up to rate_since
+    Instant rate_since{};
+    double rate = 1, factor = 1;    // work per wall time; speed relative to alone
+    uint64_t token = 0;             // the live completion
+    uint64_t poll_token = 0;        // the live poll chain
+    std::optional<Instant> failed_at;   // its node failed; until re-placed
+    std::optional<Instant> idle_from;   // reclaimed while idle since then
+    std::optional<Instant> wants_back;  // resubmitted at (busy again)
+    Utilization util;
+    Instant util_origin{};          // the utilization clock's zero: first start
+  };
+  // GPUs an idle reclaim released while jobs waited.
+  struct Released {
+    Instant at;
+    std::vector<PlacedReplica> where;
   };
 
-  void Push(Instant at, Kind kind, JobId job = -1, uint64_t token = 0);
+  void Push(Instant at, Kind kind, int64_t id = -1, uint64_t token = 0);
   void OnEvent(const Event& e);
-  Duration Elapsed(const Running& r, Instant now) const;
+  void OnPlaced(const JobPlaced& p, Instant now);
+  Status OnPoll(JobId id, uint64_t token, Instant now);
+  void OnFault(NodeIndex node, Instant now);
+  Status Resubmit(size_t index, Instant now);
+
+  // Brings `progress_ms` and the slowdown accounting up to `now`.
+  void Settle(Running& r, Instant now);
+  // Recomputes the rate of each computing job of `ids` and reschedules its completion.
+  void UpdateRates(const std::vector<JobId>& ids, Instant now);
+  void UpdateRate(JobId id, Running& r, Instant now);
+  void StopComputing(JobId id, Running& r, Instant now);
+  // Saves what a stop without a checkpoint keeps (periodic checkpoints);
+  // returns the work lost.
+  Duration SavePeriodic(Running& r);
+  // The placement ends at `now`: GPU accounting, no longer placed.
+  void Release(JobId id, Running& r, Instant now);
+  double IdleThreshold() const { return engine_->config().reclaim.idle_below_pct / 100.0; }
+  // The job's utilization model; without one, constant at 90% of its
+  // per-GPU share `gpu_share`.
+  Utilization MakeUtilization(const SimJob& job, double gpu_share) const;
 
   Engine* engine_;
+  Engine::Sink sink_;
   std::vector<SimJob> jobs_;
   SimOptions options_;
   std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;
   int64_t seq_ = 0;
   std::unordered_map<JobId, Running> live_;
-  size_t submitting_ = 0;  // the sim job being submitted
+  std::map<size_t, Running> parked_;  // by sim job index
+  size_t submitting_ = 0;             // the sim job being submitted
+  bool resubmitting_ = false;
+  GpuLoad load_;
+  std::vector<bool> failed_;          // per node: stopped heartbeating
+  Instant scrub_at_{};                // the GPUs the engine scrubbed at that instant
+  std::map<NodeIndex, GpuMask> scrubbed_;
+  std::vector<Released> released_;    // waiting for their next task
   MetricsCollector metrics_;
   Sha256 hash_;
   std::ofstream log_;

@@ -64,7 +64,7 @@ Result<std::vector<std::vector<double>>> LoadDutyCycles(const std::string& path)
 }
 
 Utilization::Utilization(const UtilizationModel& m, const std::vector<double>* series, Duration phase)
-    : model_(m), series_(series), phase_(phase) {
+    : model_(m), series_(series), phase_(phase), valid_(true) {
   switch (m.kind) {
     case UtilizationModel::Kind::kConstant: mean_ = m.busy; break;
     case UtilizationModel::Kind::kBursty: {
@@ -134,6 +134,45 @@ Duration Utilization::NextChange(Duration t) const {
     case UtilizationModel::Kind::kTrace: return (x / kSample + 1) * kSample - phase_;
   }
   return Duration::max();
+}
+
+size_t Utilization::period_segments() const {
+  switch (model_.kind) {
+    case UtilizationModel::Kind::kConstant: return 1;
+    case UtilizationModel::Kind::kBursty: return 3;
+    case UtilizationModel::Kind::kTrace: return series_->size() + 1;
+  }
+  return 1;
+}
+
+template <typename Pred>
+Duration Utilization::NextWhere(Duration t, Pred pred) const {
+  // One period holds every value the model takes: not found by then, never.
+  const size_t steps = period_segments();
+  for (size_t i = 0; i <= steps; ++i) {
+    if (pred(At(t))) return t;
+    t = NextChange(t);
+    if (t == Duration::max()) break;
+  }
+  return Duration::max();
+}
+
+Duration Utilization::NextBelow(Duration t, double threshold) const {
+  return NextWhere(t, [threshold](double v) { return v < threshold; });
+}
+
+Duration Utilization::NextAtOrAbove(Duration t, double threshold) const {
+  return NextWhere(t, [threshold](double v) { return v >= threshold; });
+}
+
+Duration Utilization::BelowSince(Duration t, double threshold) const {
+  Duration start = SegmentStart(t);
+  for (size_t i = 0; i < period_segments() && start > Duration(0); ++i) {
+    const Duration before = start - Duration(1);
+    if (At(before) >= threshold) break;
+    start = SegmentStart(before);
+  }
+  return start;
 }
 
 Duration Utilization::TimeBelow(Duration a, Duration b, double threshold) const {

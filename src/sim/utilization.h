@@ -38,9 +38,17 @@ class Utilization {
   Duration SegmentStart(Duration t) const;
   // Start of the next segment after `t` (Duration::max() when it never changes).
   Duration NextChange(Duration t) const;
+  // The first moment at or after `t` when it is below `threshold` (or, for
+  // NextAtOrAbove, at or above it); Duration::max() when that never happens.
+  Duration NextBelow(Duration t, double threshold) const;
+  Duration NextAtOrAbove(Duration t, double threshold) const;
+  // When the stretch below `threshold` that holds `t` began (0 at the
+  // latest: the job's start). Requires At(t) < threshold.
+  Duration BelowSince(Duration t, double threshold) const;
   // Time within [a, b) spent below `threshold`.
   Duration TimeBelow(Duration a, Duration b, double threshold) const;
   double mean() const { return mean_; }
+  bool valid() const { return valid_; }
   // Whether it ever drops below `threshold` (jobs that cannot need no polls).
   bool CanDropBelow(double threshold) const;
 
@@ -49,6 +57,11 @@ class Utilization {
   const std::vector<double>* series_ = nullptr;
   Duration phase_{0};
   double mean_ = 0;
+  bool valid_ = false;
+  // Segments in one period of the model (bounds the walks above).
+  size_t period_segments() const;
+  template <typename Pred>
+  Duration NextWhere(Duration t, Pred pred) const;
 };
 
 }  // namespace gpupool

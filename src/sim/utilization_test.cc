@@ -84,6 +84,33 @@ TEST(UtilizationTest, TraceSeriesReplaysMinuteSamplesInALoop) {
   EXPECT_FALSE(u.CanDropBelow(0.0));
 }
 
+TEST(UtilizationTest, FindsTheNextIdleAndBusyMomentsAndWhenIdlenessBegan) {
+  const Utilization u(Bursty(), nullptr, 0s);  // busy [0, 30m), idle [30m, 40m), ...
+  EXPECT_EQ(u.NextBelow(5min, 0.1), 30min);
+  EXPECT_EQ(u.NextBelow(35min, 0.1), 35min);
+  EXPECT_EQ(u.NextAtOrAbove(35min, 0.1), 40min);
+  EXPECT_EQ(u.NextAtOrAbove(5min, 0.1), 5min);
+  EXPECT_EQ(u.BelowSince(38min, 0.1), 30min);
+
+  // A series idle at two different low levels: one idle stretch.
+  const std::vector<double> series{0.5, 0.05, 0.0, 0.03, 0.7};
+  UtilizationModel m;
+  m.kind = UtilizationModel::Kind::kTrace;
+  const Utilization t(m, &series, 0s);
+  EXPECT_EQ(t.BelowSince(3min + 10s, 0.1), 1min);
+  EXPECT_EQ(t.NextAtOrAbove(90s, 0.1), 4min);
+  EXPECT_EQ(t.NextBelow(4min + 5s, 0.1), 6min);  // looped: minute 6 is sample 1
+
+  UtilizationModel busy;
+  busy.busy = 0.9;
+  const Utilization c(busy, nullptr, 0s);
+  EXPECT_EQ(c.NextBelow(0s, 0.1), Duration::max());
+  // A series that starts idle: idleness began no earlier than the start.
+  const std::vector<double> idle_first{0.0, 0.0, 0.9};
+  const Utilization i(m, &idle_first, 0s);
+  EXPECT_EQ(i.BelowSince(90s, 0.1), 0s);
+}
+
 std::string WriteTemp(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + name;
   std::ofstream(path) << text;

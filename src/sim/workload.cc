@@ -60,10 +60,63 @@ Duration SampleDuration(const DurationModel& m, const std::vector<double>* runti
   return std::clamp(d, m.min, m.max);
 }
 
+bool WantsDutyCycles(const Scenario& s) {
+  for (const TenantWorkload& w : s.workloads) {
+    for (const JobTemplate& t : w.jobs) {
+      if (t.utilization.kind == UtilizationModel::Kind::kTrace) return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+ShareMode ModeNamed(const std::string& name) {
+  if (name == "time-slice") return ShareMode::kTimeSlice;
+  if (name == "mps") return ShareMode::kMps;
+  if (name == "mig") return ShareMode::kMig;
+  return ShareMode::kAny;
+}
+
+// Sharing, GPU memory and pipeline stages of a template (PART-1..4).
+void ApplySharingTemplate(const JobTemplate& t, SimJob& job) {
+  JobSpec& spec = job.spec;
+  spec.demand.gpu_memory_mib = t.gpu_memory_mib;
+  if (t.sharing == "auto") {
+    spec.auto_sharing = true;
+    spec.expected_duration = job.work;  // users' estimates are the run time here
+  } else {
+    spec.demand.mode = ModeNamed(t.sharing);
+  }
+  if (t.stages.empty()) return;
+  // A pipeline: the stages carry the resources, the job's demand only its
+  // constraints.
+  for (const StageTemplate& st : t.stages) {
+    Demand d;
+    d.cpu_milli = st.cpu_milli;
+    d.memory_mib = st.memory_mib;
+    d.gpu_count = 1;
+    d.gpu_milli = st.gpu_milli;
+    d.gpu_memory_mib = st.gpu_memory_mib;
+    d.mode = ModeNamed(st.mode);
+    spec.stages.push_back(d);
+  }
+  spec.demand.cpu_milli = 0;
+  spec.demand.memory_mib = 0;
+  spec.demand.gpu_count = 0;
+  spec.demand.gpu_milli = 0;
+  spec.demand.gpu_memory_mib = 0;
+  spec.replicas = static_cast<int32_t>(spec.stages.size());
+}
+
+}  // namespace
+
 Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& ids,
-                                         const std::vector<double>* runtimes, uint64_t seed) {
+                                         const std::vector<double>* runtimes, uint64_t seed,
+                                         const std::vector<std::vector<double>>* duty_cycles) {
   std::vector<SimJob> jobs;
   Rng rng(seed);
+  size_t next_series = 0;
   for (const TenantWorkload& w : s.workloads) {
     auto tenant = ids.tenants.find(w.tenant);
     if (tenant == ids.tenants.end()) return NotFound("workload: unknown tenant '" + w.tenant + "'");
@@ -73,6 +126,10 @@ Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& i
       if (t.duration.kind == DurationModel::Kind::kPhilly && (runtimes == nullptr || runtimes->empty())) {
         return FailedPrecondition("workload of tenant '" + w.tenant + "': job '" + t.name +
                                   "' samples durations from the Philly run times, which are not available");
+      }
+      if (t.utilization.kind == UtilizationModel::Kind::kTrace && (duty_cycles == nullptr || duty_cycles->empty())) {
+        return FailedPrecondition("workload of tenant '" + w.tenant + "': job '" + t.name +
+                                  "' replays the GenAI GPU duty cycles, which are not available");
       }
     }
     if (w.jobs.empty() || !(total_weight > 0)) continue;
@@ -108,6 +165,18 @@ Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& i
       spec.checkpoint_interval = t->checkpoint_interval;
       spec.checkpoint_duration = t->checkpoint_duration;
       job.work = SampleDuration(t->duration, runtimes, tenant_rng);
+      ApplySharingTemplate(*t, job);
+      job.utilization = t->utilization;
+      // Draws only for the models that need them, so that other workloads
+      // keep their streams.
+      if (t->utilization.kind == UtilizationModel::Kind::kBursty && t->utilization.phase_jitter > Duration(0)) {
+        job.util_phase = Duration(static_cast<int64_t>(tenant_rng.Uniform() *
+                                                       static_cast<double>(ToMillis(t->utilization.phase_jitter))));
+      } else if (t->utilization.kind == UtilizationModel::Kind::kTrace) {
+        job.util_series = static_cast<int32_t>(next_series++ % duty_cycles->size());
+        const auto minutes = (*duty_cycles)[job.util_series].size();
+        job.util_phase = std::chrono::minutes(tenant_rng.Below(minutes));
+      }
       jobs.push_back(std::move(job));
     }
   }

@@ -22,6 +22,11 @@ struct SimJob {
   Instant arrival{};
   Duration work{0};            // run time the job needs (after its start latency)
   std::string priority_class;  // for reports
+  // How busy it keeps its GPUs (see UtilizationModel); for kTrace models,
+  // which duty-cycle series, and where in it (or in a bursty cycle) it starts.
+  UtilizationModel utilization;
+  int32_t util_series = -1;
+  Duration util_phase{0};
 };
 
 // Names resolved to the engine's ids.
@@ -33,9 +38,16 @@ struct WorkloadIds {
 
 // Generates every tenant workload of `s`, sorted by arrival (ties keep
 // generation order). `runtimes` are the Philly samples (seconds), needed
-// only when a duration model asks for them. Deterministic in `seed`.
+// only when a duration model asks for them; `duty_cycles` the GenAI
+// duty-cycle series, needed only when a utilization model replays them
+// (jobs take the series in turn, each from a random minute). Deterministic
+// in `seed`.
 Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& ids,
-                                         const std::vector<double>* runtimes, uint64_t seed);
+                                         const std::vector<double>* runtimes, uint64_t seed,
+                                         const std::vector<std::vector<double>>* duty_cycles = nullptr);
+
+// Whether any job template of `s` replays the GenAI duty cycles.
+bool WantsDutyCycles(const Scenario& s);
 
 // The openb pod list of `t`, one single-replica job per pod: arrival =
 // creation time minus the earliest creation time; work = deletion time minus
