@@ -1,6 +1,8 @@
 // Who computes on each GPU in a simulation, and what sharing a GPU costs
 // them (PART-1). A task's load on a GPU is its mean utilization (the
-// fraction of a whole GPU it keeps busy alone). Per GPU mode:
+// fraction of a whole GPU it keeps busy alone; the simulator caps it at the
+// share for MIG instances and MPS shares, which cannot use more). Per GPU
+// mode:
 //  - whole GPUs and MIG instances: isolated, no slowdown;
 //  - time-slicing: with two or more tasks, the context-switch overhead
 //    (SharingCosts::time_slice_overhead), and when their loads add up to

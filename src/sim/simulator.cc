@@ -55,6 +55,10 @@ void Simulator::UpdateRate(JobId id, Running& r, Instant now) {
   const double checkpointing = job.spec.checkpoint_interval > Duration(0) ? 1.0 - options_.costs.checkpoint_overhead : 1.0;
   r.rate = r.factor * checkpointing;
   ++r.token;
+  if (job.spec.kind == JobKind::kOnlineInference) {  // a lifetime on the wall clock from its first start
+    Push(std::max(r.rate_since, r.util_origin + job.work), Kind::kCompletion, id, r.token);
+    return;
+  }
   const double remaining = std::max(0.0, Ms(job.work) - Ms(r.done) - r.progress_ms);
   Push(r.rate_since + Duration(static_cast<int64_t>(std::ceil(remaining / r.rate))), Kind::kCompletion, id, r.token);
 }
@@ -76,9 +80,14 @@ void Simulator::StopComputing(JobId id, Running& r, Instant now) {
 }
 
 Duration Simulator::SavePeriodic(Running& r) {
-  const Duration interval = jobs_[r.index].spec.checkpoint_interval;
+  const JobSpec& spec = jobs_[r.index].spec;
+  const Duration interval = spec.checkpoint_interval;
   const double progress = r.progress_ms;
   r.progress_ms = 0;
+  if (spec.kind == JobKind::kOnlineInference) {  // stateless: serving again is all it takes
+    r.done += Duration(std::llround(progress));
+    return Duration(0);
+  }
   if (interval <= Duration(0) || r.stopped_at <= r.run_start) return Duration(std::llround(progress));
   const Duration ran = r.stopped_at - r.run_start;
   const double saved = progress * Ms(ran - ran % interval) / Ms(ran);
@@ -121,11 +130,7 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
     metrics_.Replaced(now - *r.failed_at, false);
     r.failed_at.reset();
   }
-  if (r.wants_back) {
-    metrics_.Resumed(now - *r.wants_back);
-    r.wants_back.reset();
-  }
-  bool scrubbed = false, mig = false, on_failed_node = false;
+  bool scrubbed = false, mig = false, isolated = false, on_failed_node = false;
   int32_t per_gpu_milli = 0;
   for (size_t i = 0; i < p.replicas.size(); ++i) {
     const PlacedReplica& at = p.replicas[i];
@@ -135,6 +140,7 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
     }
     const Demand d = spec.replica_demand(static_cast<int>(i));
     mig |= d.kind() == DemandKind::kGpuShare && d.mode == ShareMode::kMig;
+    isolated |= d.kind() == DemandKind::kGpuShare && (d.mode == ShareMode::kMig || d.mode == ShareMode::kMps);
     per_gpu_milli = std::max(per_gpu_milli, d.gpu_count > 0 ? d.gpu_milli : 0);
     on_failed_node |= failed_[at.node];
   }
@@ -153,6 +159,10 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
   r.placed_at = now;
   r.run_start = now + latency;
   r.rate_since = r.run_start;
+  if (r.wants_back) {  // busy again since then; serving again once started
+    metrics_.Resumed(r.run_start - *r.wants_back);
+    r.wants_back.reset();
+  }
   r.progress_ms = 0;
   r.checkpointed = false;
   ++r.poll_token;
@@ -177,7 +187,11 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
     return;
   }
   r.computing = true;
-  const std::vector<JobId> others = load_.Add(p.job, r.replicas, r.util.mean());
+  // A MIG instance or an MPS share (active-thread limit) cannot keep more
+  // than its share of the GPU busy; a time-sliced task can (nothing caps it).
+  double load = r.util.mean();
+  if (isolated) load = std::min(load, static_cast<double>(per_gpu_milli) / kMilliPerGpu);
+  const std::vector<JobId> others = load_.Add(p.job, r.replicas, load);
   UpdateRate(p.job, r, now);
   UpdateRates(others, now);
   const ReclaimConfig& rc = engine_->config().reclaim;
@@ -272,7 +286,14 @@ void Simulator::OnEvent(const Event& e) {
       if (engine_->state().queue.size() > 0) released_.push_back(Released{now, where});
       // Its users come back when its utilization rises again.
       const Duration back = r.util.NextAtOrAbove(now - r.util_origin, IdleThreshold());
-      if (r.done < jobs_[r.index].work && back != Duration::max()) {
+      const SimJob& job = jobs_[r.index];
+      const bool serving = job.spec.kind == JobKind::kOnlineInference;
+      if (serving && (back == Duration::max() || back >= job.work)) {
+        // Its lifetime ends before its users come back: it served to its end.
+        if (back == Duration::max()) metrics_.NeverResumed();
+        const Instant end = r.util_origin + job.work;
+        if (end <= Instant() + options_.horizon) metrics_.Completed(r.index, end);
+      } else if ((serving || r.done < job.work) && back != Duration::max()) {
         r.idle_from.reset();
         r.checkpointed = false;
         const size_t index = r.index;

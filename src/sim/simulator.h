@@ -12,6 +12,9 @@
 // It keeps the work it saved: a checkpoint (before preemption or
 // reclamation) saves everything computed so far; otherwise the work since
 // its last periodic checkpoint (or since start) is lost, and reported.
+// Online inference is stateless: it loses nothing, and its duration is a
+// lifetime on the wall clock from its first start (it serves until then,
+// whether or not it was reclaimed in between).
 //
 // Utilization (RECLAIM-1): each job's model (constant, bursty, a GenAI
 // duty-cycle series) runs on the wall clock from the job's first start.
