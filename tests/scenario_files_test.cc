@@ -122,6 +122,27 @@ TEST(SimClaimsTest, EachClaimReportsTheSeedFigureOursAndABaseline) {
   EXPECT_TRUE(by_id["C-PRIO"]["measured"].contains("high_priority_wait_reduction_pct"));
   EXPECT_TRUE(by_id["C-PRIO"]["measured"].contains("low_priority_throughput_drop_pct"));
   EXPECT_TRUE(by_id["C-LEND"]["measured"].contains("utilization_gain_pct"));
+  // Sharing: hybrid keeps more of the GPUs busy than whole GPUs only, and
+  // slows tasks down less than time-slicing everything.
+  const auto& part = by_id.at("C-PART");
+  EXPECT_GT(part["measured"]["gpu_utilization_pct"].get<double>(), part["baseline"]["gpu_utilization_pct"].get<double>());
+  EXPECT_GT(part["measured"]["interference_reduction_pct"].get<double>(), 0);
+  EXPECT_LT(part["measured"]["interference_slowdown_pct"].get<double>(),
+            part["baseline"]["time_slice_only_interference_slowdown_pct"].get<double>());
+  // Recovery: every interrupted job is placed again, within the goal.
+  const auto& rec = by_id.at("C-RECOVERY");
+  EXPECT_GT(rec["measured"]["interruptions"].get<int>(), 0);
+  EXPECT_EQ(rec["measured"]["not_replaced"].get<int>(), 0);
+  EXPECT_LE(rec["measured"]["replace_latency_s_p99"].get<double>(), 30.0);
+  // Reclamation needs the GenAI duty cycles: measured when they are here.
+  const auto& reclaim = by_id.at("C-RECLAIM");
+  if (reclaim.contains("skipped") && reclaim["skipped"].is_string()) {
+    EXPECT_NE(reclaim["skipped"].get<std::string>().find("not here"), std::string::npos);
+  } else {
+    EXPECT_GT(reclaim["measured"]["idle_reclaims"].get<int>(), 0);
+    EXPECT_GT(reclaim["measured"]["idle_gpu_time_reduction_pct"].get<double>(), 0);
+    EXPECT_LT(reclaim["measured"]["idle_gpu_hours"].get<double>(), reclaim["baseline"]["idle_gpu_hours"].get<double>());
+  }
 }
 
 TEST(SimClaimsTest, ClaimsThatNeedAMissingTraceAreSkippedWithTheReason) {

@@ -4,6 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "src/base/check.h"
+#include "src/model/gpu_catalog.h"
+#include "tests/builders.h"
+#include "src/sched/target_workload.h"
 #include "src/sim/scenario_runner.h"
 
 namespace gpupool {
@@ -98,6 +107,277 @@ TEST(SimulatorTest, ReportAccountsForTheRun) {
   const auto j = ToJson(*r);
   EXPECT_TRUE(j.contains("event_log_sha256"));
   EXPECT_TRUE(j["by_priority"]["high"]["wait_s"].contains("p99"));
+}
+
+// --- one small world, jobs given by hand ---------------------------------------
+
+// One tenant, one pool, `nodes` H100 nodes of `gpus` GPUs, the jobs given,
+// run by the simulator; the event log comes back parsed.
+struct SmallWorld {
+  EngineConfig config;
+  SimOptions options;
+  int nodes = 1, gpus = 1;
+  std::vector<std::string> tenants = {"team"};
+
+  Result<std::vector<nlohmann::json>> Run(std::vector<SimJob> jobs, SimReport* report = nullptr) {
+    const std::string log = ::testing::TempDir() + "small-world-" +
+                            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl";
+    options.event_log_path = log;
+    options.check_invariants = true;
+    std::vector<Demand> demands;
+    for (const SimJob& j : jobs) demands.push_back(j.spec.demand);
+    const GpuModelId h100 = *Catalog::Builtin().Find("H100");
+    auto target = TargetWorkloadOf(demands, int64_t{nodes} * 64000, int64_t{nodes} * gpus * kMilliPerGpu);
+    if (!target) return std::unexpected(target.error());
+    auto engine = Engine::Create(config, std::move(*target), AttributeTable{});
+    if (!engine) return std::unexpected(engine.error());
+    Simulator sim(engine->get(), std::move(jobs), options);
+    Engine& e = **engine;
+    for (const std::string& t : tenants) GP_CHECK(e.AddTenant(t, kTimeOrigin, sim.sink()).has_value());
+    GP_CHECK(e.AddPool("h100", PoolSelector{}, {}, kTimeOrigin, sim.sink()).has_value());
+    for (int n = 0; n < nodes; ++n) {
+      NodeSpec spec{"node-" + std::to_string(n), 64000, 512 * 1024, gpus, h100, 0, 0};
+      GP_CHECK(e.AddNode(spec, "r", "z", "rack", kTimeOrigin, sim.sink()).has_value());
+    }
+    for (size_t t = 0; t < tenants.size(); ++t) {
+      const int64_t all = int64_t{nodes} * gpus * kMilliPerGpu;
+      GP_CHECK(e.SetQuota(static_cast<TenantId>(t), 0, Quota{0, all, 1, false}, kTimeOrigin, sim.sink()).has_value());
+    }
+    auto r = sim.Run("small-world");
+    if (!r) return std::unexpected(r.error());
+    if (report) *report = *r;
+    std::vector<nlohmann::json> events;
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));
+    std::filesystem::remove(log);
+    return events;
+  }
+};
+
+SimJob OneGpuJob(TenantId tenant, Instant arrival, Duration work) {
+  SimJob j;
+  j.spec.name = "job";
+  j.spec.tenant = tenant;
+  j.spec.kind = JobKind::kTraining;
+  j.spec.demand = testing::Whole(1, 4000, 16384);
+  j.spec.checkpointable = true;
+  j.spec.checkpoint_duration = 20s;
+  j.arrival = arrival;
+  j.work = work;
+  j.priority_class = "normal";
+  return j;
+}
+
+// Milliseconds of the first event of `type` (for `job` when >= 0) at or after `from_ms`; -1 if none.
+int64_t FirstAt(const std::vector<nlohmann::json>& log, const std::string& type, int64_t job = -1,
+                int64_t from_ms = 0) {
+  for (const auto& e : log) {
+    if (e["type"] != type || e["at"].get<int64_t>() < from_ms) continue;
+    if (job >= 0 && !(e.contains("job") && e["job"] == job)) continue;
+    return e["at"].get<int64_t>();
+  }
+  return -1;
+}
+
+// RECLAIM-1 through the simulator: a task busy for 10 minutes, then idle.
+// Every transition lands where the configuration puts it: polls every 5 s
+// from its start, 3 idle polls, 15 s of grace, a 20 s checkpoint; it comes
+// back when busy again and ends when its work is done.
+TEST(SimulatorReclaimTest, OneIdleTaskFollowsTheConfigurationExactly) {
+  SmallWorld w;
+  w.config.reclaim.idle = true;  // poll 5 s, below 10% for 3 polls, grace 15 s: the defaults
+  w.options.start_latency = 10s;
+  w.options.tick = 30s;
+  w.options.horizon = 2h;
+  SimJob j = OneGpuJob(0, Instant(1000ms), 30min);
+  j.utilization.given = true;
+  j.utilization.kind = UtilizationModel::Kind::kBursty;
+  j.utilization.busy = 0.9;
+  j.utilization.idle = 0.01;
+  j.utilization.busy_for = 10min;
+  j.utilization.idle_for = 10min;
+  SimReport report;
+  auto log = w.Run({j}, &report);
+  ASSERT_TRUE(log.has_value()) << log.error().message;
+  const int64_t placed = FirstAt(*log, "JobPlaced", 1);
+  ASSERT_EQ(placed, 1000);
+  const int64_t run_start = placed + 10'000;
+  const int64_t idle_from = run_start + 600'000;  // busy for 10 minutes
+  // Polls at run_start + 5 s k; the polls at idle_from, +5 s and +10 s are idle.
+  EXPECT_EQ(FirstAt(*log, "JobIdleSuspected", 1), idle_from + 10'000);
+  EXPECT_EQ(FirstAt(*log, "ReclaimStarted", 1), idle_from + 10'000 + 15'000);
+  EXPECT_EQ(FirstAt(*log, "JobReclaimed", 1), idle_from + 25'000 + 20'000);
+  EXPECT_EQ(FirstAt(*log, "JobIdleRecovered"), -1);
+  // Busy again 10 minutes after idling began: resubmitted (a new job id)
+  // and placed at once; its utilization clock keeps running from the first start.
+  const int64_t busy_again = idle_from + 600'000;
+  EXPECT_EQ(FirstAt(*log, "JobSubmitted", 2), busy_again);
+  EXPECT_EQ(FirstAt(*log, "JobPlaced", 2), busy_again);
+  const int64_t second_start = busy_again + 10'000;
+  const int64_t second_idle = busy_again + 600'000;
+  EXPECT_EQ(FirstAt(*log, "JobIdleSuspected", 2), second_idle + 10'000);
+  EXPECT_EQ(FirstAt(*log, "JobReclaimed", 2), second_idle + 45'000);
+  // Work counts while it runs (until its checkpoint starts); the third
+  // stint does the rest.
+  const int64_t first_ms = (idle_from + 25'000) - run_start;
+  const int64_t second_ms = (second_idle + 25'000) - second_start;
+  const int64_t third_start = second_idle + 600'000 + 10'000;
+  EXPECT_EQ(FirstAt(*log, "JobPlaced", 3), third_start - 10'000);
+  EXPECT_EQ(FirstAt(*log, "JobFinished", 3), third_start + (30 * 60'000 - first_ms - second_ms));
+  EXPECT_EQ(report.reclaim.idle_reclaims, 2);
+  EXPECT_EQ(report.reclaim.resumed, 2);
+  EXPECT_DOUBLE_EQ(report.reclaim.reclaim_latency_s.p50, 45.0);  // idle start to release
+  EXPECT_DOUBLE_EQ(report.reclaim.resume_latency_s.p50, 10.0);   // the start latency
+  EXPECT_EQ(report.all.completed, 1);
+}
+
+// RECLAIM-1: a dip shorter than the idle polls never reaches the engine as
+// idleness; one within the grace is recovered and the task keeps its GPU.
+TEST(SimulatorReclaimTest, ShortDipsAreRidingOutAndGraceRecovers) {
+  for (const auto& [idle_for, suspected] : {std::pair{Duration(8s), false}, std::pair{Duration(20s), true}}) {
+    SmallWorld w;
+    w.config.reclaim.idle = true;
+    w.options.start_latency = 10s;
+    w.options.horizon = 1h;
+    SimJob j = OneGpuJob(0, Instant(0ms), 20min);
+    j.utilization.given = true;
+    j.utilization.kind = UtilizationModel::Kind::kBursty;
+    j.utilization.busy_for = 5min;
+    j.utilization.idle_for = idle_for;
+    auto log = w.Run({j});
+    ASSERT_TRUE(log.has_value()) << log.error().message;
+    EXPECT_EQ(FirstAt(*log, "JobIdleSuspected") >= 0, suspected) << ToSeconds(idle_for);
+    EXPECT_EQ(FirstAt(*log, "JobIdleRecovered") >= 0, suspected) << ToSeconds(idle_for);
+    EXPECT_EQ(FirstAt(*log, "ReclaimStarted"), -1) << ToSeconds(idle_for);
+    EXPECT_GE(FirstAt(*log, "JobFinished"), 0) << ToSeconds(idle_for);
+  }
+}
+
+// PART-1: two time-sliced tasks whose loads add up to more than the GPU
+// slow each other down (switch overhead and contention); the same tasks on
+// MIG instances do not.
+TEST(SimulatorSharingTest, TimeSlicingSlowsCoLocatedTasksAndMigDoesNot) {
+  auto run = [](ShareMode mode, double load) {
+    SmallWorld w;
+    w.options.start_latency = 0s;
+    w.options.horizon = 4h;
+    w.options.costs.time_slice_overhead = 0.04;
+    std::vector<SimJob> jobs;
+    for (int i = 0; i < 2; ++i) {
+      SimJob j = OneGpuJob(0, Instant(0ms), 1h);
+      j.spec.demand = testing::Share(400, 4000, 16384);
+      j.spec.demand.mode = mode;
+      j.spec.demand.gpu_memory_mib = 20000;
+      j.utilization.given = true;
+      j.utilization.busy = load;
+      jobs.push_back(j);
+    }
+    SimReport report;
+    auto log = w.Run(jobs, &report);
+    GP_CHECK(log.has_value()) << log.error().message;
+    return std::pair{report, FirstAt(*log, "JobFinished")};
+  };
+  // Loads 0.75 + 0.75 = 1.5: each runs at (1 - 0.04) / 1.5 of its speed alone.
+  const auto [sliced, sliced_end] = run(ShareMode::kTimeSlice, 0.75);
+  EXPECT_NEAR(sliced_end / 1000.0, 3600 * 1.5 / 0.96, 1.0);
+  EXPECT_NEAR(sliced.sharing.interference_slowdown_pct, 100 * (1.5 / 0.96 - 1), 0.1);
+  // Loads that fit (0.3 + 0.3): only the switch overhead.
+  const auto [light, light_end] = run(ShareMode::kTimeSlice, 0.3);
+  EXPECT_NEAR(light_end / 1000.0, 3600 / 0.96, 1.0);
+  // MIG: isolated instances, no slowdown, and a MIG set-up before the start.
+  const auto [mig, mig_end] = run(ShareMode::kMig, 0.75);
+  EXPECT_NEAR(mig_end / 1000.0, 3600 + ToSeconds(SharingCosts{}.mig_setup), 1.0);
+  EXPECT_NEAR(mig.sharing.interference_slowdown_pct, 0.0, 1e-9);
+  EXPECT_EQ(mig.sharing.mig_setups, 2);
+}
+
+// OPS-4 through the simulator: a node stops heartbeating; after the timeout
+// its job is placed on the other node, resuming from its last periodic
+// checkpoint; the lost work and the replacement latency are reported.
+TEST(SimulatorRecoveryTest, AFailedNodesJobMovesAndLosesOnlyWorkSinceItsCheckpoint) {
+  SmallWorld w;
+  w.nodes = 2;
+  w.config.heartbeat_timeout = 15s;
+  w.options.tick = 5s;
+  w.options.start_latency = 10s;
+  w.options.horizon = 6h;
+  SimJob j = OneGpuJob(0, Instant(0ms), 2h);
+  j.spec.checkpoint_interval = 30min;
+  // The job lands on node-0 (the first node); it fails 50 minutes in.
+  w.options.faults.push_back(FaultSpec{"node-0", 50min + 10s + 2500ms, 30min});
+  SimReport report;
+  auto log = w.Run({j}, &report);
+  ASSERT_TRUE(log.has_value()) << log.error().message;
+  ASSERT_EQ(report.recovery.interruptions, 1);
+  EXPECT_EQ(report.recovery.node_failures, 1);
+  // Ran 50 min 2.5 s; the checkpoint at 30 min saved 30 of them (the
+  // periodic checkpoints cost 2.5% of speed, so a little less was computed).
+  const double lost_s = report.recovery.lost_work_s.mean;
+  EXPECT_GT(lost_s, 0.97 * (20 * 60 + 2.5) * (1 - 0.025) * 0.95);
+  EXPECT_LT(lost_s, 20 * 60 + 3);
+  // Last heartbeat at the tick before the fault; down after 15 s of silence,
+  // at the first tick past it; then placed at once on node-1.
+  const int64_t fault_ms = (50 * 60 + 10) * 1000 + 2500;
+  const int64_t down = FirstAt(*log, "NodeDown");
+  EXPECT_GT(down, fault_ms);
+  EXPECT_LE(down - fault_ms, 15'000 + 5'000);
+  const double replace_s = report.recovery.replace_latency_s.p50;
+  EXPECT_NEAR(replace_s, (down - fault_ms) / 1000.0, 1e-9);
+  EXPECT_LE(replace_s, 30.0);
+  // The node comes back scrubbed, and the job completes.
+  EXPECT_GE(FirstAt(*log, "NodeUp"), fault_ms + 30 * 60 * 1000);
+  EXPECT_GE(FirstAt(*log, "JobFinished"), 0);
+  EXPECT_EQ(report.all.completed, 1);
+}
+
+// Everything at once over many seeds, with node failures injected and every
+// invariant checked after every event (no GPU over-allocated, no memory
+// reused across tenants unscrubbed, only valid MIG layouts, reservations
+// consistent): sharing modes, idle reclamation, deadlines, faults.
+TEST(SimulatorTest, InvariantsHoldWithSharingReclaimAndFaultsOverManySeeds) {
+  int64_t reclaims = 0, interruptions = 0, mig = 0, scrubs = 0, completed = 0;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    Scenario s = TwoTeams(seed, 40);
+    s.engine.reclaim.idle = true;
+    s.engine.heartbeat_timeout = 20s;
+    s.tick = 10s;
+    for (TenantWorkload& w : s.workloads) {
+      for (JobTemplate& t : w.jobs) {
+        if (t.gpu_milli < kMilliPerGpu) {  // the shares: a mix of modes, some idle often
+          t.sharing = seed % 2 ? "auto" : "mig";
+          t.gpu_memory_mib = 12 * 1024;
+          t.utilization.given = true;
+          t.utilization.kind = UtilizationModel::Kind::kBursty;
+          t.utilization.busy_for = 20min;
+          t.utilization.idle_for = 15min;
+          t.utilization.phase_jitter = 30min;
+        }
+        if (t.name == "urgent") t.deadline_after = 3h;
+      }
+    }
+    for (int f = 0; f < 4; ++f) {
+      s.faults.push_back(FaultSpec{"a100-80gb-" + std::to_string((seed + f * 3) % 8), Duration(1h) * (1 + 2 * f) +
+                                                                                           Duration(seed * 777ms),
+                                   20min});
+    }
+    RunOptions o;
+    o.check_invariants = true;
+    auto r = RunScenario(s, o);
+    ASSERT_TRUE(r.has_value()) << "seed " << seed << ": " << r.error().message;
+    // No job lost: each is rejected, completed, ended (reclaimed and never back) or still there.
+    EXPECT_EQ(r->all.submitted, r->all.rejected + r->all.completed + r->unfinished + r->ended) << "seed " << seed;
+    reclaims += r->reclaim.idle_reclaims;
+    interruptions += r->recovery.interruptions;
+    mig += r->sharing.mig_setups;
+    scrubs += r->sharing.scrubs;
+    completed += r->all.completed;
+    EXPECT_EQ(r->recovery.node_failures, 4) << "seed " << seed;
+  }
+  EXPECT_GT(reclaims, 0);
+  EXPECT_GT(interruptions, 0);
+  EXPECT_GT(mig, 0);
+  EXPECT_GT(completed, 100);
+  (void)scrubs;
 }
 
 }  // namespace
