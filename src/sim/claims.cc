@@ -110,6 +110,7 @@ Result<ClaimResult> RunSharing(const Scenario& s) {
                 {"jobs_completed", ours->all.completed},
                 {"wait_p50_s", Round2(ours->all.wait_s.p50)},
                 {"mig_setups", ours->sharing.mig_setups},
+                {"mig_recuts", ours->sharing.mig_recuts},
                 {"mode_table", s.engine.sharing_policy},
                 {"other_table", {{"mode_table", other_table.engine.sharing_policy},
                                  {"gpu_utilization_pct", Round2(alt->sharing.gpu_busy_pct_mean)},

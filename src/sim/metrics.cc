@@ -220,6 +220,7 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.sharing.interference_slowdown_pct = alone_ms_ > 0 ? 100.0 * (wall_ms_ / alone_ms_ - 1.0) : 0;
   r.sharing.scrubs = scrubs_;
   r.sharing.mig_setups = mig_setups_;
+  r.sharing.mig_recuts = mig_recuts_;
   r.reclaim.idle_reclaims = static_cast<int64_t>(reclaim_latency_s_.size());
   r.reclaim.deadline_evictions = deadline_evictions_;
   r.reclaim.resumed = static_cast<int64_t>(resume_latency_s_.size());
@@ -278,7 +279,8 @@ nlohmann::json ToJson(const SimReport& r) {
            {{"gpu_busy_pct_mean", Round3(r.sharing.gpu_busy_pct_mean)},
             {"interference_slowdown_pct", Round3(r.sharing.interference_slowdown_pct)},
             {"scrubs", r.sharing.scrubs},
-            {"mig_setups", r.sharing.mig_setups}}},
+            {"mig_setups", r.sharing.mig_setups},
+            {"mig_recuts", r.sharing.mig_recuts}}},
           {"reclaim",
            {{"idle_reclaims", r.reclaim.idle_reclaims},
             {"deadline_evictions", r.reclaim.deadline_evictions},
@@ -315,9 +317,9 @@ std::string FormatReport(const SimReport& r) {
       static_cast<long long>(r.unfinished));
   add("         %lld preemptions, %.1f GPU-hours of work lost to them; JCT p50 %.0f s, p95 %.0f s, p99 %.0f s\n",
       static_cast<long long>(r.preemptions), r.gpu_hours_lost, r.all.jct_s.p50, r.all.jct_s.p95, r.all.jct_s.p99);
-  add("         GPUs busy %.1f%% (time-weighted); sharing slowed GPU jobs by %.1f%%; %lld scrubs, %lld MIG set-ups\n",
+  add("         GPUs busy %.1f%% (time-weighted); sharing slowed GPU jobs by %.1f%%; %lld scrubs, %lld MIG set-ups, %lld re-cuts\n",
       r.sharing.gpu_busy_pct_mean, r.sharing.interference_slowdown_pct, static_cast<long long>(r.sharing.scrubs),
-      static_cast<long long>(r.sharing.mig_setups));
+      static_cast<long long>(r.sharing.mig_setups), static_cast<long long>(r.sharing.mig_recuts));
   if (r.reclaim.idle_reclaims + r.reclaim.deadline_evictions > 0 || r.ended > 0) {
     add("Reclaim: %lld idle reclaims (idle to release p50 %.1f s, release to reuse p50 %.1f s), %lld resumed "
         "(p50 %.1f s), %lld never busy again; %lld evicted at their deadline\n",

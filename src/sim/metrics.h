@@ -55,6 +55,7 @@ struct SharingReport {
   double interference_slowdown_pct = 0;  // GPU jobs: run time / time alone - 1 (time-weighted)
   int64_t scrubs = 0;                    // placements that waited for a memory scrub
   int64_t mig_setups = 0;                // placements that created MIG instances
+  int64_t mig_recuts = 0;                // GPUs re-cut for a waiting MIG job (PART-5)
 };
 
 // Reclamation (RECLAIM-1..4).
@@ -127,6 +128,7 @@ class MetricsCollector {
   }
   void Scrubbed() { ++scrubs_; }
   void MigSetUp() { ++mig_setups_; }
+  void MigRecut() { ++mig_recuts_; }
   void IdleReclaimed(Duration latency) { reclaim_latency_s_.push_back(ToSeconds(latency)); }
   void DeadlineEvicted() { ++deadline_evictions_; }
   void Resumed(Duration latency) { resume_latency_s_.push_back(ToSeconds(latency)); }
@@ -171,7 +173,7 @@ class MetricsCollector {
   double lost_ = 0;                       // milli x ms
   double busy_next_ = 0, busy_last_ = 0, busy_area_ = 0;  // GPUs, GPUs x ms
   double wall_ms_ = 0, alone_ms_ = 0, idle_gpu_ms_ = 0, held_gpu_ms_ = 0;
-  int64_t scrubs_ = 0, mig_setups_ = 0, deadline_evictions_ = 0, never_resumed_ = 0, node_failures_ = 0,
+  int64_t scrubs_ = 0, mig_setups_ = 0, mig_recuts_ = 0, deadline_evictions_ = 0, never_resumed_ = 0, node_failures_ = 0,
           not_replaced_ = 0;
   std::vector<double> reclaim_latency_s_, resume_latency_s_, reallocation_latency_s_, lost_work_s_,
       replace_latency_s_;

@@ -227,6 +227,8 @@ void Simulator::OnEvent(const Event& e) {
     } else {
       metrics_.Rejected(submitting_);
     }
+  } else if (std::holds_alternative<MigRecutStarted>(e.body)) {
+    metrics_.MigRecut();
   } else if (const auto* g = std::get_if<GpusScrubbed>(&e.body)) {
     if (scrub_at_ != now) {
       scrubbed_.clear();
