@@ -74,6 +74,25 @@ TEST(ScenarioFilesTest, CudaJobsRunOnlyOnNvidiaAndCannJobsOnlyOnAscend) {
   std::filesystem::remove_all(dir);
 }
 
+// The sharing example exercises every mode, pipelines, reclamation,
+// deadlines and node failures, with every invariant checked after every event.
+TEST(ScenarioFilesTest, TheSharingExampleRunsEveryModeReclaimsAndRecovers) {
+  auto s = LoadScenario(kScenarios + "/sharing.yaml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  RunOptions o;
+  o.check_invariants = true;
+  auto r = RunScenario(*s, o);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_GT(r->sharing.mig_setups, 0);
+  EXPECT_GT(r->sharing.scrubs, 0);
+  EXPECT_GT(r->sharing.interference_slowdown_pct, 0);
+  EXPECT_GT(r->reclaim.idle_reclaims, 0);
+  EXPECT_GT(r->reclaim.resumed, 0);
+  EXPECT_EQ(r->recovery.node_failures, 2);
+  EXPECT_GT(r->recovery.interruptions, 0);
+  EXPECT_EQ(r->all.submitted, r->all.rejected + r->all.completed + r->unfinished + r->ended);
+}
+
 TEST(ScenarioFilesTest, SimRunPrintsJsonWithTheEventLogHash) {
   auto run = testing::RunGpupool({"sim", "run", kScenarios + "/heterogeneous.yaml", "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
