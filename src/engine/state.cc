@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "src/base/check.h"
+#include "src/model/mig.h"
 
 namespace gpupool {
 
@@ -423,6 +427,57 @@ Status CheckInvariants(const EngineState& s) {
       auto it = s.reservations.find(n.reserved_for);
       if (it == s.reservations.end() || std::find(it->second.begin(), it->second.end(), i) == it->second.end()) {
         return fail("node " + s.cluster.node_name(i) + " reserved for an unknown hold");
+      }
+    }
+  }
+  // PART-2: every GPU's MIG instances form a layout the hardware accepts
+  // and match the node's used slices.
+  std::map<std::pair<NodeIndex, int>, std::vector<std::pair<int, uint8_t>>> layouts;
+  for (const auto& [id, j] : s.running) {
+    for (const ReplicaPlacement& r : j->placements) {
+      const Allocation& a = s.cluster.allocation(r.allocation);
+      if (a.mig_profile >= 0) {
+        layouts[{a.node, std::countr_zero(static_cast<unsigned>(a.gpus))}].emplace_back(a.mig_profile, a.mig_start);
+      }
+    }
+  }
+  for (NodeIndex i = 0; i < s.cluster.node_count(); ++i) {
+    const Node& n = s.cluster.node(i);
+    for (int g = 0; g < n.gpu_count; ++g) {
+      if (n.gpu_memory_free_mib[g] < 0) return fail("node " + s.cluster.node_name(i) + " GPU " + std::to_string(g) + " memory overcommitted");
+    }
+    if (n.mig_table == 0) continue;
+    const MigTable& t = MigTables()[n.mig_table - 1];
+    for (int g = 0; g < n.gpu_count; ++g) {
+      auto it = layouts.find({i, g});
+      const std::vector<std::pair<int, uint8_t>> none;
+      const auto& layout = it == layouts.end() ? none : it->second;
+      uint8_t used = 0;
+      for (const auto& [p, start] : layout) used |= SliceMask(t, p, start);
+      if (!IsValidLayout(t, layout)) {
+        return fail("node " + s.cluster.node_name(i) + " GPU " + std::to_string(g) + " has an invalid MIG layout");
+      }
+      if (used != n.mig_used_slices[g]) {
+        return fail("node " + s.cluster.node_name(i) + " GPU " + std::to_string(g) + " MIG slices do not match its instances");
+      }
+    }
+  }
+  return {};
+}
+
+Status CheckPlacedOnScrubbedGpus(const EngineState& s, const JobPlaced& e) {
+  const Job* j = s.find_job(e.job);
+  if (!j) return FailedPrecondition("invariant broken: placed job " + std::to_string(e.job) + " is unknown");
+  for (const PlacedReplica& r : e.replicas) {
+    const Node& n = s.cluster.node(r.node);
+    for (GpuMask m = r.gpus; m != 0; m &= m - 1) {
+      const int g = std::countr_zero(m);
+      const int32_t dirty = n.dirty_owner[g];
+      if (dirty != kClean && dirty != j->spec.tenant) {
+        return FailedPrecondition(
+            "invariant broken: job " + std::to_string(e.job) + " of tenant " + std::to_string(j->spec.tenant) +
+            " handed node " + s.cluster.node_name(r.node) + " GPU " + std::to_string(g) + " left unscrubbed by " +
+            (dirty == kDirtyByMany ? std::string("several tenants") : "tenant " + std::to_string(dirty)));
       }
     }
   }

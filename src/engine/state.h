@@ -106,7 +106,15 @@ struct EngineState {
 // Checks the state's invariants; the error names the first one broken:
 // allocations match running jobs, usage matches allocations, no GPU over
 // allocated, every pending job queued exactly once, reservations match nodes,
-// re-cut entries name a live moved job and a pending beneficiary.
+// re-cut entries name a live moved job and a pending beneficiary, no work
+// on a GPU another tenant left unscrubbed, GPU memory not overcommitted,
+// valid MIG layouts matching each node's used slices.
 Status CheckInvariants(const EngineState& s);
+
+// RECLAIM-4, checked when work is handed GPUs: after JobPlaced `e` is
+// applied, none of its GPUs holds memory another tenant freed unscrubbed.
+// (Memory freed beside work that is already running is scrubbed before the
+// next hand-over, not at once.)
+Status CheckPlacedOnScrubbedGpus(const EngineState& s, const JobPlaced& e);
 
 }  // namespace gpupool

@@ -207,9 +207,11 @@ void Simulator::OnEvent(const Event& e) {
   hash_.Update(line);
   if (log_.is_open()) log_ << line;
   if (options_.check_invariants && failure_) {
-    if (auto ok = CheckInvariants(engine_->state()); !ok) {
-      failure_ = std::unexpected(Error{ok.error().code, ok.error().message + " after " + line});
+    Status ok = CheckInvariants(engine_->state());
+    if (const auto* placed = std::get_if<JobPlaced>(&e.body); ok && placed) {
+      ok = CheckPlacedOnScrubbedGpus(engine_->state(), *placed);
     }
+    if (!ok) failure_ = std::unexpected(Error{ok.error().code, ok.error().message + " after " + line});
   }
   const Instant now = e.at;
   if (const auto* s = std::get_if<JobSubmitted>(&e.body)) {
