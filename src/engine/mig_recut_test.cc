@@ -110,31 +110,6 @@ TEST(MigRecutPlanTest, MovedInstancesMustFitBackInAnyOrder) {
 
 // --- through the Engine -----------------------------------------------------------
 
-// Every GPU's MIG instances (from the running jobs' allocations) form a
-// valid layout that matches the node's used slices.
-std::string LayoutProblem(const EngineState& s) {
-  std::map<std::pair<NodeIndex, int>, std::vector<std::pair<int, uint8_t>>> layouts;
-  for (const auto& [id, j] : s.running) {
-    for (const ReplicaPlacement& r : j->placements) {
-      const Allocation& a = s.cluster.allocation(r.allocation);
-      if (a.mig_profile >= 0) layouts[{r.node, std::countr_zero(static_cast<unsigned>(a.gpus))}].emplace_back(a.mig_profile, a.mig_start);
-    }
-  }
-  for (NodeIndex n = 0; n < s.cluster.node_count(); ++n) {
-    const Node& node = s.cluster.node(n);
-    if (node.mig_table == 0) continue;
-    const MigTable& t = MigTables()[node.mig_table - 1];
-    for (int g = 0; g < node.gpu_count; ++g) {
-      const auto& layout = layouts[{n, g}];
-      uint8_t used = 0;
-      for (const auto& [p, start] : layout) used |= SliceMask(t, p, start);
-      if (!IsValidLayout(t, layout)) return "node " + std::to_string(n) + " GPU " + std::to_string(g) + " invalid";
-      if (used != node.mig_used_slices[g]) return "node " + std::to_string(n) + " GPU " + std::to_string(g) + " slices";
-    }
-  }
-  return "";
-}
-
 class Harness {
  public:
   Harness() {
@@ -148,10 +123,13 @@ class Harness {
     engine = std::move(*e);
     sink = [this](const Event& ev) {
       log.push_back(ev);
+      // Includes: every GPU's MIG instances form a valid layout matching its used slices.
       auto ok = CheckInvariants(engine->state());
       ASSERT_TRUE(ok.has_value()) << ok.error().message << " after " << ToJsonLine(ev);
-      const std::string layout = LayoutProblem(engine->state());
-      ASSERT_EQ(layout, "") << " after " << ToJsonLine(ev);
+      if (const auto* placed = std::get_if<JobPlaced>(&ev.body)) {
+        auto scrubbed = CheckPlacedOnScrubbedGpus(engine->state(), *placed);
+        ASSERT_TRUE(scrubbed.has_value()) << scrubbed.error().message;
+      }
     };
     pool = *engine->AddPool("gpus", PoolSelector{kAnyGpuModel, {}}, {}, now, sink);
   }
