@@ -236,17 +236,21 @@ struct ApplyVisitor {
       if (Job* p = Find(e.preemptor)) ++p->victims_pending;
     }
   }
-  void operator()(const JobPreempted& e) {
-    Job& v = s.job(e.victim);
-    GP_CHECK(v.state == JobState::kRunning || v.state == JobState::kCheckpointing) << "victim " << e.victim;
+  // A running (or checkpointing) job stops and queues again.
+  void Requeue(Job& v) {
+    GP_CHECK(v.state == JobState::kRunning || v.state == JobState::kCheckpointing) << "job " << v.id;
     Detach(v);
     s.Release(v);
     v.state = JobState::kPending;
     v.queued_since = s.now;
     v.preempted_by = -1;
     v.stopping = Job::Stop::kNone;
-    ++v.preemptions;
     s.queue.Add(v);
+  }
+  void operator()(const JobPreempted& e) {
+    Job& v = s.job(e.victim);
+    Requeue(v);
+    ++v.preemptions;
   }
   void operator()(const JobIdleSuspected& e) {
     Job& j = s.job(e.job);
@@ -277,15 +281,8 @@ struct ApplyVisitor {
   }
   void operator()(const JobInterrupted& e) {
     Job& v = s.job(e.job);
-    GP_CHECK(v.state == JobState::kRunning || v.state == JobState::kCheckpointing) << "job " << e.job;
-    Detach(v);
-    s.Release(v);
-    v.state = JobState::kPending;
-    v.queued_since = s.now;
-    v.preempted_by = -1;
-    v.stopping = Job::Stop::kNone;
+    Requeue(v);
     ++v.interruptions;
-    s.queue.Add(v);
   }
   void operator()(const NodeUp& e) {
     const Node& n = s.cluster.node(e.node);

@@ -79,6 +79,14 @@ void Simulator::StopComputing(JobId id, Running& r, Instant now) {
   UpdateRates(load_.Remove(id, r.replicas), now);
 }
 
+void Simulator::StartCheckpoint(JobId id, Running& r, Instant now) {
+  StopComputing(id, r, now);
+  r.done += Duration(std::llround(r.progress_ms));  // the checkpoint captures everything computed so far
+  r.progress_ms = 0;
+  r.checkpointed = true;
+  Push(now + jobs_[r.index].spec.checkpoint_duration, Kind::kCheckpointDone, id);
+}
+
 Duration Simulator::SavePeriodic(Running& r) {
   const JobSpec& spec = jobs_[r.index].spec;
   const Duration interval = spec.checkpoint_interval;
@@ -241,13 +249,7 @@ void Simulator::OnEvent(const Event& e) {
     OnPlaced(*p, now);
   } else if (const auto* ps = std::get_if<PreemptionStarted>(&e.body)) {
     Running& r = live_.at(ps->victim);
-    if (ps->checkpoint && r.computing) {  // the checkpoint captures everything computed so far
-      StopComputing(ps->victim, r, now);
-      r.done += Duration(std::llround(r.progress_ms));
-      r.progress_ms = 0;
-      r.checkpointed = true;
-      Push(now + jobs_[r.index].spec.checkpoint_duration, Kind::kCheckpointDone, ps->victim);
-    }
+    if (ps->checkpoint && r.computing) StartCheckpoint(ps->victim, r, now);
   } else if (const auto* pr = std::get_if<JobPreempted>(&e.body)) {
     Running& r = live_.at(pr->victim);
     Duration lost{0};
@@ -266,13 +268,7 @@ void Simulator::OnEvent(const Event& e) {
         r.idle_from = std::max(r.run_start, r.util_origin + r.util.BelowSince(t, IdleThreshold()));
       }
     }
-    if (rs->checkpoint && r.computing) {
-      StopComputing(rs->job, r, now);
-      r.done += Duration(std::llround(r.progress_ms));
-      r.progress_ms = 0;
-      r.checkpointed = true;
-      Push(now + jobs_[r.index].spec.checkpoint_duration, Kind::kCheckpointDone, rs->job);
-    }
+    if (rs->checkpoint && r.computing) StartCheckpoint(rs->job, r, now);
   } else if (const auto* rc = std::get_if<JobReclaimed>(&e.body)) {
     auto node = live_.extract(rc->job);
     Running& r = node.mapped();

@@ -150,6 +150,9 @@ class Simulator {
   void UpdateRates(const std::vector<JobId>& ids, Instant now);
   void UpdateRate(JobId id, Running& r, Instant now);
   void StopComputing(JobId id, Running& r, Instant now);
+  // Stops computing and saves everything computed; done after the job's
+  // checkpoint duration (CheckpointDone).
+  void StartCheckpoint(JobId id, Running& r, Instant now);
   // Saves what a stop without a checkpoint keeps (periodic checkpoints);
   // returns the work lost.
   Duration SavePeriodic(Running& r);
