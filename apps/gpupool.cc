@@ -2,7 +2,9 @@
 #include <CLI/CLI.hpp>
 
 #include "src/cli/sim_fgd.h"
+#include "src/cli/server_cmd.h"
 #include "src/cli/sim_run.h"
+#include "src/client/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gpupool: a control plane for multi-tenant GPU pools"};
@@ -12,6 +14,8 @@ int main(int argc, char** argv) {
   gpupool::AddSimFgdCommand(*sim);
   gpupool::AddSimRunCommand(*sim);
   gpupool::AddSimClaimsCommand(*sim);
+  gpupool::AddServerCommand(app);
+  gpupool::AddClientCommands(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -111,7 +111,8 @@ struct Ref {
 
 class Parser {
  public:
-  Parser(std::string_view source, std::string base_dir) : source_(source), base_dir_(std::move(base_dir)) {}
+  Parser(std::string_view source, std::string base_dir, bool server = false)
+      : source_(source), base_dir_(std::move(base_dir)), server_(server) {}
 
   Result<Scenario> Parse(const YAML::Node& root);
 
@@ -322,6 +323,7 @@ class Parser {
 
   // --- sections -----------------------------------------------------------
   Status ParseEngine(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParseServer(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParsePriorities(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Result<std::vector<EcosystemComponent>> ParseEcosystem(const YAML::Node& n, const std::string& path) const;
   Status ParseNodeClasses(const YAML::Node& n, const std::string& path, Scenario& s) const;
@@ -345,6 +347,7 @@ class Parser {
 
   std::string source_;
   std::string base_dir_;
+  bool server_ = false;  // a server configuration (see ParseServerConfig)
   // Kept for checks that need later sections.
   std::vector<std::vector<Ref>> dedicated_refs_;  // per pool, its dedicated_to items
   struct QuotaRef {
@@ -393,9 +396,15 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   Scenario s;
   if (root.IsNull() || !root.IsDefined()) return Fail(root, "", "empty scenario (expected a map with at least 'name')");
   Fields f;
-  SCENARIO_ASSIGN(f, Map(root, "",
-                         {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
-                          "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults"}));
+  if (server_) {
+    SCENARIO_ASSIGN(f, Map(root, "",
+                           {"name", "description", "seed", "engine", "priorities", "node_classes", "requirements",
+                            "cluster", "pools", "tenants", "server"}));
+  } else {
+    SCENARIO_ASSIGN(f, Map(root, "",
+                           {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
+                            "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults"}));
+  }
   SCENARIO_TRY(Require(f, "name"));
   SCENARIO_TRY(StringField(f, "name", s.name));
   SCENARIO_TRY(StringField(f, "description", s.description, /*allow_empty=*/true));
@@ -408,8 +417,10 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   if (auto* n = f.Find("requirements")) SCENARIO_TRY(ParseRequirements(*n, "requirements", s));
   SCENARIO_TRY(Require(f, "pools"));
   SCENARIO_TRY(ParsePools(*f.Find("pools"), "pools", s));
-  SCENARIO_TRY(Require(f, "tenants"));
-  SCENARIO_TRY(ParseTenants(*f.Find("tenants"), "tenants", s));
+  if (!server_ || f.Has("tenants")) {
+    SCENARIO_TRY(Require(f, "tenants"));
+    SCENARIO_TRY(ParseTenants(*f.Find("tenants"), "tenants", s));
+  }
   // Pools name their dedicated tenants before the tenants are declared.
   for (size_t p = 0; p < s.pools.size(); ++p) {
     for (const Ref& r : dedicated_refs_[p]) {
@@ -431,14 +442,31 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
                   "pool '" + q.pool + "' is dedicated to other tenants (" + JoinNames(pool->dedicated_to) + ")");
     }
   }
-  SCENARIO_TRY(Require(f, "cluster"));
-  SCENARIO_TRY(ParseCluster(*f.Find("cluster"), "cluster", s));
-  SCENARIO_TRY(CheckGuarantees(s));
+  if (!server_ || f.Has("cluster")) {
+    SCENARIO_TRY(Require(f, "cluster"));
+    SCENARIO_TRY(ParseCluster(*f.Find("cluster"), "cluster", s));
+    SCENARIO_TRY(CheckGuarantees(s));
+  }
+  if (server_) {
+    if (auto* n = f.Find("server")) SCENARIO_TRY(ParseServer(*n, "server", s));
+    return s;
+  }
   if (auto* n = f.Find("workload")) SCENARIO_TRY(ParseWorkloads(*n, "workload", s));
   if (auto* n = f.Find("trace")) SCENARIO_TRY(ParseTrace(*n, "trace", s));
   if (auto* n = f.Find("faults")) SCENARIO_TRY(ParseFaults(*n, "faults", s));
   if (s.workloads.empty() && !s.trace) return Fail(root, "", "nothing to run: give a workload or a trace");
   return s;
+}
+
+Status Parser::ParseServer(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {"tick", "snapshot_every_events", "max_body_bytes", "http_threads"}));
+  ServerSettings& c = s.server;
+  SCENARIO_TRY(DurationField(f, "tick", c.tick, PositiveDuration));
+  SCENARIO_TRY(IntField(f, "snapshot_every_events", c.snapshot_every_events, IntRange(1, INT64_MAX)));
+  SCENARIO_TRY(IntField(f, "max_body_bytes", c.max_body_bytes, IntRange(1024, 1 << 30)));
+  SCENARIO_TRY(IntField(f, "http_threads", c.http_threads, IntRange(1, 1024)));
+  return {};
 }
 
 Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenario& s) const {
@@ -1224,7 +1252,8 @@ Status Parser::ParseTrace(const YAML::Node& n, const std::string& path, Scenario
 
 }  // namespace
 
-Result<Scenario> ParseScenario(std::string_view text, std::string_view source, const std::string& base_dir) {
+Result<Scenario> ParseScenario(std::string_view text, std::string_view source, const std::string& base_dir,
+                               bool server) {
   try {
     const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
     if (docs.size() > 1) {
@@ -1232,7 +1261,7 @@ Result<Scenario> ParseScenario(std::string_view text, std::string_view source, c
                              std::to_string(docs.size()));
     }
     const YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
-    return Parser(source, base_dir).Parse(root);
+    return Parser(source, base_dir, server).Parse(root);
   } catch (const YAML::ParserException& e) {
     return InvalidArgument(Where(source, e.mark) + "malformed YAML: " + e.msg);
   } catch (const YAML::Exception& e) {

@@ -167,6 +167,15 @@ struct SharingCosts {
   double checkpoint_overhead = 0.025;  // periodic asynchronous checkpoints (RECLAIM-3: 2-3%)
 };
 
+// Settings of `gpupool server` (the `server` section of a server
+// configuration; see docs/server.md).
+struct ServerSettings {
+  Duration tick{std::chrono::seconds(1)};  // how often the control loops run
+  int64_t snapshot_every_events = 100000;   // a snapshot after this many events
+  int64_t max_body_bytes = 1 << 20;         // larger request bodies are refused
+  int64_t http_threads = 64;                // concurrent HTTP connections served
+};
+
 struct Scenario {
   std::string path;         // where it was loaded from
   std::string name;
@@ -190,12 +199,17 @@ struct Scenario {
   // Optional: the openb node list to build the cluster from instead of
   // `nodes` (every node into the pools by model).
   std::string trace_nodes_path;
+  ServerSettings server;  // server configurations only
 };
 
 // Reads and validates a scenario file.
 Result<Scenario> LoadScenario(const std::string& path);
 // Parses scenario text; `source` names it in messages, `base_dir` resolves
 // relative trace paths.
-Result<Scenario> ParseScenario(std::string_view text, std::string_view source, const std::string& base_dir);
+// With `server`, the text is a server configuration instead: the same
+// schema without horizon, workload, trace and faults, with tenants and
+// cluster optional and a `server` section (ServerSettings).
+Result<Scenario> ParseScenario(std::string_view text, std::string_view source, const std::string& base_dir,
+                               bool server = false);
 
 }  // namespace gpupool

@@ -11,12 +11,6 @@
 #include "src/sim/workload.h"
 
 namespace gpupool {
-namespace {
-
-struct NodePlan {
-  NodeSpec spec;
-  std::string region, zone, rack;
-};
 
 Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::string, uint16_t>& classes) {
   std::vector<NodePlan> plan;
@@ -40,6 +34,8 @@ Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::s
   }
   return plan;
 }
+
+namespace {
 
 // The sharing baselines of RunOptions, applied to one job.
 void ApplySharingBaseline(RunOptions::Sharing sharing, const ModePolicy& policy, JobSpec& spec) {
@@ -162,6 +158,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   sim_options.costs = s.costs;
   sim_options.duty_cycles = duty_cycles.empty() ? nullptr : &duty_cycles;
   sim_options.faults = s.faults;
+  sim_options.on_event = options.on_event;
   Simulator sim(engine->get(), std::move(jobs), sim_options);
   const Engine::Sink sink = sim.sink();
   Engine& e = **engine;
@@ -194,7 +191,9 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
       }
     }
   }
-  return sim.Run(s.name);
+  auto report = sim.Run(s.name);
+  if (report && options.on_finish) options.on_finish(e);
+  return report;
 }
 
 }  // namespace gpupool

@@ -2,10 +2,14 @@
 // tenants, nodes, quotas, jobs) and runs it through the simulator.
 #pragma once
 
+#include <map>
+#include <functional>
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "src/base/status.h"
+#include "src/engine/engine.h"
 #include "src/sim/metrics.h"
 #include "src/sim/scenario.h"
 
@@ -27,8 +31,21 @@ struct RunOptions {
   enum class Sharing { kAsWritten, kWholeGpusOnly, kTimeSliceOnly } sharing = Sharing::kAsWritten;
   // Overrides the scenario's idle reclamation switch.
   std::optional<bool> reclaim_idle;
+  // For tests: handed every event as it is decided, and the engine once the
+  // run has reached its horizon (not called when the run fails).
+  std::function<void(const Event&)> on_event;
+  std::function<void(const Engine&)> on_finish;
 };
 
 Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options);
+
+// The nodes a scenario's cluster section describes, named and placed
+// (region, zone, rack), in declaration order; `classes` maps node class
+// names to attribute-table ids.
+struct NodePlan {
+  NodeSpec spec;
+  std::string region, zone, rack;
+};
+Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::string, uint16_t>& classes);
 
 }  // namespace gpupool

@@ -1,0 +1,41 @@
+// The job request of the REST API (POST /v1/jobs; the CLI's job files) and
+// its conversion to the Engine's JobSpec. docs/api/openapi.yaml lists the
+// fields; every error names the field (ApiError::field).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "src/api/json_fields.h"
+#include "src/base/time.h"
+#include "src/model/job.h"
+
+namespace gpupool {
+
+// The names a request may use, fixed when the server starts (pools come
+// from its configuration, requirements too). Immutable: shared by the HTTP
+// threads.
+struct ApiNames {
+  std::vector<std::string> pools;  // by PoolId
+  std::map<std::string, uint16_t> requirements;
+  std::map<std::string, int32_t> priorities;  // priority classes
+  int32_t max_replicas = 4096;
+  std::optional<PoolId> pool_id(std::string_view name) const;
+  std::string requirement_name(uint16_t id) const;
+};
+
+struct JobRequest {
+  std::string tenant;  // as given; empty when omitted
+  JobSpec spec;        // spec.tenant unset (-1): the server resolves the tenant
+};
+
+// Reads a request body. `now` resolves deadline_after.
+ApiResult<JobRequest> ParseJobRequest(const nlohmann::json& body, const ApiNames& names, Instant now);
+
+// The request that describes `spec` (normalized: every field explicit), for
+// job views. The inverse of ParseJobRequest up to defaults.
+nlohmann::json JobSpecToRequest(const JobSpec& spec, const std::string& tenant, const ApiNames& names);
+
+}  // namespace gpupool

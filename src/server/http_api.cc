@@ -1,0 +1,558 @@
+#include "src/server/http_api.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <shared_mutex>
+
+#include "src/base/time_text.h"
+#include "src/model/gpu_catalog.h"
+#include "src/server/log.h"
+#include "src/server/views.h"
+
+namespace gpupool {
+namespace {
+
+using nlohmann::json;
+using httplib::Request;
+using httplib::Response;
+
+constexpr int64_t kMaxListLimit = 1000;
+constexpr int64_t kMaxEventLimit = 10000;
+
+std::string NextRequestId() {
+  static std::atomic<uint64_t> n{0};
+  static const std::string prefix = NewToken().substr(4, 8);
+  return prefix + "-" + std::to_string(++n);
+}
+
+void SendJson(Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void SendError(Response& res, const ApiError& e) {
+  json err{{"code", e.code}, {"message", e.message}};
+  if (!e.field.empty()) err["field"] = e.field;
+  SendJson(res, e.http_status, json{{"error", err}});
+}
+
+ApiError Fail(int status, std::string code, std::string message, std::string field = "") {
+  ApiError e;
+  e.http_status = status;
+  e.code = std::move(code);
+  e.message = std::move(message);
+  e.field = std::move(field);
+  return e;
+}
+
+ApiError Unauthorized() {
+  return Fail(401, "unauthorized", "missing or unknown bearer token (Authorization: Bearer TOKEN)");
+}
+ApiError Forbidden() { return Fail(403, "forbidden", "only the admin token may do this"); }
+
+bool ValidName(const std::string& s) {
+  if (s.empty() || s.size() > 63 || !(s[0] >= 'a' && s[0] <= 'z')) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+// A query parameter as an integer in [lo, hi].
+bool IntParam(const Request& req, const char* name, int64_t& out, int64_t lo, int64_t hi, ApiError* err) {
+  if (!req.has_param(name)) return true;
+  const std::string v = req.get_param_value(name);
+  try {
+    size_t used = 0;
+    const long long x = std::stoll(v, &used);
+    if (used != v.size() || x < lo || x > hi) throw std::out_of_range("range");
+    out = x;
+    return true;
+  } catch (const std::exception&) {
+    *err = Fail(400, "invalid_argument",
+                 std::string(name) + ": expected an integer between " + std::to_string(lo) + " and " +
+                     std::to_string(hi) + " (got \"" + v.substr(0, 32) + "\")",
+                 name);
+    return false;
+  }
+}
+
+// Reads a quota object (guaranteed_gpus, limit_gpus, weight, reserved) from
+// a FieldReader opened on it.
+bool ReadQuota(const FieldReader& f, Quota& q, ApiError* err) {
+  double g = 0, l = -1, w = 1;
+  if (!f.Number("guaranteed_gpus", g, 0, 1e6, err)) return false;
+  if (!f.Number("limit_gpus", l, 0, 1e6, err)) return false;
+  if (!f.Number("weight", w, 0, 1e6, err, /*lo_open=*/true)) return false;
+  if (!f.Bool("reserved", q.reserved, err)) return false;
+  if (!f.Has("limit_gpus")) l = g;
+  if (l < g) {
+    *err = BadField(f.PathOf("limit_gpus"), "must be at least guaranteed_gpus");
+    return false;
+  }
+  q.guaranteed_milli = std::llround(g * kMilliPerGpu);
+  q.elastic_limit_milli = std::llround(l * kMilliPerGpu);
+  q.weight = w;
+  return true;
+}
+
+}  // namespace
+
+HttpApi::HttpApi(ServerCore& core) : core_(core), http_(std::make_unique<httplib::Server>()) { Routes(); }
+HttpApi::~HttpApi() = default;
+
+Result<int> HttpApi::Bind(const std::string& host, int port) {
+  if (port == 0) {
+    const int p = http_->bind_to_any_port(host);
+    if (p < 0) return IoError("cannot listen on " + host + ": no free port");
+    return p;
+  }
+  if (!http_->bind_to_port(host, port)) return IoError("cannot listen on " + host + ":" + std::to_string(port));
+  return port;
+}
+
+void HttpApi::Serve() { http_->listen_after_bind(); }
+void HttpApi::Stop() { http_->stop(); }
+
+void HttpApi::Routes() {
+  httplib::Server& s = *http_;
+  const size_t threads = static_cast<size_t>(core_.settings().http_threads);
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.set_keep_alive_max_count(100000);
+  s.set_keep_alive_timeout(30);
+  const int64_t max_body = core_.settings().max_body_bytes;
+  // A body a little over the limit is read and refused by the handler (400
+  // naming "body"); far over it, the HTTP layer refuses to read it (413).
+  s.set_payload_max_length(static_cast<size_t>(max_body) * 4);
+
+  s.set_pre_routing_handler([max_body](const Request& req, Response& res) {
+    auto& r = const_cast<Request&>(req);
+    std::string id = req.get_header_value("X-Request-Id");
+    if (id.empty() || id.size() > 128) id = NextRequestId();
+    r.set_header("X-Request-Id", id);
+    res.set_header("X-Request-Id", id);
+    const std::string len = req.get_header_value("Content-Length");
+    if (!len.empty()) {
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(len.c_str(), &end, 10);
+      if (end && *end == '\0' && n > static_cast<unsigned long long>(max_body)) {
+        res.set_header("Connection", "close");
+        SendError(res, Fail(400, "invalid_argument",
+                             "body: too large (" + len + " bytes; the limit is " + std::to_string(max_body) + ")",
+                             "body"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_logger([this](const Request& req, const Response& res) {
+    if (!RequestLoggingEnabled()) return;
+    LogRequest({{"request_id", req.get_header_value("X-Request-Id")},
+                {"method", req.method},
+                {"path", req.path},
+                {"status", std::to_string(res.status)},
+                {"remote", req.remote_addr}});
+  });
+  s.set_error_handler([](const Request& req, Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      SendError(res, Fail(404, "not_found", "no such endpoint: " + req.method + " " + req.path));
+    } else if (res.status == 413) {
+      SendError(res, Fail(400, "invalid_argument", "body: too large", "body"));
+    } else {
+      SendError(res, Fail(res.status, "error", "HTTP " + std::to_string(res.status)));
+    }
+  });
+  s.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    LogError("request failed", {{"error", what}});
+    SendError(res, Fail(500, "internal", what));
+  });
+
+  // Wraps a handler: timing, metrics.
+  auto route = [this](std::string name, auto handler) {
+    return [this, name = std::move(name), handler](const Request& req, Response& res) {
+      const auto t0 = std::chrono::steady_clock::now();
+      handler(req, res);
+      core_.metrics().CountRequest(req.method, name, res.status,
+                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    };
+  };
+  // Authentication; admin_only refuses tenant tokens.
+  auto auth = [this](const Request& req, Response& res, bool admin_only) -> std::optional<Principal> {
+    auto p = core_.auth().Authenticate(req.get_header_value("Authorization"));
+    if (!p) {
+      SendError(res, Unauthorized());
+      return std::nullopt;
+    }
+    if (admin_only && !p->admin) {
+      SendError(res, Forbidden());
+      return std::nullopt;
+    }
+    return p;
+  };
+  const int64_t max_body_bytes = max_body;
+  auto body = [max_body_bytes](const Request& req, Response& res) -> std::optional<json> {
+    if (static_cast<int64_t>(req.body.size()) > max_body_bytes) {
+      SendError(res, Fail(400, "invalid_argument", "body: too large", "body"));
+      return std::nullopt;
+    }
+    json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      try {
+        (void)json::parse(req.body);
+      } catch (const json::parse_error& e) {
+        SendError(res, Fail(400, "invalid_argument", std::string("body: malformed JSON: ") + e.what(), "body"));
+        return std::nullopt;
+      }
+      SendError(res, Fail(400, "invalid_argument", "body: malformed JSON", "body"));
+      return std::nullopt;
+    }
+    return j;
+  };
+  auto reply_failed = [](Response& res, const Reply& r) {
+    if (!r.error) return false;
+    SendError(res, *r.error);
+    return true;
+  };
+
+  s.Get("/healthz", route("/healthz", [this](const Request&, Response& res) {
+          std::shared_lock lock(core_.read_model().mu());
+          SendJson(res, 200, json{{"status", "ok"}, {"last_seq", core_.read_model().last_seq()}});
+        }));
+  s.Get("/metrics", route("/metrics", [this](const Request&, Response& res) {
+          res.set_content(core_.metrics().Render(core_.read_model()), "text/plain; version=0.0.4; charset=utf-8");
+        }));
+
+  // --- tenants ---------------------------------------------------------------------
+  s.Post("/v1/tenants", route("/v1/tenants", [=, this](const Request& req, Response& res) {
+           if (!auth(req, res, true)) return;
+           auto j = body(req, res);
+           if (!j) return;
+           ApiError err;
+           FieldReader f;
+           CreateTenantCmd cmd;
+           if (!FieldReader::Open(*j, "", {"name", "quota"}, &f, &err) || !f.Require("name", &err) ||
+               !f.String("name", cmd.name, 63, &err)) {
+             return SendError(res, err);
+           }
+           if (!ValidName(cmd.name)) {
+             return SendError(res, BadField("name", "expected 1 to 63 characters of a-z, 0-9 and '-', starting "
+                                                    "with a letter (got \"" + cmd.name + "\")"));
+           }
+           if (const json* q = f.Find("quota")) {
+             if (!q->is_object()) return SendError(res, BadField("quota", "expected an object of pool name -> quota"));
+             for (const auto& [pool, value] : q->items()) {
+               FieldReader qf;
+               Quota quota;
+               if (!FieldReader::Open(value, "quota." + pool, {"guaranteed_gpus", "limit_gpus", "weight", "reserved"},
+                                      &qf, &err) ||
+                   !ReadQuota(qf, quota, &err)) {
+                 return SendError(res, err);
+               }
+               if (!core_.names().pool_id(pool)) {
+                 return SendError(res, BadField("quota." + pool, "unknown pool '" + pool + "'"));
+               }
+               cmd.quotas.emplace_back(pool, quota);
+             }
+           }
+           const std::string token = NewToken();
+           cmd.token_hash = HashToken(token);
+           const std::string name = cmd.name;
+           const Reply r = core_.Call(std::move(cmd));
+           if (reply_failed(res, r)) return;
+           std::shared_lock lock(core_.read_model().mu());
+           const auto& m = core_.read_model();
+           json v = TenantView(*m.tenant_id(name), m);
+           v["token"] = token;
+           SendJson(res, 201, v);
+         }));
+  s.Get("/v1/tenants", route("/v1/tenants", [=, this](const Request& req, Response& res) {
+          if (!auth(req, res, true)) return;
+          std::shared_lock lock(core_.read_model().mu());
+          const auto& m = core_.read_model();
+          json list = json::array();
+          for (size_t t = 0; t < m.tenants().size(); ++t) list.push_back(TenantView(static_cast<TenantId>(t), m));
+          SendJson(res, 200, json{{"tenants", list}});
+        }));
+  s.Get(R"(/v1/tenants/([^/]+))", route("/v1/tenants/{name}", [=, this](const Request& req, Response& res) {
+          auto p = auth(req, res, false);
+          if (!p) return;
+          const std::string name = req.matches[1];
+          if (!p->admin && p->tenant != name) return SendError(res, Fail(404, "not_found", "no tenant '" + name + "'"));
+          std::shared_lock lock(core_.read_model().mu());
+          const auto& m = core_.read_model();
+          const auto t = m.tenant_id(name);
+          if (!t) return SendError(res, Fail(404, "not_found", "no tenant '" + name + "'"));
+          SendJson(res, 200, TenantView(*t, m));
+        }));
+  s.Put(R"(/v1/tenants/([^/]+)/quota)", route("/v1/tenants/{name}/quota", [=, this](const Request& req, Response& res) {
+          if (!auth(req, res, true)) return;
+          auto j = body(req, res);
+          if (!j) return;
+          ApiError err;
+          FieldReader f;
+          SetQuotaCmd cmd;
+          cmd.tenant = req.matches[1];
+          if (!FieldReader::Open(*j, "", {"pool", "guaranteed_gpus", "limit_gpus", "weight", "reserved"}, &f, &err) ||
+              !f.Require("pool", &err) || !f.String("pool", cmd.pool, 63, &err) || !ReadQuota(f, cmd.quota, &err)) {
+            return SendError(res, err);
+          }
+          if (!core_.names().pool_id(cmd.pool)) return SendError(res, BadField("pool", "unknown pool '" + cmd.pool + "'"));
+          const std::string name = cmd.tenant;
+          const Reply r = core_.Call(std::move(cmd));
+          if (reply_failed(res, r)) return;
+          std::shared_lock lock(core_.read_model().mu());
+          const auto& m = core_.read_model();
+          SendJson(res, 200, TenantView(*m.tenant_id(name), m));
+        }));
+
+  // --- jobs ------------------------------------------------------------------------
+  s.Post("/v1/jobs", route("/v1/jobs", [=, this](const Request& req, Response& res) {
+           auto p = auth(req, res, false);
+           if (!p) return;
+           auto j = body(req, res);
+           if (!j) return;
+           auto parsed = ParseJobRequest(*j, core_.names(), WallNow());
+           if (!parsed.ok()) return SendError(res, parsed.error);
+           SubmitJobCmd cmd;
+           cmd.spec = std::move(parsed.value->spec);
+           if (p->admin) {
+             if (parsed.value->tenant.empty()) {
+               return SendError(res, BadField("tenant", "required when the admin submits (the tenant the job is for)"));
+             }
+             cmd.tenant = parsed.value->tenant;
+           } else {
+             if (!parsed.value->tenant.empty() && parsed.value->tenant != p->tenant) {
+               return SendError(res, BadField("tenant", "a tenant token submits only its own jobs (omit tenant or give '" +
+                                                            p->tenant + "')"));
+             }
+             cmd.tenant = p->tenant;
+           }
+           const Reply r = core_.Call(std::move(cmd));
+           if (reply_failed(res, r)) return;
+           std::shared_lock lock(core_.read_model().mu());
+           const JobRecord* rec = core_.read_model().job(r.id);
+           if (!rec) return SendError(res, Fail(500, "internal", "job " + std::to_string(r.id) + " not in the read model"));
+           SendJson(res, 201, JobView(*rec, core_.read_model(), core_.names()));
+         }));
+  s.Get("/v1/jobs", route("/v1/jobs", [=, this](const Request& req, Response& res) {
+          auto p = auth(req, res, false);
+          if (!p) return;
+          ApiError err;
+          int64_t limit = 100, after = 0;
+          if (!IntParam(req, "limit", limit, 1, kMaxListLimit, &err) || !IntParam(req, "after", after, 0, INT64_MAX, &err)) {
+            return SendError(res, err);
+          }
+          std::optional<JobState> state;
+          if (req.has_param("state")) {
+            const std::string v = req.get_param_value("state");
+            for (int i = 0; i <= static_cast<int>(JobState::kEvicted); ++i) {
+              if (v == JobStateName(static_cast<JobState>(i))) state = static_cast<JobState>(i);
+            }
+            if (!state) {
+              return SendError(res, Fail(400, "invalid_argument",
+                                          "state: unknown job state '" + v.substr(0, 32) +
+                                              "' (known: pending, running, checkpointing, succeeded, failed, "
+                                              "cancelled, rejected, evicted)",
+                                          "state"));
+            }
+          }
+          std::shared_lock lock(core_.read_model().mu());
+          const auto& m = core_.read_model();
+          TenantId tenant = -1;
+          if (!p->admin) {
+            if (req.has_param("tenant") && req.get_param_value("tenant") != p->tenant) {
+              return SendError(res, Fail(403, "forbidden", "tenant: only the admin may list other tenants' jobs", "tenant"));
+            }
+            tenant = *m.tenant_id(p->tenant);
+          } else if (req.has_param("tenant")) {
+            const auto t = m.tenant_id(req.get_param_value("tenant"));
+            if (!t) {
+              return SendError(res, Fail(400, "invalid_argument",
+                                          "tenant: no tenant '" + req.get_param_value("tenant").substr(0, 64) + "'",
+                                          "tenant"));
+            }
+            tenant = *t;
+          }
+          json jobs = json::array();
+          JobId last = -1;
+          bool more = false;
+          m.ForEachJob(after, tenant, [&](const JobRecord& r) {
+            if (state && r.state != *state) return true;
+            if (static_cast<int64_t>(jobs.size()) == limit) {
+              more = true;
+              return false;
+            }
+            jobs.push_back(JobView(r, m, core_.names()));
+            last = r.id;
+            return true;
+          });
+          SendJson(res, 200, json{{"jobs", jobs}, {"next_after", more ? json(last) : json(nullptr)}});
+        }));
+  auto find_job = [this](const Request& req, Response& res, const Principal& p) -> JobId {
+    const std::string idtext = req.matches[1];
+    JobId id = -1;
+    try {
+      id = idtext.size() > 18 ? -1 : std::stoll(idtext);
+    } catch (const std::exception&) {
+    }
+    std::shared_lock lock(core_.read_model().mu());
+    const auto& m = core_.read_model();
+    const JobRecord* r = id > 0 ? m.job(id) : nullptr;
+    if (!r || (!p.admin && m.tenants()[r->spec.tenant] != p.tenant)) {
+      SendError(res, Fail(404, "not_found", "no job " + idtext));
+      return -1;
+    }
+    return id;
+  };
+  s.Get(R"(/v1/jobs/(\d+))", route("/v1/jobs/{id}", [=, this](const Request& req, Response& res) {
+          auto p = auth(req, res, false);
+          if (!p) return;
+          const JobId id = find_job(req, res, *p);
+          if (id < 0) return;
+          std::string waiting;
+          bool pending;
+          {
+            std::shared_lock lock(core_.read_model().mu());
+            pending = core_.read_model().job(id)->state == JobState::kPending;
+          }
+          if (pending) waiting = core_.Call(ExplainCmd{id}).text;
+          std::shared_lock lock(core_.read_model().mu());
+          json v = JobView(*core_.read_model().job(id), core_.read_model(), core_.names());
+          if (!waiting.empty() && v["state"] == "pending") v["waiting"] = waiting;
+          SendJson(res, 200, v);
+        }));
+  s.Delete(R"(/v1/jobs/(\d+))", route("/v1/jobs/{id}", [=, this](const Request& req, Response& res) {
+             auto p = auth(req, res, false);
+             if (!p) return;
+             const JobId id = find_job(req, res, *p);
+             if (id < 0) return;
+             {
+               std::shared_lock lock(core_.read_model().mu());
+               const JobRecord* r = core_.read_model().job(id);
+               if (IsTerminal(r->state)) {
+                 return SendError(res, Fail(409, "conflict",
+                                             "job " + std::to_string(id) + " already ended (" +
+                                                 JobStateName(r->state) + ")"));
+               }
+             }
+             const Reply r = core_.Call(CancelJobCmd{id, p->admin ? "" : p->tenant});
+             if (r.error && r.error->http_status == 404) {
+               // It ended between the check and the command.
+               return SendError(res, Fail(409, "conflict", "job " + std::to_string(id) + " already ended"));
+             }
+             if (reply_failed(res, r)) return;
+             std::shared_lock lock(core_.read_model().mu());
+             SendJson(res, 200, JobView(*core_.read_model().job(id), core_.read_model(), core_.names()));
+           }));
+
+  // --- nodes and pools -----------------------------------------------------------------
+  s.Post("/v1/nodes", route("/v1/nodes", [=, this](const Request& req, Response& res) {
+           if (!auth(req, res, true)) return;
+           auto j = body(req, res);
+           if (!j) return;
+           ApiError err;
+           FieldReader f;
+           AddNodeCmd cmd;
+           std::string model, cls;
+           int64_t gpus = 0;
+           double cores = 0, mem = 0;
+           cmd.region = "region-1";
+           cmd.zone = "zone-1";
+           cmd.rack = "rack-1";
+           if (!FieldReader::Open(*j, "",
+                                  {"name", "model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "rack",
+                                   "class"},
+                                  &f, &err) ||
+               !f.Require("name", &err) || !f.String("name", cmd.spec.name, 253, &err) ||
+               !f.String("model", model, 64, &err) || !f.Int("gpus", gpus, 0, kMaxGpusPerNode, &err) ||
+               !f.Require("cpu_cores", &err) || !f.Number("cpu_cores", cores, 0, 1 << 20, &err, true) ||
+               !f.Require("memory_gib", &err) || !f.Number("memory_gib", mem, 0, 1 << 24, &err, true) ||
+               !f.String("region", cmd.region, 63, &err) || !f.String("zone", cmd.zone, 63, &err) ||
+               !f.String("rack", cmd.rack, 63, &err) || !f.String("class", cls, 63, &err)) {
+             return SendError(res, err);
+           }
+           if (cmd.spec.name.empty()) return SendError(res, BadField("name", "must not be empty"));
+           if (gpus > 0 && model.empty()) return SendError(res, BadField("model", "required for a node with GPUs"));
+           if (!model.empty()) {
+             const auto id = Catalog::Builtin().Find(model);
+             if (!id) {
+               return SendError(res, BadField("model", "unknown GPU model '" + model + "' (known: " +
+                                                           Catalog::Builtin().Names() + ")"));
+             }
+             if (gpus == 0) return SendError(res, BadField("gpus", "a node with a model needs at least 1 GPU"));
+             cmd.spec.gpu_model = *id;
+           }
+           cmd.spec.gpu_count = static_cast<int>(gpus);
+           cmd.spec.cpu_milli = std::llround(cores * 1000);
+           cmd.spec.memory_mib = std::llround(mem * 1024);
+           if (!cls.empty()) {
+             const auto& classes = core_.node_classes();
+             auto it = classes.find(cls);
+             if (it == classes.end()) {
+               std::string known;
+               for (const auto& [n, v] : classes) known += (known.empty() ? "" : ", ") + n;
+               return SendError(res, BadField("class", "unknown node class '" + cls + "' (known: " +
+                                                           (known.empty() ? "none configured" : known) + ")"));
+             }
+             cmd.spec.attr_class = it->second;
+           }
+           const Reply r = core_.Call(std::move(cmd));
+           if (reply_failed(res, r)) return;
+           std::shared_lock lock(core_.read_model().mu());
+           SendJson(res, 201, NodeView(static_cast<NodeIndex>(r.id), core_.read_model()));
+         }));
+  s.Get("/v1/nodes", route("/v1/nodes", [=, this](const Request& req, Response& res) {
+          if (!auth(req, res, true)) return;
+          std::shared_lock lock(core_.read_model().mu());
+          const auto& m = core_.read_model();
+          json list = json::array();
+          for (size_t i = 0; i < m.nodes().size(); ++i) list.push_back(NodeView(static_cast<NodeIndex>(i), m));
+          SendJson(res, 200, json{{"nodes", list}});
+        }));
+  s.Get("/v1/pools", route("/v1/pools", [=, this](const Request& req, Response& res) {
+          if (!auth(req, res, false)) return;
+          std::shared_lock lock(core_.read_model().mu());
+          const auto& m = core_.read_model();
+          json list = json::array();
+          for (size_t p = 0; p < m.pools().size(); ++p) list.push_back(PoolView(static_cast<PoolId>(p), m));
+          SendJson(res, 200, json{{"pools", list}});
+        }));
+
+  // --- events ----------------------------------------------------------------------------
+  s.Get("/v1/events", route("/v1/events", [=, this](const Request& req, Response& res) {
+          if (!auth(req, res, true)) return;
+          ApiError err;
+          int64_t since = 0, limit = 1000;
+          if (!IntParam(req, "since", since, 0, INT64_MAX, &err) ||
+              !IntParam(req, "limit", limit, 1, kMaxEventLimit, &err)) {
+            return SendError(res, err);
+          }
+          std::string out = "{\"events\":[";
+          int64_t next = since;
+          bool first = true;
+          auto ok = core_.journal().ReadEvents(since, limit, [&](const JournalEvent& e) {
+            if (!first) out += ',';
+            first = false;
+            out += e.json;
+            next = e.seq;
+            return true;
+          });
+          if (!ok) return SendError(res, Fail(503, "unavailable", ok.error().message));
+          out += "],\"next_since\":" + std::to_string(next) + "}";
+          res.status = 200;
+          res.set_content(out, "application/json");
+        }));
+}
+
+}  // namespace gpupool

@@ -1,0 +1,71 @@
+// The durable record of the server: the Engine's events in order, periodic
+// snapshots, and the tenant token hashes (DESIGN section 6).
+//
+// A batch is written atomically: its events, tokens and snapshots are all
+// durable when Commit returns, or none is. The server acknowledges a
+// command only after the batch holding its events is committed. Behind this
+// interface so that a replicated store can replace the local one.
+//
+// Thread-safety: Commit is called by one writer thread; the read functions
+// may be called from any thread concurrently with it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace gpupool {
+
+struct JournalEvent {
+  int64_t seq = 0;
+  int64_t at_ms = 0;
+  std::string type;
+  std::string json;  // the canonical event line (ToJsonLine)
+};
+
+struct TokenRecord {
+  std::string hash_hex;  // SHA-256 of the token; the token itself is never stored
+  std::string tenant;    // the tenant's name
+  int64_t created_ms = 0;
+};
+
+struct SnapshotRecord {
+  std::string kind;  // "engine" or "read-model"
+  int64_t seq = 0;   // the state after every event up to this one
+  std::string bytes;
+};
+
+struct JournalBatch {
+  std::vector<JournalEvent> events;  // consecutive seqs, continuing the journal
+  std::vector<TokenRecord> tokens;
+  std::vector<SnapshotRecord> snapshots;
+  bool empty() const { return events.empty() && tokens.empty() && snapshots.empty(); }
+};
+
+class Journal {
+ public:
+  virtual ~Journal() = default;
+
+  // Writes the batch durably (fsync) in one transaction.
+  virtual Status Commit(const JournalBatch& batch) = 0;
+  // The last committed event's seq (0 when empty).
+  virtual Result<int64_t> LastSeq() = 0;
+  // The newest snapshot of `kind`, if any.
+  virtual Result<std::optional<SnapshotRecord>> LatestSnapshot(const std::string& kind) = 0;
+  // Calls `each` for the events with seq > after_seq, ascending, at most
+  // `limit` of them (limit < 0: all); stops early when `each` returns false.
+  virtual Status ReadEvents(int64_t after_seq, int64_t limit, const std::function<bool(const JournalEvent&)>& each) = 0;
+  virtual Result<std::vector<TokenRecord>> Tokens() = 0;
+};
+
+// A journal in the SQLite database DIR/gpupool.db (WAL mode, synchronous
+// FULL: a commit is on disk when it returns). Keeps the newest two
+// snapshots of each kind.
+Result<std::unique_ptr<Journal>> OpenSqliteJournal(const std::string& dir);
+
+}  // namespace gpupool

@@ -1,0 +1,202 @@
+#include "src/server/metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <shared_mutex>
+#include <sstream>
+
+#include "src/model/gpu_catalog.h"
+#include "src/server/read_model.h"
+
+namespace gpupool {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildHistogram;
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+MetricFamily Gauge(std::string name, std::string help) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = MetricType::Gauge;
+  return f;
+}
+
+void Sample(MetricFamily& f, std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = value;
+  f.metric.push_back(std::move(m));
+}
+
+prometheus::Histogram::BucketBoundaries LatencyBuckets() {
+  return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+}
+
+}  // namespace
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  events_ = &BuildCounter().Name("gpupool_events_total").Help("Committed engine events by type").Register(*registry_);
+  auto& jobs = BuildCounter().Name("gpupool_scheduler_jobs_total").Help("Job lifecycle counts").Register(*registry_);
+  submissions_ = &jobs.Add({{"what", "submitted"}});
+  rejections_ = &jobs.Add({{"what", "rejected"}});
+  placements_ = &BuildCounter()
+                     .Name("gpupool_scheduler_placements_total")
+                     .Help("Jobs placed (JobPlaced events)")
+                     .Register(*registry_)
+                     .Add({});
+  preemptions_ = &BuildCounter()
+                      .Name("gpupool_scheduler_preemptions_total")
+                      .Help("Jobs preempted (JobPreempted events)")
+                      .Register(*registry_)
+                      .Add({});
+  reclaims_ = &BuildCounter()
+                   .Name("gpupool_reclaims_total")
+                   .Help("Jobs reclaimed while idle or past their deadline")
+                   .Register(*registry_)
+                   .Add({});
+  decision_seconds_ = &BuildHistogram()
+                           .Name("gpupool_scheduler_decision_seconds")
+                           .Help("Engine time per command (validation, decisions, scheduling pass)")
+                           .Register(*registry_)
+                           .Add({}, LatencyBuckets());
+  commit_seconds_ = &BuildHistogram()
+                         .Name("gpupool_journal_commit_seconds")
+                         .Help("Time to commit one group of commands to the journal (fsync included)")
+                         .Register(*registry_)
+                         .Add({}, LatencyBuckets());
+  commit_events_ = &BuildHistogram()
+                        .Name("gpupool_journal_commit_events")
+                        .Help("Events per journal commit (group commit size)")
+                        .Register(*registry_)
+                        .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 1024});
+  requests_ = &BuildCounter().Name("gpupool_http_requests_total").Help("HTTP requests by route and status").Register(*registry_);
+  request_seconds_ = &BuildHistogram()
+                          .Name("gpupool_http_request_seconds")
+                          .Help("HTTP request latency by route")
+                          .Register(*registry_);
+}
+
+void Metrics::CountEvent(const Event& e) {
+  const char* type = EventName(e.body);
+  {
+    std::lock_guard lock(mu_);
+    auto [it, inserted] = event_counters_.try_emplace(type, nullptr);
+    if (inserted) it->second = &events_->Add({{"type", type}});
+    it->second->Increment();
+  }
+  if (std::holds_alternative<JobPlaced>(e.body)) placements_->Increment();
+  if (std::holds_alternative<JobPreempted>(e.body)) preemptions_->Increment();
+  if (std::holds_alternative<JobSubmitted>(e.body)) submissions_->Increment();
+  if (std::holds_alternative<JobRejected>(e.body)) rejections_->Increment();
+  if (std::holds_alternative<JobReclaimed>(e.body)) reclaims_->Increment();
+}
+
+void Metrics::ObserveDecision(double seconds) { decision_seconds_->Observe(seconds); }
+
+void Metrics::ObserveCommit(double seconds, size_t events) {
+  commit_seconds_->Observe(seconds);
+  commit_events_->Observe(static_cast<double>(events));
+}
+
+void Metrics::CountRequest(const std::string& method, const std::string& route, int status, double seconds) {
+  prometheus::Counter* c;
+  prometheus::Histogram* h;
+  {
+    std::lock_guard lock(mu_);
+    c = &requests_->Add({{"method", method}, {"route", route}, {"code", std::to_string(status)}});
+    h = &request_seconds_->Add({{"method", method}, {"route", route}}, LatencyBuckets());
+  }
+  c->Increment();
+  h->Observe(seconds);
+}
+
+void Metrics::SetGpuUtilization(int32_t node, int gpu, double pct) {
+  std::lock_guard lock(mu_);
+  gpu_util_[{node, gpu}] = pct;
+}
+
+std::string Metrics::Render(const ReadModel& model) const {
+  std::vector<MetricFamily> families = registry_->Collect();
+  MetricFamily queue = Gauge("gpupool_queue_length", "Pending jobs by tenant and priority");
+  MetricFamily guaranteed = Gauge("gpupool_quota_guaranteed_gpus", "Guaranteed GPUs per tenant and pool");
+  MetricFamily limit = Gauge("gpupool_quota_limit_gpus", "Elastic limit in GPUs per tenant and pool");
+  MetricFamily used = Gauge("gpupool_quota_used_gpus", "GPUs in use per tenant and pool");
+  MetricFamily borrowed = Gauge("gpupool_quota_borrowed_gpus", "GPUs used beyond the effective guarantee");
+  MetricFamily lent = Gauge("gpupool_quota_lent_gpus", "Part of the guarantee lent to the elastic pool");
+  MetricFamily capacity = Gauge("gpupool_pool_capacity_gpus", "Capacity model of each pool (POOL-3)");
+  MetricFamily node_up = Gauge("gpupool_node_up", "1 when the node is ready, 0 when cordoned or down");
+  MetricFamily fb_used = Gauge("DCGM_FI_DEV_FB_USED", "GPU framebuffer memory used (MiB)");
+  MetricFamily fb_free = Gauge("DCGM_FI_DEV_FB_FREE", "GPU framebuffer memory free (MiB)");
+  MetricFamily util = Gauge("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (percent, last report)");
+  MetricFamily alloc = Gauge("gpupool_gpu_allocated_milli", "Compute share of the GPU allocated (thousandths)");
+  std::map<std::pair<int32_t, int>, double> utils;
+  {
+    std::lock_guard lock(mu_);
+    utils = gpu_util_;
+  }
+  {
+    std::shared_lock lock(model.mu());
+    const auto& s = *model.summary();
+    const auto& tenants = model.tenants();
+    const auto& pools = model.pools();
+    for (const auto& [key, n] : s.queued) {
+      const std::string tenant = key.first < static_cast<int>(tenants.size()) ? tenants[key.first] : "?";
+      Sample(queue, {{"tenant", tenant}, {"priority", std::to_string(key.second)}}, static_cast<double>(n));
+    }
+    for (size_t t = 0; t < tenants.size(); ++t) {
+      for (size_t p = 0; p < pools.size() && p < model.quotas()[t].size(); ++p) {
+        const Quota& q = model.quotas()[t][p];
+        std::vector<ClientMetric::Label> l{{"pool", pools[p].name}, {"tenant", tenants[t]}};
+        Sample(guaranteed, l, q.guaranteed_milli / 1000.0);
+        Sample(limit, l, q.elastic_limit_milli / 1000.0);
+        if (t < s.usage.size() && p < s.usage[t].size()) {
+          Sample(used, l, s.usage[t][p].used_milli / 1000.0);
+          Sample(borrowed, l, s.usage[t][p].borrowed_milli / 1000.0);
+          Sample(lent, l, s.usage[t][p].lent_milli / 1000.0);
+        }
+      }
+    }
+    for (size_t p = 0; p < pools.size() && p < s.capacity.size(); ++p) {
+      const PoolCapacity& c = s.capacity[p];
+      for (auto [kind, v] : {std::pair{"total", c.total_milli}, {"allocated", c.allocated_milli},
+                             {"reserved", c.reserved_milli}, {"fragmented", c.fragmented_milli},
+                             {"available", c.available_milli}}) {
+        Sample(capacity, {{"kind", kind}, {"pool", pools[p].name}}, v / 1000.0);
+      }
+    }
+    const auto& nodes = model.nodes();
+    for (size_t i = 0; i < nodes.size() && i < s.nodes.size(); ++i) {
+      const Node& n = s.nodes[i];
+      const NodeRecord& rec = nodes[i];
+      const std::string pool = n.pool < pools.size() ? pools[n.pool].name : "?";
+      Sample(node_up, {{"node", rec.spec.name}, {"pool", pool}}, n.condition == NodeCondition::kReady ? 1 : 0);
+      if (n.gpu_count == 0) continue;
+      const std::string model_name = Catalog::Builtin().Get(n.gpu_model).name;
+      for (int g = 0; g < n.gpu_count; ++g) {
+        std::vector<ClientMetric::Label> l{
+            {"Hostname", rec.spec.name}, {"gpu", std::to_string(g)}, {"modelName", model_name}, {"pool", pool}};
+        // A whole GPU's memory belongs to its job; shares hold what they asked for.
+        const int32_t free_mib = n.gpu_mode[g] == GpuMode::kWhole ? 0 : n.gpu_memory_free_mib[g];
+        Sample(fb_used, l, n.gpu_memory_mib - free_mib);
+        Sample(fb_free, l, free_mib);
+        if (auto it = utils.find({static_cast<int32_t>(i), g}); it != utils.end()) Sample(util, l, it->second);
+        auto la = l;
+        la.push_back({"mode", GpuModeName(n.gpu_mode[g])});
+        Sample(alloc, la, kMilliPerGpu - n.gpu_free_milli[g]);
+      }
+    }
+  }
+  for (MetricFamily* f : {&queue, &guaranteed, &limit, &used, &borrowed, &lent, &capacity, &node_up, &fb_used,
+                          &fb_free, &util, &alloc}) {
+    families.push_back(std::move(*f));
+  }
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+}  // namespace gpupool

@@ -1,0 +1,68 @@
+// Prometheus metrics of the server (GET /metrics, text exposition 0.0.4).
+//
+// Counters and histograms live in a prometheus-cpp registry and are updated
+// as events commit and requests finish. Gauges are computed at scrape time
+// from the read model and the latest engine summary:
+//   gpupool_queue_length{tenant,priority}
+//   gpupool_quota_{guaranteed,limit,used,borrowed,lent}_gpus{tenant,pool}
+//   gpupool_pool_capacity_gpus{pool,kind=total|allocated|reserved|fragmented|available}
+//   gpupool_node_up{node,pool}
+//   per GPU, named after the DCGM exporter's fields, labels gpu, Hostname,
+//   modelName, pool: DCGM_FI_DEV_FB_USED / DCGM_FI_DEV_FB_FREE (MiB held by
+//   allocations / free), DCGM_FI_DEV_GPU_UTIL (percent, last report; GPUs
+//   without a report have no sample), and gpupool_gpu_allocated_milli{mode}.
+//
+// Thread-safety: every member may be called concurrently.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "src/engine/event.h"
+
+namespace gpupool {
+
+class ReadModel;
+
+class Metrics {
+ public:
+  Metrics();
+
+  // A committed event (counts placements, preemptions, submissions, ...).
+  void CountEvent(const Event& e);
+  // Time the engine took for one command (the scheduling decision).
+  void ObserveDecision(double seconds);
+  void ObserveCommit(double seconds, size_t events);
+  void CountRequest(const std::string& method, const std::string& route, int status, double seconds);
+  // The last reported utilization of a GPU (percent), by node index.
+  void SetGpuUtilization(int32_t node, int gpu, double pct);
+
+  // The whole exposition. Takes the read model's shared lock itself.
+  std::string Render(const ReadModel& model) const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* events_;
+  prometheus::Counter* placements_;
+  prometheus::Counter* preemptions_;
+  prometheus::Counter* submissions_;
+  prometheus::Counter* rejections_;
+  prometheus::Counter* reclaims_;
+  prometheus::Histogram* decision_seconds_;
+  prometheus::Histogram* commit_seconds_;
+  prometheus::Histogram* commit_events_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Histogram>* request_seconds_;
+  mutable std::mutex mu_;  // guards the maps below and Family::Add
+  std::map<std::string, prometheus::Counter*> event_counters_;
+  std::map<std::pair<int32_t, int>, double> gpu_util_;
+};
+
+}  // namespace gpupool

@@ -1,0 +1,354 @@
+#include "src/server/read_model.h"
+
+#include "src/base/bytes.h"
+
+namespace gpupool {
+namespace {
+
+constexpr uint32_t kMagic = 0x47505252;  // "GPRR"
+constexpr uint32_t kVersion = 1;
+
+void PutDemand(ByteWriter& w, const Demand& d) {
+  w.Put(d.cpu_milli);
+  w.Put(d.memory_mib);
+  w.Put(d.gpu_count);
+  w.Put(d.gpu_milli);
+  w.Put(d.allowed_models);
+  w.Put(d.allowed_pools);
+  w.Put(d.requirement);
+  w.Put(d.reservation);
+  w.Put(d.mode);
+  w.Put(d.gpu_memory_mib);
+}
+
+Demand GetDemand(ByteReader& r) {
+  Demand d;
+  d.cpu_milli = r.Get<int64_t>();
+  d.memory_mib = r.Get<int64_t>();
+  d.gpu_count = r.Get<int32_t>();
+  d.gpu_milli = r.Get<int32_t>();
+  d.allowed_models = r.Get<GpuModelMask>();
+  d.allowed_pools = r.Get<uint64_t>();
+  d.requirement = r.Get<uint16_t>();
+  d.reservation = r.Get<int64_t>();
+  d.mode = r.Get<ShareMode>();
+  d.gpu_memory_mib = r.Get<int32_t>();
+  return d;
+}
+
+void PutSpec(ByteWriter& w, const JobSpec& s) {
+  w.PutString(s.name);
+  w.Put(s.tenant);
+  w.Put(s.kind);
+  w.Put(s.priority);
+  w.Put<uint8_t>(s.deadline.has_value());
+  w.Put<int64_t>(s.deadline ? ToMillis(*s.deadline) : 0);
+  w.Put(s.replicas);
+  PutDemand(w, s.demand);
+  w.Put<uint64_t>(s.stages.size());
+  for (const Demand& d : s.stages) PutDemand(w, d);
+  w.Put<uint64_t>(s.pools.size());
+  for (PoolId p : s.pools) w.Put(p);
+  w.Put<uint8_t>(s.auto_sharing);
+  w.Put<uint8_t>(s.expected_duration.has_value());
+  w.Put<int64_t>(s.expected_duration ? ToMillis(*s.expected_duration) : 0);
+  w.Put<uint8_t>(s.checkpointable);
+  w.Put<int64_t>(ToMillis(s.checkpoint_interval));
+  w.Put<int64_t>(ToMillis(s.checkpoint_duration));
+  w.Put(s.labels);
+  w.Put(s.affinity);
+  w.Put(s.anti_affinity);
+}
+
+JobSpec GetSpec(ByteReader& r) {
+  JobSpec s;
+  s.name = r.GetString();
+  s.tenant = r.Get<TenantId>();
+  s.kind = r.Get<JobKind>();
+  s.priority = r.Get<int32_t>();
+  const bool has_deadline = r.Get<uint8_t>();
+  const int64_t deadline = r.Get<int64_t>();
+  if (has_deadline) s.deadline = InstantFromMillis(deadline);
+  s.replicas = r.Get<int32_t>();
+  s.demand = GetDemand(r);
+  const uint64_t stages = r.GetCount(8);
+  for (uint64_t i = 0; i < stages && !r.failed(); ++i) s.stages.push_back(GetDemand(r));
+  const uint64_t pools = r.GetCount(1);
+  for (uint64_t i = 0; i < pools && !r.failed(); ++i) s.pools.push_back(r.Get<PoolId>());
+  s.auto_sharing = r.Get<uint8_t>();
+  const bool has_expected = r.Get<uint8_t>();
+  const int64_t expected = r.Get<int64_t>();
+  if (has_expected) s.expected_duration = Duration(expected);
+  s.checkpointable = r.Get<uint8_t>();
+  s.checkpoint_interval = Duration(r.Get<int64_t>());
+  s.checkpoint_duration = Duration(r.Get<int64_t>());
+  s.labels = r.Get<LabelMask>();
+  s.affinity = r.Get<LabelMask>();
+  s.anti_affinity = r.Get<LabelMask>();
+  return s;
+}
+
+}  // namespace
+
+const JobRecord* ReadModel::job(JobId id) const {
+  if (id < 1 || id > static_cast<JobId>(jobs_.size())) return nullptr;
+  const JobRecord& j = jobs_[id - 1];
+  return j.id == id ? &j : nullptr;
+}
+
+JobRecord* ReadModel::mutable_job(JobId id) { return const_cast<JobRecord*>(job(id)); }
+
+std::optional<TenantId> ReadModel::tenant_id(const std::string& name) const {
+  auto it = tenant_ids_.find(name);
+  if (it == tenant_ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<NodeIndex> ReadModel::node_id(const std::string& name) const {
+  auto it = node_ids_.find(name);
+  if (it == node_ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ReadModel::Apply(const Event& e) {
+  last_seq_ = e.seq;
+  const Instant at = e.at;
+  auto new_job = [&](JobId id, const JobSpec& spec) -> JobRecord& {
+    if (static_cast<size_t>(id) > jobs_.size()) jobs_.resize(static_cast<size_t>(id));
+    JobRecord& j = jobs_[id - 1];
+    j = JobRecord{};
+    j.id = id;
+    j.spec = spec;
+    j.submitted = at;
+    jobs_by_tenant_[spec.tenant].push_back(id);
+    return j;
+  };
+  auto end = [&](JobId id, JobState s) {
+    if (JobRecord* j = mutable_job(id)) {
+      j->state = s;
+      j->ended = at;
+      j->has_ended = true;
+    }
+  };
+  auto requeue = [&](JobId id) -> JobRecord* {
+    JobRecord* j = mutable_job(id);
+    if (j) {
+      j->state = JobState::kPending;
+      j->placements.clear();
+    }
+    return j;
+  };
+  std::visit(
+      [&](const auto& b) {
+        using T = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<T, PoolAdded>) {
+          pools_.push_back(b.pool);
+          for (auto& q : quotas_) q.resize(pools_.size());
+        } else if constexpr (std::is_same_v<T, NodeAdded>) {
+          node_ids_[b.spec.name] = static_cast<NodeIndex>(nodes_.size());
+          nodes_.push_back(NodeRecord{b.spec, b.region, b.zone, b.rack});
+        } else if constexpr (std::is_same_v<T, TenantAdded>) {
+          tenant_ids_[b.name] = b.tenant;
+          if (static_cast<size_t>(b.tenant) >= tenant_names_.size()) tenant_names_.resize(b.tenant + 1);
+          tenant_names_[b.tenant] = b.name;
+          quotas_.resize(tenant_names_.size());
+          quotas_[b.tenant].resize(pools_.size());
+        } else if constexpr (std::is_same_v<T, QuotaSet>) {
+          if (static_cast<size_t>(b.tenant) < quotas_.size() && b.pool < quotas_[b.tenant].size()) {
+            quotas_[b.tenant][b.pool] = b.quota;
+          }
+        } else if constexpr (std::is_same_v<T, JobSubmitted>) {
+          new_job(b.job, b.spec);
+        } else if constexpr (std::is_same_v<T, JobRejected>) {
+          JobRecord& j = new_job(b.job, b.spec);
+          j.state = JobState::kRejected;
+          j.reason = b.reason;
+          j.ended = at;
+          j.has_ended = true;
+        } else if constexpr (std::is_same_v<T, JobPlaced>) {
+          if (JobRecord* j = mutable_job(b.job)) {
+            j->state = JobState::kRunning;
+            j->started = at;
+            j->has_started = true;
+            j->pool = b.pool;
+            j->borrowed = b.borrowed;
+            j->placements = b.replicas;
+          }
+        } else if constexpr (std::is_same_v<T, JobFinished>) {
+          end(b.job, b.succeeded ? JobState::kSucceeded : JobState::kFailed);
+        } else if constexpr (std::is_same_v<T, JobCancelled>) {
+          end(b.job, JobState::kCancelled);
+        } else if constexpr (std::is_same_v<T, PreemptionStarted>) {
+          if (JobRecord* j = mutable_job(b.victim); j && b.checkpoint) j->state = JobState::kCheckpointing;
+        } else if constexpr (std::is_same_v<T, JobPreempted>) {
+          if (JobRecord* j = requeue(b.victim)) ++j->preemptions;
+        } else if constexpr (std::is_same_v<T, ReclaimStarted>) {
+          if (JobRecord* j = mutable_job(b.job); j && b.checkpoint) j->state = JobState::kCheckpointing;
+        } else if constexpr (std::is_same_v<T, JobReclaimed>) {
+          end(b.job, JobState::kEvicted);
+        } else if constexpr (std::is_same_v<T, JobInterrupted>) {
+          if (JobRecord* j = requeue(b.job)) ++j->interruptions;
+        }
+      },
+      e.body);
+}
+
+std::string ReadModel::Encode() const {
+  ByteWriter w;
+  w.Put(kMagic);
+  w.Put(kVersion);
+  w.Put(last_seq_);
+  w.Put<uint64_t>(pools_.size());
+  for (const Pool& p : pools_) {
+    w.Put(p.id);
+    w.PutString(p.name);
+    w.Put(p.selector.models);
+    w.Put<uint64_t>(p.selector.regions.size());
+    for (const std::string& r : p.selector.regions) w.PutString(r);
+    w.Put<uint64_t>(p.dedicated_to.size());
+    for (TenantId t : p.dedicated_to) w.Put(t);
+  }
+  w.Put<uint64_t>(tenant_names_.size());
+  for (size_t t = 0; t < tenant_names_.size(); ++t) {
+    w.PutString(tenant_names_[t]);
+    w.Put<uint64_t>(quotas_[t].size());
+    for (const Quota& q : quotas_[t]) {
+      w.Put(q.guaranteed_milli);
+      w.Put(q.elastic_limit_milli);
+      w.Put(q.weight);
+      w.Put<uint8_t>(q.reserved);
+    }
+  }
+  w.Put<uint64_t>(nodes_.size());
+  for (const NodeRecord& n : nodes_) {
+    w.PutString(n.spec.name);
+    w.Put(n.spec.cpu_milli);
+    w.Put(n.spec.memory_mib);
+    w.Put<int32_t>(n.spec.gpu_count);
+    w.Put(n.spec.gpu_model);
+    w.Put(n.spec.pool);
+    w.Put(n.spec.attr_class);
+    w.PutString(n.region);
+    w.PutString(n.zone);
+    w.PutString(n.rack);
+  }
+  w.Put<uint64_t>(jobs_.size());
+  for (const JobRecord& j : jobs_) {
+    w.Put(j.id);
+    if (j.id < 0) continue;
+    PutSpec(w, j.spec);
+    w.Put(j.state);
+    w.Put<int64_t>(ToMillis(j.submitted));
+    w.Put<int64_t>(ToMillis(j.started));
+    w.Put<int64_t>(ToMillis(j.ended));
+    w.Put<uint8_t>(j.has_started);
+    w.Put<uint8_t>(j.has_ended);
+    w.Put(j.pool);
+    w.Put<uint8_t>(j.borrowed);
+    w.Put<uint64_t>(j.placements.size());
+    for (const PlacedReplica& p : j.placements) {
+      w.Put(p.node);
+      w.Put(p.gpus);
+    }
+    w.Put(j.preemptions);
+    w.Put(j.interruptions);
+    w.PutString(j.reason);
+  }
+  return std::move(w.bytes());
+}
+
+Status ReadModel::Decode(std::string_view bytes) {
+  ByteReader r(bytes);
+  if (r.Get<uint32_t>() != kMagic) return InvalidArgument("read-model snapshot: bad magic");
+  if (const uint32_t v = r.Get<uint32_t>(); v != kVersion) {
+    return InvalidArgument("read-model snapshot: version " + std::to_string(v) + " (expected " +
+                           std::to_string(kVersion) + ")");
+  }
+  ReadModel m;
+  m.last_seq_ = r.Get<int64_t>();
+  const uint64_t pools = r.GetCount(8);
+  for (uint64_t i = 0; i < pools && !r.failed(); ++i) {
+    Pool p;
+    p.id = r.Get<PoolId>();
+    p.name = r.GetString();
+    p.selector.models = r.Get<GpuModelMask>();
+    const uint64_t regions = r.GetCount(8);
+    for (uint64_t k = 0; k < regions && !r.failed(); ++k) p.selector.regions.push_back(r.GetString());
+    const uint64_t dedicated = r.GetCount(4);
+    for (uint64_t k = 0; k < dedicated && !r.failed(); ++k) p.dedicated_to.push_back(r.Get<TenantId>());
+    m.pools_.push_back(std::move(p));
+  }
+  const uint64_t tenants = r.GetCount(16);
+  for (uint64_t t = 0; t < tenants && !r.failed(); ++t) {
+    m.tenant_names_.push_back(r.GetString());
+    m.tenant_ids_[m.tenant_names_.back()] = static_cast<TenantId>(t);
+    std::vector<Quota> qs(r.GetCount(25));
+    for (Quota& q : qs) {
+      q.guaranteed_milli = r.Get<int64_t>();
+      q.elastic_limit_milli = r.Get<int64_t>();
+      q.weight = r.Get<double>();
+      q.reserved = r.Get<uint8_t>();
+    }
+    m.quotas_.push_back(std::move(qs));
+  }
+  const uint64_t nodes = r.GetCount(40);
+  for (uint64_t i = 0; i < nodes && !r.failed(); ++i) {
+    NodeRecord n;
+    n.spec.name = r.GetString();
+    n.spec.cpu_milli = r.Get<int64_t>();
+    n.spec.memory_mib = r.Get<int64_t>();
+    n.spec.gpu_count = r.Get<int32_t>();
+    n.spec.gpu_model = r.Get<GpuModelId>();
+    n.spec.pool = r.Get<uint8_t>();
+    n.spec.attr_class = r.Get<uint16_t>();
+    n.region = r.GetString();
+    n.zone = r.GetString();
+    n.rack = r.GetString();
+    m.node_ids_[n.spec.name] = static_cast<NodeIndex>(m.nodes_.size());
+    m.nodes_.push_back(std::move(n));
+  }
+  const uint64_t jobs = r.GetCount(8);
+  m.jobs_.resize(r.failed() ? 0 : jobs);
+  for (uint64_t i = 0; i < jobs && !r.failed(); ++i) {
+    JobRecord& j = m.jobs_[i];
+    j.id = r.Get<JobId>();
+    if (j.id < 0) continue;
+    if (j.id != static_cast<JobId>(i + 1)) {
+      r.Fail();
+      break;
+    }
+    j.spec = GetSpec(r);
+    j.state = r.Get<JobState>();
+    j.submitted = InstantFromMillis(r.Get<int64_t>());
+    j.started = InstantFromMillis(r.Get<int64_t>());
+    j.ended = InstantFromMillis(r.Get<int64_t>());
+    j.has_started = r.Get<uint8_t>();
+    j.has_ended = r.Get<uint8_t>();
+    j.pool = r.Get<PoolId>();
+    j.borrowed = r.Get<uint8_t>();
+    const uint64_t placements = r.GetCount(6);
+    for (uint64_t k = 0; k < placements && !r.failed(); ++k) {
+      PlacedReplica p;
+      p.node = r.Get<NodeIndex>();
+      p.gpus = r.Get<GpuMask>();
+      j.placements.push_back(p);
+    }
+    j.preemptions = r.Get<int32_t>();
+    j.interruptions = r.Get<int32_t>();
+    j.reason = r.GetString();
+    m.jobs_by_tenant_[j.spec.tenant].push_back(j.id);
+  }
+  if (r.failed() || r.remaining() != 0) return InvalidArgument("read-model snapshot: truncated or corrupt");
+  last_seq_ = m.last_seq_;
+  jobs_ = std::move(m.jobs_);
+  jobs_by_tenant_ = std::move(m.jobs_by_tenant_);
+  pools_ = std::move(m.pools_);
+  tenant_names_ = std::move(m.tenant_names_);
+  tenant_ids_ = std::move(m.tenant_ids_);
+  quotas_ = std::move(m.quotas_);
+  nodes_ = std::move(m.nodes_);
+  node_ids_ = std::move(m.node_ids_);
+  return {};
+}
+
+}  // namespace gpupool

@@ -1,0 +1,121 @@
+// What the server's read endpoints answer from: a projection of the
+// committed events (jobs, including ended ones; tenants and their quotas;
+// pools; nodes' static facts) plus the latest engine summary (usage,
+// capacity, per-GPU state) that the engine thread publishes.
+//
+// The writer thread applies each committed event (Apply) under the write
+// lock; HTTP threads read under the shared lock, so a reader sees the state
+// after a whole committed batch, never a command that is not yet durable.
+//
+// Thread-safety: the caller holds mu() (unique to change, shared to read).
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/engine/event.h"
+#include "src/model/pool.h"
+#include "src/model/tenant.h"
+
+namespace gpupool {
+
+struct JobRecord {
+  JobId id = -1;
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  Instant submitted{}, started{}, ended{};
+  bool has_started = false, has_ended = false;
+  PoolId pool = 0;
+  bool borrowed = false;
+  std::vector<PlacedReplica> placements;
+  int32_t preemptions = 0, interruptions = 0;
+  std::string reason;  // rejected jobs: why
+};
+
+struct NodeRecord {
+  NodeSpec spec;
+  std::string region, zone, rack;
+};
+
+// Published by the engine thread (every tick and after set-up commands).
+struct EngineSummary {
+  int64_t at_seq = 0;
+  struct TenantPoolUsage {
+    int64_t used_milli = 0, borrowed_milli = 0, lent_milli = 0;
+  };
+  std::vector<std::vector<TenantPoolUsage>> usage;  // [tenant][pool]
+  std::vector<PoolCapacity> capacity;                // [pool]
+  std::vector<int32_t> pool_nodes;                   // [pool]
+  std::vector<Node> nodes;                           // [node]: condition, per-GPU state
+  // Pending jobs by tenant and priority.
+  std::map<std::pair<TenantId, int32_t>, int64_t> queued;
+};
+
+class ReadModel {
+ public:
+  std::shared_mutex& mu() const { return mu_; }
+
+  void Apply(const Event& e);
+  int64_t last_seq() const { return last_seq_; }
+
+  const JobRecord* job(JobId id) const;
+  // Jobs with id > after, ascending; of `tenant` when >= 0.
+  template <class F>
+  void ForEachJob(JobId after, TenantId tenant, F&& f) const;
+
+  const std::vector<Pool>& pools() const { return pools_; }
+  const std::vector<std::string>& tenants() const { return tenant_names_; }
+  std::optional<TenantId> tenant_id(const std::string& name) const;
+  const std::vector<std::vector<Quota>>& quotas() const { return quotas_; }  // [tenant][pool]
+  const std::vector<NodeRecord>& nodes() const { return nodes_; }
+  std::optional<NodeIndex> node_id(const std::string& name) const;
+
+  void set_summary(std::shared_ptr<const EngineSummary> s) { summary_ = std::move(s); }
+  const std::shared_ptr<const EngineSummary>& summary() const { return summary_; }
+
+  // Snapshot of everything Apply built (not the summary), and its inverse
+  // into an empty model.
+  std::string Encode() const;
+  Status Decode(std::string_view bytes);
+
+ private:
+  JobRecord* mutable_job(JobId id);
+
+  mutable std::shared_mutex mu_;
+  int64_t last_seq_ = 0;
+  std::vector<JobRecord> jobs_;  // index id - 1 (ids are dense from 1); id -1 = never submitted
+  std::map<TenantId, std::vector<JobId>> jobs_by_tenant_;
+  std::vector<Pool> pools_;
+  std::vector<std::string> tenant_names_;
+  std::map<std::string, TenantId> tenant_ids_;
+  std::vector<std::vector<Quota>> quotas_;
+  std::vector<NodeRecord> nodes_;
+  std::map<std::string, NodeIndex> node_ids_;
+  std::shared_ptr<const EngineSummary> summary_ = std::make_shared<EngineSummary>();
+};
+
+template <class F>
+void ReadModel::ForEachJob(JobId after, TenantId tenant, F&& f) const {
+  if (tenant >= 0) {
+    auto it = jobs_by_tenant_.find(tenant);
+    if (it == jobs_by_tenant_.end()) return;
+    const std::vector<JobId>& ids = it->second;
+    auto pos = std::upper_bound(ids.begin(), ids.end(), after);
+    for (; pos != ids.end(); ++pos) {
+      if (!f(jobs_[*pos - 1])) return;
+    }
+    return;
+  }
+  for (size_t i = after < 0 ? 0 : static_cast<size_t>(after); i < jobs_.size(); ++i) {
+    if (jobs_[i].id < 0) continue;
+    if (!f(jobs_[i])) return;
+  }
+}
+
+}  // namespace gpupool

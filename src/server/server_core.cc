@@ -1,0 +1,521 @@
+#include "src/server/server_core.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <shared_mutex>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "src/base/time_text.h"
+#include "src/engine/snapshot.h"
+#include "src/server/default_config.h"
+#include "src/server/log.h"
+#include "src/sim/scenario_runner.h"
+
+namespace gpupool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+ApiError Err(int status, std::string code, std::string message, std::string field = "") {
+  ApiError e;
+  e.http_status = status;
+  e.code = std::move(code);
+  e.message = std::move(message);
+  e.field = std::move(field);
+  return e;
+}
+
+// The workload the FGD-family policies assume before any job is known: the
+// typical shapes of a shared GPU cluster (shares, whole GPUs, gangs).
+Result<TargetWorkload> DefaultTarget(const Scenario& s) {
+  std::vector<Demand> demands;
+  for (int32_t milli : {250, 500}) demands.push_back(Demand{4000, 16384, 1, milli});
+  for (int32_t gpus : {1, 1, 2, 4, 8}) demands.push_back(Demand{8000 * gpus, 65536LL * gpus, gpus, kMilliPerGpu});
+  int64_t cpu = 0, gpu = 0;
+  for (const ScenarioNodeGroup& g : s.nodes) {
+    cpu += int64_t{g.count} * g.cpu_milli;
+    gpu += int64_t{g.count} * g.gpus * kMilliPerGpu;
+  }
+  if (gpu == 0) gpu = 8 * kMilliPerGpu;
+  if (cpu == 0) cpu = 96000;
+  return TargetWorkloadOf(demands, cpu, gpu);
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return IoError(tmp + ": cannot create");
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return IoError(path + ": cannot write");
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& options) {
+  std::unique_ptr<ServerCore> core(new ServerCore());
+  core->options_ = options;
+  Result<Scenario> config = options.config_path.empty()
+                                ? ParseScenario(kDefaultServerConfig, "embedded default configuration", ".", true)
+                                : [&]() -> Result<Scenario> {
+    std::ifstream in(options.config_path);
+    if (!in) return IoError(options.config_path + ": cannot open");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string dir = std::filesystem::path(options.config_path).parent_path().string();
+    return ParseScenario(text, options.config_path, dir.empty() ? "." : dir, true);
+  }();
+  if (!config) return std::unexpected(config.error());
+  core->config_ = std::move(*config);
+  const Scenario& s = core->config_;
+
+  auto journal = OpenSqliteJournal(options.data_dir);  // creates the directory
+  if (!journal) return std::unexpected(journal.error());
+  core->journal_ = std::move(*journal);
+  auto token = LoadOrCreateAdminToken(options.data_dir, options.admin_token_file);
+  if (!token) return std::unexpected(token.error());
+  core->admin_token_ = *token;
+  core->auth_.SetAdmin(*token);
+
+  for (const ScenarioPool& p : s.pools) core->names_.pools.push_back(p.name);
+  core->names_.priorities = s.priorities;
+  core->names_.max_replicas = s.engine.max_replicas;
+  if (auto ok = core->Recover(); !ok) return std::unexpected(ok.error());
+  return core;
+}
+
+Status ServerCore::Recover() {
+  const auto started = Clock::now();
+  const Scenario& s = config_;
+  AttributeTable attributes;
+  for (const NodeAttributes& c : s.node_classes) node_classes_[c.name] = attributes.AddNodeClass(c);
+  for (const Requirement& r : s.requirements) names_.requirements[r.name] = attributes.AddRequirement(r);
+  auto target = DefaultTarget(s);
+  if (!target) return std::unexpected(target.error());
+
+  auto snapshot = journal_->LatestSnapshot("engine");
+  if (!snapshot) return std::unexpected(snapshot.error());
+  int64_t engine_seq = 0;
+  if (*snapshot) {
+    auto state = DecodeSnapshot((*snapshot)->bytes, s.engine.lending);
+    if (!state) {
+      return std::unexpected(Error{state.error().code, options_.data_dir + ": engine snapshot at seq " +
+                                                           std::to_string((*snapshot)->seq) + ": " +
+                                                           state.error().message});
+    }
+    auto engine = Engine::Restore(s.engine, std::move(*target), std::move(attributes), std::move(*state), WallNow());
+    if (!engine) return std::unexpected(engine.error());
+    engine_ = std::move(*engine);
+    engine_seq = (*snapshot)->seq;
+  } else {
+    auto engine = Engine::Create(s.engine, std::move(*target), std::move(attributes));
+    if (!engine) return std::unexpected(engine.error());
+    engine_ = std::move(*engine);
+  }
+  auto rm_snapshot = journal_->LatestSnapshot("read-model");
+  if (!rm_snapshot) return std::unexpected(rm_snapshot.error());
+  if (*rm_snapshot) {
+    if (auto ok = read_model_.Decode((*rm_snapshot)->bytes); !ok) {
+      return std::unexpected(Error{ok.error().code, options_.data_dir + ": " + ok.error().message});
+    }
+  }
+  const int64_t from = std::min(engine_seq, read_model_.last_seq());
+  Status replay_status;
+  auto read = journal_->ReadEvents(from, -1, [&](const JournalEvent& je) {
+    auto e = EventFromJson(je.json);
+    if (!e) {
+      replay_status = std::unexpected(Error{e.error().code, options_.data_dir + ": event " + std::to_string(je.seq) +
+                                                                ": " + e.error().message});
+      return false;
+    }
+    if (e->seq > engine_seq) {
+      if (e->seq != engine_->state().last_seq + 1) {
+        replay_status = FailedPrecondition(options_.data_dir + ": the journal skips from event " +
+                                           std::to_string(engine_->state().last_seq) + " to " +
+                                           std::to_string(e->seq));
+        return false;
+      }
+      engine_->Replay(*e);
+      ++replayed_events_;
+    }
+    if (e->seq > read_model_.last_seq()) read_model_.Apply(*e);
+    return true;
+  });
+  if (!read) return read;
+  if (!replay_status) return replay_status;
+  auto tokens = journal_->Tokens();
+  if (!tokens) return std::unexpected(tokens.error());
+  for (const TokenRecord& t : *tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
+
+  if (engine_->state().last_seq == 0) {
+    if (auto ok = Bootstrap(); !ok) return ok;
+  } else {
+    // The pools are part of the journal; the configuration must agree.
+    const auto& pools = engine_->state().pools;
+    bool same = pools.size() == s.pools.size();
+    for (size_t i = 0; same && i < pools.size(); ++i) same = pools[i].name == s.pools[i].name;
+    if (!same) {
+      std::string have, want;
+      for (const Pool& p : pools) have += (have.empty() ? "" : ", ") + p.name;
+      for (const ScenarioPool& p : s.pools) want += (want.empty() ? "" : ", ") + p.name;
+      return FailedPrecondition("configuration pools [" + want + "] differ from the pools of " + options_.data_dir +
+                                " [" + have + "]; pools cannot change once the server has state");
+    }
+  }
+  {
+    std::unique_lock lock(read_model_.mu());
+    read_model_.set_summary(Summarize());
+  }
+  recovery_seconds_ = SecondsSince(started);
+  return {};
+}
+
+Status ServerCore::Bootstrap() {
+  const Scenario& s = config_;
+  const Instant now = WallNow();
+  JournalBatch batch;
+  std::vector<Event> events;
+  const Engine::Sink sink = [&](const Event& e) {
+    batch.events.push_back(JournalEvent{e.seq, ToMillis(e.at), EventName(e.body), ToJsonLine(e)});
+    events.push_back(e);
+  };
+  std::map<std::string, TenantId> tenant_ids;
+  std::vector<std::pair<std::string, std::string>> token_files;  // tenant, token
+  for (const ScenarioTenant& t : s.tenants) {
+    auto id = engine_->AddTenant(t.name, now, sink);
+    if (!id) return std::unexpected(id.error());
+    tenant_ids[t.name] = *id;
+    const std::string token = NewToken();
+    batch.tokens.push_back(TokenRecord{HashToken(token), t.name, ToMillis(now)});
+    token_files.emplace_back(t.name, token);
+  }
+  for (const ScenarioPool& p : s.pools) {
+    PoolSelector sel;
+    if (!p.models.empty()) {
+      sel.models = 0;
+      for (const std::string& m : p.models) sel.models |= GpuModelMask{1} << *Catalog::Builtin().Find(m);
+    }
+    sel.regions = p.regions;
+    std::vector<TenantId> dedicated;
+    for (const std::string& t : p.dedicated_to) dedicated.push_back(tenant_ids.at(t));
+    if (auto ok = engine_->AddPool(p.name, sel, dedicated, now, sink); !ok) return std::unexpected(ok.error());
+  }
+  auto plan = PlanNodes(s, node_classes_);
+  if (!plan) return std::unexpected(plan.error());
+  for (NodePlan& n : *plan) {
+    if (auto ok = engine_->AddNode(n.spec, n.region, n.zone, n.rack, now, sink); !ok) {
+      return std::unexpected(ok.error());
+    }
+  }
+  for (const ScenarioTenant& t : s.tenants) {
+    for (const auto& [pool, q] : t.quota) {
+      const Quota quota{std::llround(q.guaranteed_gpus * kMilliPerGpu), std::llround(q.limit_gpus * kMilliPerGpu),
+                        q.weight, q.reserved};
+      const PoolId pid = *names_.pool_id(pool);
+      if (auto ok = engine_->SetQuota(tenant_ids.at(t.name), pid, quota, now, sink); !ok) {
+        return std::unexpected(ok.error());
+      }
+    }
+  }
+  if (auto ok = journal_->Commit(batch); !ok) return ok;
+  // Tokens of configured tenants: shown once, in files only the operator reads.
+  if (!token_files.empty()) {
+    const std::string dir = (std::filesystem::path(options_.data_dir) / "tokens").string();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    for (const auto& [tenant, token] : token_files) {
+      if (auto ok = WriteFileAtomic(dir + "/" + tenant + ".token", token + "\n", 0600); !ok) return ok;
+    }
+  }
+  for (const TokenRecord& t : batch.tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
+  for (const Event& e : events) read_model_.Apply(e);
+  LogInfo("bootstrapped an empty data directory from the configuration",
+          {{"data_dir", options_.data_dir}, {"events", std::to_string(events.size())},
+           {"pools", std::to_string(s.pools.size())}, {"tenants", std::to_string(s.tenants.size())}});
+  return {};
+}
+
+ServerCore::~ServerCore() { Stop(); }
+
+void ServerCore::Start() {
+  engine_thread_ = std::thread([this] { EngineLoop(); });
+  writer_thread_ = std::thread([this] { WriterLoop(); });
+}
+
+void ServerCore::Stop() {
+  if (!engine_thread_.joinable()) return;
+  Call(SnapshotCmd{});
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  engine_thread_.join();
+  {
+    std::lock_guard lock(writer_mu_);
+    writer_stopping_ = true;
+  }
+  writer_cv_.notify_all();
+  writer_thread_.join();
+}
+
+std::future<Reply> ServerCore::Execute(Command c) {
+  Pending p{std::move(c), {}};
+  std::future<Reply> f = p.done.get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      p.done.set_value(Reply{Err(503, "unavailable", "the server is shutting down")});
+      return f;
+    }
+    queue_.push_back(std::move(p));
+  }
+  cv_.notify_one();
+  return f;
+}
+
+Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterItem& item, bool& setup) {
+  Engine& e = *engine_;
+  const EngineState& st = e.state();
+  auto tenant_named = [&](const std::string& name) -> std::optional<TenantId> {
+    for (const Tenant& t : st.tenants) {
+      if (t.name == name) return t.id;
+    }
+    return std::nullopt;
+  };
+  auto engine_error = [](const Error& err, std::string field = "") {
+    return Reply{Err(err.code == ErrorCode::kNotFound ? 404 : 400,
+                     err.code == ErrorCode::kNotFound ? "not_found" : "invalid_argument", err.message, field)};
+  };
+  return std::visit(
+      [&](auto& cmd) -> Reply {
+        using T = std::decay_t<decltype(cmd)>;
+        if constexpr (std::is_same_v<T, CreateTenantCmd>) {
+          setup = true;
+          if (tenant_named(cmd.name)) return Reply{Err(409, "conflict", "tenant '" + cmd.name + "' exists", "name")};
+          std::vector<std::pair<PoolId, Quota>> quotas;
+          for (const auto& [pool, q] : cmd.quotas) {
+            const auto pid = names_.pool_id(pool);
+            if (!pid) return Reply{Err(400, "invalid_argument", "unknown pool '" + pool + "'", "quota." + pool)};
+            quotas.emplace_back(*pid, q);
+          }
+          // Validate every quota before deciding anything: a rejected request journals nothing.
+          for (const auto& [pid, q] : quotas) {
+            const Pool& p = st.pools[pid];
+            if (!p.dedicated_to.empty() && q.elastic_limit_milli > 0) {
+              return Reply{Err(400, "invalid_argument",
+                               "pool '" + p.name + "' is dedicated to other tenants", "quota." + p.name)};
+            }
+          }
+          auto id = e.AddTenant(cmd.name, now, sink);
+          if (!id) return engine_error(id.error(), "name");
+          for (const auto& [pid, q] : quotas) {
+            if (auto ok = e.SetQuota(*id, pid, q, now, sink); !ok) {
+              // Validated above; a failure here is a bug, but answer it rather than lose the tenant.
+              LogError("quota of a new tenant refused", {{"tenant", cmd.name}, {"error", ok.error().message}});
+            }
+          }
+          item.batch.tokens.push_back(TokenRecord{cmd.token_hash, cmd.name, ToMillis(now)});
+          return Reply{std::nullopt, *id};
+        } else if constexpr (std::is_same_v<T, SetQuotaCmd>) {
+          setup = true;
+          const auto t = tenant_named(cmd.tenant);
+          if (!t) return Reply{Err(404, "not_found", "no tenant '" + cmd.tenant + "'")};
+          const auto pid = names_.pool_id(cmd.pool);
+          if (!pid) return Reply{Err(400, "invalid_argument", "unknown pool '" + cmd.pool + "'", "pool")};
+          const Pool& p = st.pools[*pid];
+          if (!p.dedicated_to.empty() && cmd.quota.elastic_limit_milli > 0 &&
+              std::find(p.dedicated_to.begin(), p.dedicated_to.end(), *t) == p.dedicated_to.end()) {
+            return Reply{Err(400, "invalid_argument", "pool '" + p.name + "' is dedicated to other tenants", "pool")};
+          }
+          if (auto ok = e.SetQuota(*t, *pid, cmd.quota, now, sink); !ok) return engine_error(ok.error());
+          return Reply{};
+        } else if constexpr (std::is_same_v<T, SubmitJobCmd>) {
+          const auto t = tenant_named(cmd.tenant);
+          if (!t) return Reply{Err(400, "invalid_argument", "unknown tenant '" + cmd.tenant + "'", "tenant")};
+          cmd.spec.tenant = *t;
+          auto id = e.Submit(std::move(cmd.spec), now, sink);
+          if (!id) return engine_error(id.error());
+          return Reply{std::nullopt, *id};
+        } else if constexpr (std::is_same_v<T, CancelJobCmd>) {
+          const Job* j = st.find_job(cmd.job);
+          if (!j) return Reply{Err(404, "not_found", "no live job " + std::to_string(cmd.job))};
+          if (!cmd.tenant.empty() && st.tenants[j->spec.tenant].name != cmd.tenant) {
+            return Reply{Err(404, "not_found", "no job " + std::to_string(cmd.job))};
+          }
+          if (auto ok = e.Cancel(cmd.job, now, sink); !ok) return engine_error(ok.error());
+          return Reply{std::nullopt, cmd.job};
+        } else if constexpr (std::is_same_v<T, AddNodeCmd>) {
+          setup = true;
+          for (int i = 0; i < st.cluster.node_count(); ++i) {
+            if (st.cluster.node_name(i) == cmd.spec.name) {
+              return Reply{Err(409, "conflict", "node '" + cmd.spec.name + "' exists", "name")};
+            }
+          }
+          auto id = e.AddNode(cmd.spec, cmd.region, cmd.zone, cmd.rack, now, sink);
+          if (!id) return engine_error(id.error());
+          return Reply{std::nullopt, *id};
+        } else if constexpr (std::is_same_v<T, ExplainCmd>) {
+          const Job* j = st.find_job(cmd.job);
+          if (!j || j->state != JobState::kPending) return Reply{};
+          return Reply{std::nullopt, cmd.job, e.ExplainPending(cmd.job)};
+        } else {
+          static_assert(std::is_same_v<T, SnapshotCmd>);
+          item.batch.snapshots.push_back(SnapshotRecord{"engine", st.last_seq, EncodeSnapshot(st)});
+          item.engine_snapshot = true;
+          events_since_snapshot_ = 0;
+          return Reply{};
+        }
+      },
+      c);
+}
+
+std::shared_ptr<const EngineSummary> ServerCore::Summarize() const {
+  auto s = std::make_shared<EngineSummary>();
+  const EngineState& st = engine_->state();
+  s->at_seq = st.last_seq;
+  s->usage.resize(st.tenants.size());
+  for (size_t t = 0; t < st.tenants.size(); ++t) {
+    for (const TenantPool& tp : st.tenants[t].pools) {
+      s->usage[t].push_back({tp.usage.gpu_milli, tp.borrowed_milli(), tp.usage.lent_milli});
+    }
+  }
+  s->pool_nodes.assign(st.pools.size(), 0);
+  for (size_t p = 0; p < st.pools.size(); ++p) s->capacity.push_back(st.Capacity(static_cast<PoolId>(p)));
+  s->nodes = st.cluster.nodes();
+  for (const Node& n : s->nodes) ++s->pool_nodes[n.pool];
+  for (TenantId t : st.queue.tenants()) {
+    const JobQueue::TenantQueue* q = st.queue.find_tenant(t);
+    if (!q) continue;
+    for (const auto& [key, group] : q->groups) {
+      for (const QueueKey& k : group.jobs) ++s->queued[{t, -k.neg_priority}];
+    }
+  }
+  return s;
+}
+
+void ServerCore::EngineLoop() {
+  const Duration tick = config_.server.tick;
+  Instant next_tick = WallNow() + tick;
+  const int64_t snapshot_every = config_.server.snapshot_every_events;
+  for (;;) {
+    std::vector<Pending> work;
+    {
+      std::unique_lock lock(mu_);
+      const auto deadline = std::chrono::system_clock::time_point(
+          std::chrono::milliseconds(ToMillis(next_tick)));
+      cv_.wait_until(lock, deadline, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_ && queue_.empty()) break;
+      const size_t n = std::min<size_t>(queue_.size(), 4096);
+      for (size_t i = 0; i < n; ++i) {
+        work.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    const Instant now = std::max(WallNow(), engine_->state().now);
+    WriterItem item;
+    const Engine::Sink sink = [&](const Event& e) {
+      item.batch.events.push_back(JournalEvent{e.seq, ToMillis(e.at), EventName(e.body), ToJsonLine(e)});
+      item.events.push_back(e);
+    };
+    bool setup = false;
+    for (Pending& p : work) {
+      if (std::holds_alternative<ExplainCmd>(p.cmd)) {  // read-only: answered at once
+        WriterItem unused;
+        p.done.set_value(Run(p.cmd, now, sink, unused, setup));
+        continue;
+      }
+      const auto t0 = Clock::now();
+      Reply r = Run(p.cmd, now, sink, item, setup);
+      metrics_.ObserveDecision(SecondsSince(t0));
+      item.replies.emplace_back(std::move(p.done), std::move(r));
+    }
+    const bool ticked = now >= next_tick;
+    if (ticked) {
+      engine_->Tick(now, sink);
+      next_tick = now + tick;
+    }
+    events_since_snapshot_ += static_cast<int64_t>(item.events.size());
+    if (events_since_snapshot_ >= snapshot_every && !item.engine_snapshot) {
+      item.batch.snapshots.push_back(
+          SnapshotRecord{"engine", engine_->state().last_seq, EncodeSnapshot(engine_->state())});
+      item.engine_snapshot = true;
+      events_since_snapshot_ = 0;
+    }
+    if (setup || ticked) item.summary = Summarize();
+    if (item.batch.empty() && item.replies.empty() && !item.summary) continue;
+    {
+      std::lock_guard lock(writer_mu_);
+      writer_queue_.push_back(std::move(item));
+    }
+    writer_cv_.notify_one();
+  }
+}
+
+void ServerCore::CommitOrDie(const JournalBatch& batch) {
+  if (auto ok = journal_->Commit(batch); !ok) {
+    LogError("journal commit failed: stopping (a restart recovers every acknowledged command)",
+             {{"error", ok.error().message}});
+    std::_Exit(70);
+  }
+}
+
+void ServerCore::WriterLoop() {
+  for (;;) {
+    std::deque<WriterItem> items;
+    {
+      std::unique_lock lock(writer_mu_);
+      writer_cv_.wait(lock, [&] { return writer_stopping_ || !writer_queue_.empty(); });
+      if (writer_queue_.empty() && writer_stopping_) break;
+      items.swap(writer_queue_);
+    }
+    JournalBatch batch;
+    bool engine_snapshot = false;
+    for (WriterItem& it : items) {
+      for (JournalEvent& e : it.batch.events) batch.events.push_back(std::move(e));
+      for (TokenRecord& t : it.batch.tokens) batch.tokens.push_back(std::move(t));
+      for (SnapshotRecord& s : it.batch.snapshots) batch.snapshots.push_back(std::move(s));
+      engine_snapshot = engine_snapshot || it.engine_snapshot;
+    }
+    if (!batch.empty()) {
+      const auto t0 = Clock::now();
+      CommitOrDie(batch);
+      metrics_.ObserveCommit(SecondsSince(t0), batch.events.size());
+    }
+    for (const TokenRecord& t : batch.tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
+    {
+      std::unique_lock lock(read_model_.mu());
+      for (const WriterItem& it : items) {
+        for (const Event& e : it.events) read_model_.Apply(e);
+        if (it.summary) read_model_.set_summary(it.summary);
+      }
+    }
+    for (const WriterItem& it : items) {
+      for (const Event& e : it.events) metrics_.CountEvent(e);
+    }
+    const int64_t seq = read_model_.last_seq();
+    for (WriterItem& it : items) {
+      for (auto& [promise, reply] : it.replies) {
+        reply.last_seq = seq;
+        promise.set_value(std::move(reply));
+      }
+    }
+    if (engine_snapshot) {
+      // The read model's own snapshot, at the seq it has reached.
+      JournalBatch rm;
+      {
+        std::shared_lock lock(read_model_.mu());
+        rm.snapshots.push_back(SnapshotRecord{"read-model", read_model_.last_seq(), read_model_.Encode()});
+      }
+      CommitOrDie(rm);
+    }
+  }
+}
+
+}  // namespace gpupool

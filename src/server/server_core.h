@@ -1,0 +1,158 @@
+// The server's core (DESIGN section 6): one thread owns the Engine and
+// applies commands from a queue; a writer thread commits the resulting
+// events to the journal in groups (one fsync for many commands) and only
+// then publishes them to the read model and answers the callers; a timer
+// on the engine thread drives the control loops (Engine::Tick).
+//
+// No scheduling logic lives here: every decision is the Engine's.
+//
+// Start-up: newest engine snapshot + replay of the later events (and the
+// same for the read model); an empty data directory is bootstrapped from
+// the configuration (pools, node classes, requirements, optional tenants
+// and nodes).
+//
+// A journal write that fails stops the process (exit code 70) after
+// answering the waiting callers with 503: the Engine's memory would be
+// ahead of its log, and a restart recovers exactly what was acknowledged.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "src/api/job_request.h"
+#include "src/api/json_fields.h"
+#include "src/engine/engine.h"
+#include "src/server/auth.h"
+#include "src/server/journal.h"
+#include "src/server/metrics.h"
+#include "src/server/read_model.h"
+#include "src/sim/scenario.h"
+
+namespace gpupool {
+
+struct ServerOptions {
+  std::string data_dir;
+  std::string config_path;       // empty: the embedded default configuration
+  std::string admin_token_file;  // empty: DIR/admin.token
+};
+
+// --- commands -------------------------------------------------------------------
+struct CreateTenantCmd {
+  std::string name;
+  std::string token_hash;
+  std::vector<std::pair<std::string, Quota>> quotas;  // by pool name
+};
+struct SetQuotaCmd {
+  std::string tenant, pool;
+  Quota quota;
+};
+struct SubmitJobCmd {
+  std::string tenant;  // resolved on the engine thread
+  JobSpec spec;
+};
+struct CancelJobCmd {
+  JobId job = -1;
+  std::string tenant;  // non-empty: the caller's tenant; other tenants' jobs are not found
+};
+struct AddNodeCmd {
+  NodeSpec spec;  // pool assigned by the engine
+  std::string region, zone, rack;
+};
+struct ExplainCmd {  // read-only: why a pending job waits
+  JobId job = -1;
+};
+struct SnapshotCmd {};  // take a snapshot now (tests, shutdown)
+using Command = std::variant<CreateTenantCmd, SetQuotaCmd, SubmitJobCmd, CancelJobCmd, AddNodeCmd, ExplainCmd,
+                             SnapshotCmd>;
+
+struct Reply {
+  std::optional<ApiError> error;
+  int64_t id = -1;     // the job or node created
+  std::string text;    // ExplainCmd
+  int64_t last_seq = 0;  // the journal's seq once the command was committed
+};
+
+class ServerCore {
+ public:
+  static Result<std::unique_ptr<ServerCore>> Open(const ServerOptions& options);
+  ~ServerCore();
+
+  void Start();  // starts the engine and writer threads
+  void Stop();   // drains the queue, takes a final snapshot, joins
+
+  // Enqueues a command; the future is ready once its events are durable.
+  std::future<Reply> Execute(Command c);
+  Reply Call(Command c) { return Execute(std::move(c)).get(); }
+
+  const ReadModel& read_model() const { return read_model_; }
+  AuthStore& auth() { return auth_; }
+  Journal& journal() { return *journal_; }
+  const ApiNames& names() const { return names_; }
+  const std::map<std::string, uint16_t>& node_classes() const { return node_classes_; }
+  Metrics& metrics() { return metrics_; }
+  const ServerSettings& settings() const { return config_.server; }
+  const std::string& admin_token() const { return admin_token_; }
+  // How long start-up took (snapshot load + replay), for logs and benchmarks.
+  double recovery_seconds() const { return recovery_seconds_; }
+  int64_t replayed_events() const { return replayed_events_; }
+
+ private:
+  ServerCore() = default;
+
+  struct Pending {
+    Command cmd;
+    std::promise<Reply> done;
+  };
+  struct WriterItem {
+    JournalBatch batch;
+    std::vector<Event> events;
+    std::vector<std::pair<std::promise<Reply>, Reply>> replies;
+    std::shared_ptr<const EngineSummary> summary;
+    bool engine_snapshot = false;
+  };
+
+  Status Recover();
+  Status Bootstrap();
+  void EngineLoop();
+  void WriterLoop();
+  Reply Run(Command& c, Instant now, const Engine::Sink& sink, WriterItem& item, bool& setup);
+  std::shared_ptr<const EngineSummary> Summarize() const;
+  void CommitOrDie(const JournalBatch& batch);
+
+  Scenario config_;
+  ServerOptions options_;
+  ApiNames names_;
+  std::map<std::string, uint16_t> node_classes_;
+  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<Engine> engine_;
+  ReadModel read_model_;
+  AuthStore auth_;
+  Metrics metrics_;
+  std::string admin_token_;
+  double recovery_seconds_ = 0;
+  int64_t replayed_events_ = 0;
+  int64_t events_since_snapshot_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  std::thread engine_thread_;
+
+  std::mutex writer_mu_;
+  std::condition_variable writer_cv_;
+  std::deque<WriterItem> writer_queue_;
+  bool writer_stopping_ = false;
+  std::thread writer_thread_;
+};
+
+}  // namespace gpupool

@@ -1,0 +1,236 @@
+// The SQLite journal (see journal.h).
+//
+// Schema (version 1):
+//   events(seq INTEGER PRIMARY KEY, at_ms, type, body)  the canonical lines
+//   snapshots(kind, seq, created_ms, bytes)              newest two per kind
+//   tokens(hash PRIMARY KEY, tenant, created_ms)
+//   meta(key PRIMARY KEY, value)                         schema_version
+// One connection writes (the writer thread), another reads under a mutex.
+#include <sqlite3.h>
+
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+
+#include "src/server/journal.h"
+
+namespace gpupool {
+namespace {
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
+};
+
+std::unexpected<Error> DbError(sqlite3* db, const std::string& what) {
+  return IoError("journal: " + what + ": " + sqlite3_errmsg(db));
+}
+
+Status Exec(sqlite3* db, const char* sql) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    std::string m = msg ? msg : "unknown error";
+    sqlite3_free(msg);
+    return IoError(std::string("journal: ") + sql + ": " + m);
+  }
+  return {};
+}
+
+Result<sqlite3*> Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    std::string m = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return IoError("journal: cannot open " + path + ": " + m);
+  }
+  sqlite3_busy_timeout(db, 5000);
+  return db;
+}
+
+class SqliteJournal final : public Journal {
+ public:
+  SqliteJournal(sqlite3* writer, sqlite3* reader) : w_(writer), r_(reader) {}
+  ~SqliteJournal() override {
+    sqlite3_close(w_);
+    sqlite3_close(r_);
+  }
+
+  Status Commit(const JournalBatch& batch) override {
+    if (batch.empty()) return {};
+    if (auto ok = Exec(w_, "BEGIN IMMEDIATE"); !ok) return ok;
+    auto body = WriteBatch(batch);
+    if (!body) {
+      Exec(w_, "ROLLBACK");
+      return body;
+    }
+    return Exec(w_, "COMMIT");
+  }
+
+  Result<int64_t> LastSeq() override {
+    std::lock_guard lock(read_mu_);
+    Statement st(r_, "SELECT COALESCE(MAX(seq), 0) FROM events");
+    if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) return DbError(r_, "reading the last seq");
+    return sqlite3_column_int64(st.get(), 0);
+  }
+
+  Result<std::optional<SnapshotRecord>> LatestSnapshot(const std::string& kind) override {
+    std::lock_guard lock(read_mu_);
+    Statement st(r_, "SELECT seq, bytes FROM snapshots WHERE kind = ? ORDER BY seq DESC LIMIT 1");
+    if (!st.ok()) return DbError(r_, "reading snapshots");
+    sqlite3_bind_text(st.get(), 1, kind.data(), static_cast<int>(kind.size()), SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(st.get());
+    if (rc == SQLITE_DONE) return std::optional<SnapshotRecord>();
+    if (rc != SQLITE_ROW) return DbError(r_, "reading snapshots");
+    SnapshotRecord s;
+    s.kind = kind;
+    s.seq = sqlite3_column_int64(st.get(), 0);
+    const void* blob = sqlite3_column_blob(st.get(), 1);
+    s.bytes.assign(static_cast<const char*>(blob), static_cast<size_t>(sqlite3_column_bytes(st.get(), 1)));
+    return std::optional<SnapshotRecord>(std::move(s));
+  }
+
+  Status ReadEvents(int64_t after_seq, int64_t limit, const std::function<bool(const JournalEvent&)>& each) override {
+    std::lock_guard lock(read_mu_);
+    Statement st(r_, "SELECT seq, at_ms, type, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?");
+    if (!st.ok()) return DbError(r_, "reading events");
+    sqlite3_bind_int64(st.get(), 1, after_seq);
+    sqlite3_bind_int64(st.get(), 2, limit < 0 ? INT64_MAX : limit);
+    int rc;
+    JournalEvent e;
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+      e.seq = sqlite3_column_int64(st.get(), 0);
+      e.at_ms = sqlite3_column_int64(st.get(), 1);
+      e.type.assign(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 2)),
+                    static_cast<size_t>(sqlite3_column_bytes(st.get(), 2)));
+      e.json.assign(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 3)),
+                    static_cast<size_t>(sqlite3_column_bytes(st.get(), 3)));
+      if (!each(e)) return {};
+    }
+    if (rc != SQLITE_DONE) return DbError(r_, "reading events");
+    return {};
+  }
+
+  Result<std::vector<TokenRecord>> Tokens() override {
+    std::lock_guard lock(read_mu_);
+    Statement st(r_, "SELECT hash, tenant, created_ms FROM tokens ORDER BY created_ms, hash");
+    if (!st.ok()) return DbError(r_, "reading tokens");
+    std::vector<TokenRecord> out;
+    int rc;
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+      out.push_back(TokenRecord{reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0)),
+                                reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 1)),
+                                sqlite3_column_int64(st.get(), 2)});
+    }
+    if (rc != SQLITE_DONE) return DbError(r_, "reading tokens");
+    return out;
+  }
+
+ private:
+  Status WriteBatch(const JournalBatch& batch) {
+    if (!batch.events.empty()) {
+      Statement st(w_, "INSERT INTO events(seq, at_ms, type, body) VALUES (?, ?, ?, ?)");
+      if (!st.ok()) return DbError(w_, "preparing the event insert");
+      for (const JournalEvent& e : batch.events) {
+        sqlite3_bind_int64(st.get(), 1, e.seq);
+        sqlite3_bind_int64(st.get(), 2, e.at_ms);
+        sqlite3_bind_text(st.get(), 3, e.type.data(), static_cast<int>(e.type.size()), SQLITE_STATIC);
+        sqlite3_bind_text(st.get(), 4, e.json.data(), static_cast<int>(e.json.size()), SQLITE_STATIC);
+        if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing event " + std::to_string(e.seq));
+        sqlite3_reset(st.get());
+      }
+    }
+    if (!batch.tokens.empty()) {
+      Statement st(w_, "INSERT INTO tokens(hash, tenant, created_ms) VALUES (?, ?, ?)");
+      if (!st.ok()) return DbError(w_, "preparing the token insert");
+      for (const TokenRecord& t : batch.tokens) {
+        sqlite3_bind_text(st.get(), 1, t.hash_hex.data(), static_cast<int>(t.hash_hex.size()), SQLITE_STATIC);
+        sqlite3_bind_text(st.get(), 2, t.tenant.data(), static_cast<int>(t.tenant.size()), SQLITE_STATIC);
+        sqlite3_bind_int64(st.get(), 3, t.created_ms);
+        if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing a token of tenant " + t.tenant);
+        sqlite3_reset(st.get());
+      }
+    }
+    for (const SnapshotRecord& s : batch.snapshots) {
+      const int64_t now_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      {
+        Statement st(w_, "INSERT OR REPLACE INTO snapshots(kind, seq, created_ms, bytes) VALUES (?, ?, ?, ?)");
+        if (!st.ok()) return DbError(w_, "preparing the snapshot insert");
+        sqlite3_bind_text(st.get(), 1, s.kind.data(), static_cast<int>(s.kind.size()), SQLITE_STATIC);
+        sqlite3_bind_int64(st.get(), 2, s.seq);
+        sqlite3_bind_int64(st.get(), 3, now_ms);
+        sqlite3_bind_blob64(st.get(), 4, s.bytes.data(), s.bytes.size(), SQLITE_STATIC);
+        if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing a snapshot");
+      }
+      Statement prune(w_,
+                      "DELETE FROM snapshots WHERE kind = ?1 AND seq NOT IN "
+                      "(SELECT seq FROM snapshots WHERE kind = ?1 ORDER BY seq DESC LIMIT 2)");
+      if (!prune.ok()) return DbError(w_, "preparing the snapshot prune");
+      sqlite3_bind_text(prune.get(), 1, s.kind.data(), static_cast<int>(s.kind.size()), SQLITE_STATIC);
+      if (sqlite3_step(prune.get()) != SQLITE_DONE) return DbError(w_, "pruning snapshots");
+    }
+    return {};
+  }
+
+  sqlite3* w_;
+  sqlite3* r_;
+  std::mutex read_mu_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Journal>> OpenSqliteJournal(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return IoError("journal: cannot create " + dir + ": " + ec.message());
+  const std::string path = (std::filesystem::path(dir) / "gpupool.db").string();
+  auto w = Open(path);
+  if (!w) return std::unexpected(w.error());
+  sqlite3* writer = *w;
+  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+                          "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                          "CREATE TABLE IF NOT EXISTS events(seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, "
+                          "type TEXT NOT NULL, body TEXT NOT NULL)",
+                          "CREATE TABLE IF NOT EXISTS snapshots(kind TEXT NOT NULL, seq INTEGER NOT NULL, "
+                          "created_ms INTEGER NOT NULL, bytes BLOB NOT NULL, PRIMARY KEY(kind, seq))",
+                          "CREATE TABLE IF NOT EXISTS tokens(hash TEXT PRIMARY KEY, tenant TEXT NOT NULL, "
+                          "created_ms INTEGER NOT NULL)",
+                          "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1')"}) {
+    if (auto ok = Exec(writer, sql); !ok) {
+      sqlite3_close(writer);
+      return std::unexpected(ok.error());
+    }
+  }
+  {
+    Statement st(writer, "SELECT value FROM meta WHERE key = 'schema_version'");
+    if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) {
+      sqlite3_close(writer);
+      return IoError("journal: " + path + ": cannot read the schema version");
+    }
+    const std::string v = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
+    if (v != "1") {
+      sqlite3_close(writer);
+      return FailedPrecondition("journal: " + path + " has schema version " + v + "; this gpupool reads version 1");
+    }
+  }
+  auto r = Open(path);
+  if (!r) {
+    sqlite3_close(writer);
+    return std::unexpected(r.error());
+  }
+  return std::unique_ptr<Journal>(new SqliteJournal(writer, *r));
+}
+
+}  // namespace gpupool

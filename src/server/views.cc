@@ -1,0 +1,141 @@
+#include "src/server/views.h"
+
+#include "src/base/time_text.h"
+#include "src/model/gpu_catalog.h"
+
+namespace gpupool {
+
+using nlohmann::json;
+
+namespace {
+
+json GpuList(GpuMask m) {
+  json a = json::array();
+  for (int g = 0; g < kMaxGpusPerNode; ++g) {
+    if (m >> g & 1) a.push_back(g);
+  }
+  return a;
+}
+
+double Gpus(int64_t milli) { return static_cast<double>(milli) / kMilliPerGpu; }
+
+}  // namespace
+
+json QuotaView(const Quota& q) {
+  return json{{"guaranteed_gpus", Gpus(q.guaranteed_milli)},
+              {"limit_gpus", Gpus(q.elastic_limit_milli)},
+              {"weight", q.weight},
+              {"reserved", q.reserved}};
+}
+
+json JobView(const JobRecord& j, const ReadModel& m, const ApiNames& names) {
+  const std::string tenant =
+      j.spec.tenant >= 0 && j.spec.tenant < static_cast<TenantId>(m.tenants().size()) ? m.tenants()[j.spec.tenant] : "";
+  json v{{"id", j.id},
+         {"name", j.spec.name},
+         {"tenant", tenant},
+         {"state", JobStateName(j.state)},
+         {"kind", JobKindName(j.spec.kind)},
+         {"priority", j.spec.priority},
+         {"replicas", j.spec.replicas},
+         {"submitted_at", FormatRfc3339(j.submitted)},
+         {"borrowed", j.borrowed},
+         {"preemptions", j.preemptions},
+         {"interruptions", j.interruptions}};
+  if (j.has_started) v["started_at"] = FormatRfc3339(j.started);
+  if (j.has_ended) v["ended_at"] = FormatRfc3339(j.ended);
+  json placements = json::array();
+  if (j.state == JobState::kRunning || j.state == JobState::kCheckpointing) {
+    v["pool"] = j.pool < m.pools().size() ? m.pools()[j.pool].name : "";
+    for (const PlacedReplica& r : j.placements) {
+      const std::string node = r.node >= 0 && r.node < static_cast<NodeIndex>(m.nodes().size())
+                                   ? m.nodes()[r.node].spec.name
+                                   : "";
+      placements.push_back(json{{"node", node}, {"gpus", GpuList(r.gpus)}});
+    }
+  }
+  v["placements"] = std::move(placements);
+  if (!j.reason.empty()) v["reason"] = j.reason;
+  v["request"] = JobSpecToRequest(j.spec, tenant, names);
+  return v;
+}
+
+json TenantView(TenantId t, const ReadModel& m) {
+  json quota = json::object(), usage = json::object();
+  const auto& s = *m.summary();
+  for (size_t p = 0; p < m.pools().size(); ++p) {
+    const std::string& pool = m.pools()[p].name;
+    if (p < m.quotas()[t].size()) {
+      const Quota& q = m.quotas()[t][p];
+      if (q.elastic_limit_milli > 0 || q.guaranteed_milli > 0) quota[pool] = QuotaView(q);
+    }
+    if (static_cast<size_t>(t) < s.usage.size() && p < s.usage[t].size()) {
+      const auto& u = s.usage[t][p];
+      if (u.used_milli || u.borrowed_milli || u.lent_milli || quota.contains(pool)) {
+        usage[pool] = json{{"used_gpus", Gpus(u.used_milli)},
+                           {"borrowed_gpus", Gpus(u.borrowed_milli)},
+                           {"lent_gpus", Gpus(u.lent_milli)}};
+      }
+    }
+  }
+  return json{{"name", m.tenants()[t]}, {"quota", std::move(quota)}, {"usage", std::move(usage)}};
+}
+
+json NodeView(NodeIndex i, const ReadModel& m) {
+  const NodeRecord& r = m.nodes()[i];
+  json v{{"name", r.spec.name},
+         {"pool", r.spec.pool < m.pools().size() ? m.pools()[r.spec.pool].name : ""},
+         {"model", r.spec.gpu_count > 0 ? Catalog::Builtin().Get(r.spec.gpu_model).name : ""},
+         {"gpus", r.spec.gpu_count},
+         {"cpu_cores", r.spec.cpu_milli / 1000.0},
+         {"memory_gib", r.spec.memory_mib / 1024.0},
+         {"region", r.region},
+         {"zone", r.zone},
+         {"rack", r.rack}};
+  const auto& s = *m.summary();
+  if (static_cast<size_t>(i) < s.nodes.size()) {
+    const Node& n = s.nodes[i];
+    static constexpr const char* kConditions[] = {"ready", "cordoned", "down"};
+    v["condition"] = kConditions[static_cast<int>(n.condition)];
+    v["free_gpus"] = Gpus(n.gpu_milli_free_total);
+    json gpus = json::array();
+    for (int g = 0; g < n.gpu_count; ++g) {
+      gpus.push_back(json{{"index", g},
+                          {"mode", GpuModeName(n.gpu_mode[g])},
+                          {"free_milli", n.gpu_free_milli[g]},
+                          {"memory_free_mib", n.gpu_mode[g] == GpuMode::kWhole ? 0 : n.gpu_memory_free_mib[g]}});
+    }
+    v["gpu"] = std::move(gpus);
+  } else {
+    v["condition"] = "ready";  // registered after the latest summary
+    v["free_gpus"] = r.spec.gpu_count;
+    v["gpu"] = json::array();
+  }
+  return v;
+}
+
+json PoolView(PoolId p, const ReadModel& m) {
+  const Pool& pool = m.pools()[p];
+  json models = json::array();
+  if (pool.selector.models != kAnyGpuModel) {
+    for (int i = 0; i < Catalog::Builtin().size(); ++i) {
+      if (pool.selector.models >> i & 1) models.push_back(Catalog::Builtin().Get(static_cast<GpuModelId>(i)).name);
+    }
+  }
+  json dedicated = json::array();
+  for (TenantId t : pool.dedicated_to) dedicated.push_back(m.tenants()[t]);
+  const auto& s = *m.summary();
+  json v{{"name", pool.name}, {"models", models}, {"regions", pool.selector.regions}, {"dedicated_to", dedicated}};
+  v["nodes"] = p < s.pool_nodes.size() ? s.pool_nodes[p] : 0;
+  if (p < s.capacity.size()) {
+    const PoolCapacity& c = s.capacity[p];
+    v["capacity"] = json{{"total_gpus", Gpus(c.total_milli)},
+                         {"allocated_gpus", Gpus(c.allocated_milli)},
+                         {"reserved_gpus", Gpus(c.reserved_milli)},
+                         {"fragmented_gpus", Gpus(c.fragmented_milli)},
+                         {"available_gpus", Gpus(c.available_milli)}};
+  }
+  return v;
+}
+
+}  // namespace gpupool

@@ -1,0 +1,130 @@
+#include "tests/server_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+namespace gpupool::testing {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+ServerProcess::ServerProcess(std::string data_dir, std::vector<std::string> extra_args)
+    : data_dir_(std::move(data_dir)), extra_args_(std::move(extra_args)) {}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) Kill();
+}
+
+bool ServerProcess::Start() {
+  std::filesystem::create_directories(data_dir_);
+  std::filesystem::remove(data_dir_ + "/server.url");
+  const std::string log = data_dir_ + "/server.log";
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(fd, 2);
+    std::vector<std::string> args = {GPUPOOL_BINARY, "server", "--data", data_dir_, "--listen", "127.0.0.1:0"};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    setenv("GPUPOOL_LOG_REQUESTS", "0", 1);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;
+    }
+    const std::string url = Trim(ReadFile(data_dir_ + "/server.url"));
+    if (!url.empty()) {
+      url_ = url;
+      if (Http(*this, "GET", "/healthz", "").status == 200) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Kill();
+  return false;
+}
+
+void ServerProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+int ServerProcess::Stop() {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string ServerProcess::host() const {
+  const std::string rest = url_.substr(std::string("http://").size());
+  return rest.substr(0, rest.rfind(':'));
+}
+
+int ServerProcess::port() const { return std::stoi(url_.substr(url_.rfind(':') + 1)); }
+
+std::string ServerProcess::admin_token() const { return Trim(ReadFile(data_dir_ + "/admin.token")); }
+
+std::string ServerProcess::log() const { return ReadFile(data_dir_ + "/server.log"); }
+
+HttpResult HttpRaw(const ServerProcess& s, const std::string& method, const std::string& path,
+                   const std::string& token, const std::string& body) {
+  httplib::Client c(s.host(), s.port());
+  c.set_connection_timeout(5);
+  c.set_read_timeout(30);
+  httplib::Headers headers;
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+  httplib::Result r;
+  if (method == "GET") r = c.Get(path, headers);
+  else if (method == "DELETE") r = c.Delete(path, headers);
+  else if (method == "POST") r = c.Post(path, headers, body, "application/json");
+  else if (method == "PUT") r = c.Put(path, headers, body, "application/json");
+  HttpResult out;
+  if (!r) return out;
+  out.status = r->status;
+  out.text = r->body;
+  out.body = nlohmann::json::parse(r->body, nullptr, false);
+  return out;
+}
+
+HttpResult Http(const ServerProcess& s, const std::string& method, const std::string& path, const std::string& token,
+                const std::optional<nlohmann::json>& body) {
+  return HttpRaw(s, method, path, token, body ? body->dump() : "");
+}
+
+}  // namespace gpupool::testing

@@ -1,0 +1,55 @@
+// A real `gpupool server` in a child process on loopback (port 0), for
+// integration tests, and a small HTTP helper around cpp-httplib's client.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpupool::testing {
+
+class ServerProcess {
+ public:
+  // Starts the server on `data_dir` (created if missing) and waits until it
+  // answers /healthz (or fails the calling test via the returned false).
+  explicit ServerProcess(std::string data_dir, std::vector<std::string> extra_args = {});
+  ~ServerProcess();
+
+  bool Start();
+  void Kill();  // SIGKILL, then reap
+  // SIGTERM and wait; returns the exit code.
+  int Stop();
+  bool running() const { return pid_ > 0; }
+
+  const std::string& url() const { return url_; }
+  std::string host() const;
+  int port() const;
+  const std::string& data_dir() const { return data_dir_; }
+  std::string admin_token() const;
+  std::string log() const;  // stderr so far
+
+ private:
+  std::string data_dir_;
+  std::vector<std::string> extra_args_;
+  pid_t pid_ = -1;
+  std::string url_;
+};
+
+struct HttpResult {
+  int status = 0;  // 0: no response (connection failed)
+  nlohmann::json body;
+  std::string text;
+};
+
+// One request; `token` empty sends no Authorization header.
+HttpResult Http(const ServerProcess& s, const std::string& method, const std::string& path, const std::string& token,
+                const std::optional<nlohmann::json>& body = std::nullopt);
+// The same with a raw body text (malformed JSON tests).
+HttpResult HttpRaw(const ServerProcess& s, const std::string& method, const std::string& path,
+                   const std::string& token, const std::string& body);
+
+}  // namespace gpupool::testing
