@@ -1,6 +1,9 @@
 #include "tests/server_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,8 +33,21 @@ std::string Trim(std::string s) {
 
 }  // namespace
 
-ServerProcess::ServerProcess(std::string data_dir, std::vector<std::string> extra_args)
-    : data_dir_(std::move(data_dir)), extra_args_(std::move(extra_args)) {}
+ServerProcess::ServerProcess(std::string data_dir, std::vector<std::string> extra_args, std::string listen)
+    : data_dir_(std::move(data_dir)), extra_args_(std::move(extra_args)), listen_(std::move(listen)) {}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
 
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) Kill();
@@ -47,7 +63,7 @@ bool ServerProcess::Start() {
     const int null = open("/dev/null", O_WRONLY);
     dup2(null, 1);
     dup2(fd, 2);
-    std::vector<std::string> args = {GPUPOOL_BINARY, "server", "--data", data_dir_, "--listen", "127.0.0.1:0"};
+    std::vector<std::string> args = {GPUPOOL_BINARY, "server", "--data", data_dir_, "--listen", listen_};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -104,8 +120,14 @@ std::string ServerProcess::log() const { return ReadFile(data_dir_ + "/server.lo
 
 HttpResult HttpRaw(const ServerProcess& s, const std::string& method, const std::string& path,
                    const std::string& token, const std::string& body) {
-  httplib::Client c(s.host(), s.port());
+  return HttpTo(s.host(), s.port(), method, path, token, body);
+}
+
+HttpResult HttpTo(const std::string& host, int port, const std::string& method, const std::string& path,
+                  const std::string& token, const std::string& body) {
+  httplib::Client c(host, port);
   c.set_connection_timeout(5);
+  c.set_tcp_nodelay(true);
   c.set_read_timeout(30);
   httplib::Headers headers;
   if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);

@@ -16,7 +16,9 @@ class ServerProcess {
  public:
   // Starts the server on `data_dir` (created if missing) and waits until it
   // answers /healthz (or fails the calling test via the returned false).
-  explicit ServerProcess(std::string data_dir, std::vector<std::string> extra_args = {});
+  // `listen` is HOST:PORT (port 0: any free port, a new one at each start).
+  explicit ServerProcess(std::string data_dir, std::vector<std::string> extra_args = {},
+                         std::string listen = "127.0.0.1:0");
   ~ServerProcess();
 
   bool Start();
@@ -35,6 +37,7 @@ class ServerProcess {
  private:
   std::string data_dir_;
   std::vector<std::string> extra_args_;
+  std::string listen_;
   pid_t pid_ = -1;
   std::string url_;
 };
@@ -46,8 +49,14 @@ struct HttpResult {
 };
 
 // One request; `token` empty sends no Authorization header.
+// A port that was free a moment ago on 127.0.0.1.
+int FreePort();
+
 HttpResult Http(const ServerProcess& s, const std::string& method, const std::string& path, const std::string& token,
                 const std::optional<nlohmann::json>& body = std::nullopt);
+// The same to a host and port (threads that outlive a restart).
+HttpResult HttpTo(const std::string& host, int port, const std::string& method, const std::string& path,
+                  const std::string& token, const std::string& body);
 // The same with a raw body text (malformed JSON tests).
 HttpResult HttpRaw(const ServerProcess& s, const std::string& method, const std::string& path,
                    const std::string& token, const std::string& body);

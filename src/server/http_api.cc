@@ -121,6 +121,7 @@ void HttpApi::Routes() {
   httplib::Server& s = *http_;
   const size_t threads = static_cast<size_t>(core_.settings().http_threads);
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.set_tcp_nodelay(true);  // responses go out at once (no Nagle / delayed-ACK stalls)
   s.set_keep_alive_max_count(100000);
   s.set_keep_alive_timeout(30);
   const int64_t max_body = core_.settings().max_body_bytes;

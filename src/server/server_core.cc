@@ -153,6 +153,10 @@ Status ServerCore::Recover() {
   if (!tokens) return std::unexpected(tokens.error());
   for (const TokenRecord& t : *tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
 
+  // A state that breaks an invariant is never served (e.g. a GPU held twice).
+  if (auto ok = CheckInvariants(engine_->state()); !ok) {
+    return FailedPrecondition(options_.data_dir + ": the recovered state is inconsistent: " + ok.error().message);
+  }
   if (engine_->state().last_seq == 0) {
     if (auto ok = Bootstrap(); !ok) return ok;
   } else {

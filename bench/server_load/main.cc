@@ -1,0 +1,258 @@
+// gpupool_server_load: the server's load benchmark (`make bench`).
+//
+// Starts the real `gpupool server` on loopback with a cluster of --nodes
+// nodes, then measures:
+//  1. durable submissions per second from --clients concurrent clients
+//     (keep-alive connections, each POST /v1/jobs acknowledged only once its
+//     events are fsynced), for --seconds;
+//  2. p50/p99 latency of GET /v1/jobs/{id} from one more client during (1);
+//  3. after filling the queue to --queued pending jobs: the server's peak
+//     memory (VmHWM of /proc/PID/status);
+//  4. time to recover after SIGKILL: from the restart to the first answered
+//     /healthz (snapshot load + replay + start), and the server's own figure.
+// Prints a table and, with --json FILE, the figures as JSON.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct Server {
+  std::string binary, dir, config;
+  int port = 0;
+  pid_t pid = -1;
+
+  bool Start() {
+    pid = fork();
+    if (pid == 0) {
+      const std::string log = dir + "/server.log";
+      freopen(log.c_str(), "a", stderr);
+      freopen("/dev/null", "w", stdout);
+      setenv("GPUPOOL_LOG_REQUESTS", "0", 1);
+      execl(binary.c_str(), binary.c_str(), "server", "--data", dir.c_str(), "--listen",
+            ("127.0.0.1:" + std::to_string(port)).c_str(), "--config", config.c_str(), nullptr);
+      _exit(127);
+    }
+    const auto deadline = Clock::now() + std::chrono::minutes(5);
+    while (Clock::now() < deadline) {
+      httplib::Client c("127.0.0.1", port);
+      c.set_connection_timeout(0, 200000);
+      if (auto r = c.Get("/healthz"); r && r->status == 200) return true;
+      int status;
+      if (waitpid(pid, &status, WNOHANG) == pid) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  }
+  void Kill() {
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+  }
+  void Stop() {
+    kill(pid, SIGTERM);
+    int status;
+    waitpid(pid, &status, 0);
+  }
+  long PeakRssKib() const {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+    }
+    return -1;
+  }
+};
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
+}
+
+std::string ReadLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpupool server load benchmark"};
+  std::string binary = "build/gpupool", json_path;
+  int clients = 32, nodes = 10000, seconds = 10;
+  int64_t queued = 100000;
+  app.add_option("--binary", binary, "the gpupool binary")->capture_default_str();
+  app.add_option("--clients", clients, "concurrent submitting clients")->capture_default_str();
+  app.add_option("--nodes", nodes, "nodes in the cluster (8 H100 each)")->capture_default_str();
+  app.add_option("--seconds", seconds, "length of the throughput phase")->capture_default_str();
+  app.add_option("--queued", queued, "pending jobs before the memory and recovery phases")->capture_default_str();
+  app.add_option("--json", json_path, "also write the figures to this file");
+  CLI11_PARSE(app, argc, argv);
+
+  char templ[] = "/tmp/gpupool-load-XXXXXX";
+  const std::string root = mkdtemp(templ);
+  Server server{binary, root + "/data", root + "/config.yaml", FreePort()};
+  std::filesystem::create_directories(server.dir);
+  // Tenant "load" may use 8 GPUs: almost every job waits, so the queue grows.
+  std::ofstream(server.config) << "name: load\npools:\n  - name: gpu\ntenants:\n  - name: load\n    quota:\n"
+                                  "      gpu: {guaranteed_gpus: 8, limit_gpus: 8}\ncluster:\n  nodes:\n"
+                                  "    - {count: "
+                               << nodes << ", model: H100, gpus: 8, cpu_cores: 96, memory_gib: 1024}\n"
+                               << "server:\n  snapshot_every_events: 50000\n";
+  std::cout << "==> starting the server with " << nodes << " nodes (" << root << ")" << std::endl;
+  if (!server.Start()) {
+    std::cerr << "server did not start; see " << server.dir << "/server.log\n";
+    return 1;
+  }
+  const std::string token = ReadLine(server.dir + "/tokens/load.token");
+
+  // --- 1 and 2: throughput with GET latency ---------------------------------------
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> acked{0}, failed{0};
+  std::atomic<int64_t> last_id{0};
+  std::vector<std::thread> threads;
+  const std::string body = R"({"name":"load","gpus":1,"cpu_cores":2,"memory_gib":8})";
+  auto submitter = [&](int64_t limit) {
+    httplib::Client c("127.0.0.1", server.port);
+    c.set_keep_alive(true);
+    c.set_tcp_nodelay(true);
+    c.set_read_timeout(60);
+    httplib::Headers h{{"Authorization", "Bearer " + token}};
+    while (!stop && (limit < 0 || acked.load() < limit)) {
+      auto r = c.Post("/v1/jobs", h, body, "application/json");
+      if (r && r->status == 201) {
+        ++acked;
+        const auto pos = r->body.find("\"id\":");
+        if (pos != std::string::npos) last_id = std::max<int64_t>(last_id, std::stoll(r->body.substr(pos + 5)));
+      } else {
+        ++failed;
+      }
+    }
+  };
+  std::vector<double> get_ms;
+  std::cout << "==> " << clients << " clients submit for " << seconds << " s; one more reads GET /v1/jobs/{id}"
+            << std::endl;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < clients; ++i) threads.emplace_back(submitter, -1);
+  std::thread reader([&] {
+    httplib::Client c("127.0.0.1", server.port);
+    c.set_keep_alive(true);
+    c.set_tcp_nodelay(true);
+    httplib::Headers h{{"Authorization", "Bearer " + token}};
+    uint64_t k = 0;
+    while (!stop) {
+      const int64_t hi = last_id.load();
+      if (hi < 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      const int64_t id = 1 + static_cast<int64_t>((k++ * 2654435761u) % static_cast<uint64_t>(hi));
+      const auto s = Clock::now();
+      auto r = c.Get("/v1/jobs/" + std::to_string(id), h);
+      if (r && r->status == 200) get_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  reader.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double rate = acked / elapsed;
+  threads.clear();
+
+  // --- 3: fill the queue, peak memory --------------------------------------------
+  std::cout << "==> filling the queue to " << queued << " pending jobs" << std::endl;
+  stop = false;
+  for (int i = 0; i < clients; ++i) threads.emplace_back(submitter, queued);
+  for (auto& t : threads) t.join();
+  const long rss_kib = server.PeakRssKib();
+
+  // --- 4: recovery after SIGKILL -----------------------------------------------------
+  std::cout << "==> SIGKILL and restart" << std::endl;
+  server.Kill();
+  const auto r0 = Clock::now();
+  if (!server.Start()) {
+    std::cerr << "server did not restart; see " << server.dir << "/server.log\n";
+    return 1;
+  }
+  const double recover_s = std::chrono::duration<double>(Clock::now() - r0).count();
+  double server_recover_s = -1;
+  int64_t replayed = -1;
+  {
+    std::ifstream in(server.dir + "/server.log");
+    std::string line;
+    while (std::getline(in, line)) {
+      auto j = json::parse(line, nullptr, false);
+      if (j.is_object() && j.value("msg", "") == "recovered") {
+        server_recover_s = std::stod(j.value("seconds", "-1"));
+        replayed = std::stoll(j.value("replayed_events", "-1"));
+      }
+    }
+  }
+  httplib::Client c("127.0.0.1", server.port);
+  auto health = c.Get("/healthz");
+  server.Stop();
+
+  const json out{{"clients", clients},
+                 {"nodes", nodes},
+                 {"submissions", acked.load()},
+                 {"failed_requests", failed.load()},
+                 {"durable_submissions_per_s", rate},
+                 {"get_job_p50_ms", Percentile(get_ms, 0.5)},
+                 {"get_job_p99_ms", Percentile(get_ms, 0.99)},
+                 {"get_job_samples", get_ms.size()},
+                 {"queued_jobs", acked.load()},
+                 {"max_rss_mib", rss_kib / 1024.0},
+                 {"recovery_to_healthy_s", recover_s},
+                 {"recovery_server_s", server_recover_s},
+                 {"replayed_events", replayed}};
+  std::printf("%-44s %12.0f /s   (goal >= 5000)\n", "durable submissions, 32 clients", rate);
+  std::printf("%-44s %12.2f ms  (p50 %.2f ms, %zu samples)\n", "GET /v1/jobs/{id} p99 under that load",
+              Percentile(get_ms, 0.99), Percentile(get_ms, 0.5), get_ms.size());
+  std::printf("%-44s %12.0f MiB (goal < 1024; %lld jobs, %d nodes)\n", "server max RSS", rss_kib / 1024.0,
+              static_cast<long long>(acked.load()), nodes);
+  std::printf("%-44s %12.2f s   (goal < 2; server's own: %.2f s, %lld events replayed)\n",
+              "recovery after SIGKILL, to first /healthz", recover_s, server_recover_s,
+              static_cast<long long>(replayed));
+  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+  std::filesystem::remove_all(root);
+  return health && health->status == 200 ? 0 : 1;
+}
