@@ -51,6 +51,8 @@ bench: build
 	else \
 	  echo "==> $(TRACE_DIR) not found: skipping the FGD protocol timing (it needs the trace)"; \
 	fi
+	@echo "==> server load: 32 clients, 10,000 nodes, 100,000 queued jobs, recovery after SIGKILL (bench/server_load)"
+	@$(BUILD_DIR)/gpupool_server_load --binary $(BUILD_DIR)/gpupool --clients 32 --nodes 10000 --queued 100000 --seconds 20
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -131,11 +131,13 @@ HttpResult HttpTo(const std::string& host, int port, const std::string& method, 
   c.set_read_timeout(30);
   httplib::Headers headers;
   if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-  httplib::Result r;
-  if (method == "GET") r = c.Get(path, headers);
-  else if (method == "DELETE") r = c.Delete(path, headers);
-  else if (method == "POST") r = c.Post(path, headers, body, "application/json");
-  else if (method == "PUT") r = c.Put(path, headers, body, "application/json");
+  auto send = [&]() -> httplib::Result {
+    if (method == "GET") return c.Get(path, headers);
+    if (method == "DELETE") return c.Delete(path, headers);
+    if (method == "POST") return c.Post(path, headers, body, "application/json");
+    return c.Put(path, headers, body, "application/json");
+  };
+  httplib::Result r = send();
   HttpResult out;
   if (!r) return out;
   out.status = r->status;

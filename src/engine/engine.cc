@@ -56,22 +56,52 @@ int ReplicasPerEmptyNode(const Node& empty, const Demand& d) {
 
 Result<std::unique_ptr<Engine>> Engine::Create(EngineConfig config, TargetWorkload target,
                                                AttributeTable attributes) {
-  auto spec = FindPolicy(config.policy);
-  if (!spec) return InvalidArgument("policy: " + spec.error().message);
   std::unique_ptr<Engine> e(new Engine(std::move(config), std::move(target), std::move(attributes)));
-  PluginDeps deps = e->target_.deps();
-  deps.attributes = &e->attributes_;
+  if (auto ok = e->Init(); !ok) return std::unexpected(ok.error());
+  return e;
+}
+
+Result<std::unique_ptr<Engine>> Engine::Restore(EngineConfig config, TargetWorkload target,
+                                                AttributeTable attributes, EngineState state, Instant now) {
+  if (auto ok = CheckInvariants(state); !ok) return FailedPrecondition("restore: " + ok.error().message);
+  for (NodeIndex i = 0; i < state.cluster.node_count(); ++i) {
+    if (state.cluster.node(i).attr_class >= attributes.node_class_count()) {
+      return FailedPrecondition("restore: node " + state.cluster.node_name(i) + " has node class " +
+                                std::to_string(state.cluster.node(i).attr_class) + ", unknown to the attribute table");
+    }
+  }
+  for (const auto& [id, j] : state.jobs) {
+    if (j.spec.demand.requirement >= attributes.requirement_count()) {
+      return FailedPrecondition("restore: job " + std::to_string(id) + " has requirement " +
+                                std::to_string(j.spec.demand.requirement) + ", unknown to the attribute table");
+    }
+  }
+  std::unique_ptr<Engine> e(new Engine(std::move(config), std::move(target), std::move(attributes)));
+  if (auto ok = e->Init(); !ok) return std::unexpected(ok.error());
+  // Moved, not copied: `running` points into `jobs`, and a move keeps the
+  // map's nodes where they are.
+  e->state_ = std::move(state);
+  e->state_.lending = e->config_.lending;
+  e->last_heartbeat_.assign(e->state_.cluster.node_count(), now);
+  return e;
+}
+
+Status Engine::Init() {
+  auto spec = FindPolicy(config_.policy);
+  if (!spec) return InvalidArgument("policy: " + spec.error().message);
+  PluginDeps deps = target_.deps();
+  deps.attributes = &attributes_;
   auto policy = BuildPolicy(WithAttributeMatching(*spec), deps);
   if (!policy) return std::unexpected(policy.error());
-  e->policy_ = std::move(*policy);
-  auto modes = FindModePolicy(e->config_.sharing_policy);
+  policy_ = std::move(*policy);
+  auto modes = FindModePolicy(config_.sharing_policy);
   if (!modes) return InvalidArgument("sharing_policy: " + modes.error().message);
-  e->mode_policy_ = std::move(*modes);
-  if (e->config_.lending.threshold < 0 || e->config_.lending.threshold > 1 || e->config_.lending.lend_fraction < 0 ||
-      e->config_.lending.lend_fraction > 1 || e->config_.lending.window < Duration(0)) {
+  mode_policy_ = std::move(*modes);
+  if (config_.lending.threshold < 0 || config_.lending.threshold > 1 || config_.lending.lend_fraction < 0 ||
+      config_.lending.lend_fraction > 1 || config_.lending.window < Duration(0)) {
     return InvalidArgument("lending: threshold and lend fraction must be in [0, 1], the window not negative");
   }
-  return e;
+  return {};
 }
 
 Engine::Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes)
@@ -693,6 +723,7 @@ bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sin
   // applies them for good (all or nothing).
   std::vector<PlacedReplica> placed;
   std::vector<AllocationId> tentative;
+  const size_t slots = cluster.allocation_slots().size();
   for (int r = 0; r < j.spec.replicas; ++r) {
     const Demand d = demand_of(r);
     auto p = constrained ? sched.ScheduleWhere(d, allowed) : sched.Schedule(d);
@@ -702,6 +733,7 @@ bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sin
     tentative.push_back(cluster.Allocate(p->node, d, p->gpus));
   }
   for (auto it = tentative.rbegin(); it != tentative.rend(); ++it) cluster.Release(*it);
+  cluster.TrimFreeSlots(slots);  // the slot table as Apply alone leaves it (a replay's)
   if (static_cast<int>(placed.size()) < j.spec.replicas) return false;
   if (held) Emit(ReservationReleased{j.id}, now, sink);
   // Memory another tenant left on these GPUs is zeroed before this one

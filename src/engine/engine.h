@@ -98,6 +98,32 @@ class Engine {
   static Result<std::unique_ptr<Engine>> Create(EngineConfig config, TargetWorkload target,
                                                 AttributeTable attributes);
 
+  // An engine that continues from `state` (e.g. DecodeSnapshot's; the
+  // journal's later events may be applied before or after, with Replay) at
+  // `now`, as Create's would have after the same events. `now` is the
+  // caller's clock at the restart; it may be before state.now (a clock
+  // stepped back): events are stamped no earlier than state.now anyway (see
+  // Emit). The state's lending config is replaced by config.lending. Fails
+  // (deciding nothing) when the
+  // configuration is bad (as for Create), when the state breaks an invariant
+  // (CheckInvariants), or when it names a node class or job requirement
+  // that `attributes` lacks.
+  //
+  // Soft state starts fresh, as after any restart: every node counts as
+  // heard from at `now` (failure detection restarts its clocks), and no job
+  // has low-utilization polls yet (an idle job needs idle_polls new ones).
+  // Caches (the scheduler's score index, node shapes per pool) are rebuilt
+  // when first needed. The node ranking is a function of the seed and the
+  // node count, so placements tie-break as before. Not carried: the random
+  // stream of policies that draw (Random, the random GPU selector) restarts
+  // from the seed, so with those the later decisions differ from an engine
+  // that never stopped. With the deterministic policies, and a state from
+  // EncodeSnapshot of the running engine (which keeps the queue's blocked
+  // groups), the restored engine decides the same events as the original
+  // for the same later commands, except where the soft state above matters.
+  static Result<std::unique_ptr<Engine>> Restore(EngineConfig config, TargetWorkload target,
+                                                 AttributeTable attributes, EngineState state, Instant now);
+
   // --- set-up ---------------------------------------------------------------
   Result<PoolId> AddPool(std::string name, PoolSelector selector, std::vector<TenantId> dedicated_to, Instant now,
                          const Sink& sink);
@@ -139,6 +165,9 @@ class Engine {
 
  private:
   Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes);
+  // Builds the policy and mode policy and checks the configuration (Create
+  // and Restore).
+  Status Init();
 
   enum class Outcome { kPlaced, kWaiting, kBlocked };
 

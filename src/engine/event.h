@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
+#include "src/base/status.h"
 #include "src/base/time.h"
 #include "src/model/cluster.h"
 #include "src/model/job.h"
@@ -212,6 +214,28 @@ const char* EventName(const EventBody& body);
 
 // One canonical JSON object per event, keys sorted, no spaces:
 // {"at":1500,"job":7,"seq":12,"type":"JobPlaced",...}
+// It carries every field of the event, so that EventFromJson gives it back
+// whole. Requires the event's strings to be valid UTF-8 (the JSON library
+// throws otherwise): commands that take names from outside must check that.
 std::string ToJsonLine(const Event& e);
+
+// The exact inverse of ToJsonLine, for journals: for every event e,
+// EventFromJson(ToJsonLine(e)) is an event equal to e field by field, so
+// ToJsonLine(*EventFromJson(ToJsonLine(e))) == ToJsonLine(e) and replaying
+// the decoded events rebuilds the same state.
+//
+// Strict: the line must be one JSON object with "seq", "at", a known "type"
+// and exactly the fields ToJsonLine writes for that type (optional ones may
+// be absent; an unknown field is an error, since dropping it could rebuild a
+// different state); each integer must fit its C++ field. A malformed line
+// is an Error (kInvalidArgument) naming the field, e.g.
+// "JobPlaced event: replicas[1].gpus: expected an integer in [0, 65535]";
+// nothing throws. Key order and whitespace do not matter.
+//
+// Decoding checks form, not meaning: whether the event fits a state (the
+// node exists, the job is pending, ...) is Apply's precondition, which it
+// GP_CHECKs. A journal written by this program satisfies it; a caller that
+// replays foreign lines must check them against the state first.
+Result<Event> EventFromJson(std::string_view line);
 
 }  // namespace gpupool

@@ -1,5 +1,12 @@
 // Canonical JSON encoding of events (nlohmann::json objects keep keys
-// sorted, so the text is a pure function of the event).
+// sorted, so the text is a pure function of the event), and its inverse.
+#include <algorithm>
+#include <array>
+#include <concepts>
+#include <limits>
+#include <optional>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "src/engine/event.h"
@@ -19,6 +26,9 @@ json DemandJson(const Demand& d) {
          {"requirement", d.requirement}};
   if (d.mode != ShareMode::kAny) j["mode"] = ShareModeName(d.mode);
   if (d.gpu_memory_mib != 0) j["gpu_memory_mib"] = d.gpu_memory_mib;
+  // Only when set (the engine clears it at submission), so that logs
+  // written before it was carried keep their canonical text.
+  if (d.reservation != -1) j["reservation"] = d.reservation;
   return j;
 }
 
@@ -195,6 +205,378 @@ std::string ToJsonLine(const Event& e) {
   json j{{"seq", e.seq}, {"at", ToMillis(e.at)}, {"type", EventName(e.body)}};
   std::visit(BodyJson{j}, e.body);
   return j.dump();
+}
+
+// --- decoding -------------------------------------------------------------------
+
+namespace {
+
+// The first error met while decoding one event; reads after it are no-ops
+// that return defaults, so a decoder reads straight through and checks once.
+struct Errors {
+  std::optional<std::string> first;
+  void Fail(const std::string& path, const std::string& why) {
+    if (!first) first = path + ": " + why;
+  }
+};
+
+std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+template <std::integral T>
+T ToInt(Errors& errors, const json& v, const std::string& path) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<uint64_t>();
+    if (std::in_range<T>(u)) return static_cast<T>(u);
+  } else if (v.is_number_integer()) {
+    const auto i = v.get<int64_t>();
+    if (std::in_range<T>(i)) return static_cast<T>(i);
+  }
+  errors.Fail(path, "expected an integer in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+                        std::to_string(std::numeric_limits<T>::max()) + "]");
+  return T{};
+}
+
+// A strict reader of one JSON object. Each field is read at most once;
+// Done() reports a field that nothing read (unknown to this version).
+class Obj {
+ public:
+  Obj(Errors& errors, const json* j, std::string path) : errors_(errors), path_(std::move(path)) {
+    if (j == nullptr) return;  // a missing field, reported by the caller
+    if (j->is_object()) {
+      j_ = j;
+    } else {
+      errors_.Fail(path_.empty() ? "event" : path_, "expected an object");
+    }
+  }
+
+  std::string Path(const char* key) const { return path_.empty() ? std::string(key) : path_ + "." + key; }
+
+  // The field's value; nullptr (and, when required, an error) if absent.
+  const json* Find(const char* key, bool required = true) {
+    if (j_ == nullptr) return nullptr;
+    auto it = j_->find(key);
+    if (it == j_->end()) {
+      if (required) errors_.Fail(Path(key), "missing");
+      return nullptr;
+    }
+    read_.push_back(key);
+    return &*it;
+  }
+
+  template <std::integral T>
+  T Int(const char* key) {
+    const json* v = Find(key);
+    return v ? ToInt<T>(errors_, *v, Path(key)) : T{};
+  }
+  template <std::integral T>
+  std::optional<T> OptInt(const char* key) {
+    const json* v = Find(key, false);
+    if (!v) return std::nullopt;
+    return ToInt<T>(errors_, *v, Path(key));
+  }
+  Duration Millis(const char* key) { return Duration(Int<int64_t>(key)); }
+  bool Bool(const char* key) {
+    const json* v = Find(key);
+    if (v && !v->is_boolean()) errors_.Fail(Path(key), "expected true or false");
+    return v && v->is_boolean() && v->get<bool>();
+  }
+  double Double(const char* key) {
+    const json* v = Find(key);
+    if (v && !v->is_number()) errors_.Fail(Path(key), "expected a number");
+    return v && v->is_number() ? v->get<double>() : 0.0;
+  }
+  std::string Str(const char* key) {
+    const json* v = Find(key);
+    return v ? AsStr(*v, Path(key)) : std::string();
+  }
+  std::optional<std::string> OptStr(const char* key) {
+    const json* v = Find(key, false);
+    if (!v) return std::nullopt;
+    return AsStr(*v, Path(key));
+  }
+  template <std::integral T>
+  std::vector<T> IntArray(const char* key) {
+    std::vector<T> out;
+    ForEach(key, [&](const json& item, const std::string& path) { out.push_back(ToInt<T>(errors_, item, path)); });
+    return out;
+  }
+  std::vector<std::string> StrArray(const char* key) {
+    std::vector<std::string> out;
+    ForEach(key, [&](const json& item, const std::string& path) { out.push_back(AsStr(item, path)); });
+    return out;
+  }
+  // Calls fn(item, path) for each element of the array field `key`.
+  template <class Fn>
+  void ForEach(const char* key, Fn fn, bool required = true) {
+    const json* v = Find(key, required);
+    if (!v) return;
+    if (!v->is_array()) {
+      errors_.Fail(Path(key), "expected an array");
+      return;
+    }
+    const std::string path = Path(key);
+    for (size_t i = 0; i < v->size() && !errors_.first; ++i) fn((*v)[i], Index(path, i));
+  }
+  Obj Child(const char* key) { return Obj(errors_, Find(key), Path(key)); }
+
+  void Done() {
+    if (j_ == nullptr || read_.size() == j_->size()) return;
+    for (const auto& [key, value] : j_->items()) {
+      if (std::find(read_.begin(), read_.end(), key) == read_.end()) {
+        errors_.Fail(Path(key.c_str()), "unknown field");
+        return;
+      }
+    }
+  }
+
+  Errors& errors() { return errors_; }
+
+ private:
+  std::string AsStr(const json& v, const std::string& path) {
+    if (v.is_string()) return v.get<std::string>();
+    errors_.Fail(path, "expected a string");
+    return {};
+  }
+
+  Errors& errors_;
+  const json* j_ = nullptr;
+  std::string path_;
+  std::vector<std::string_view> read_;
+};
+
+// The enum value among the first `count` whose name (by `name_of`) is
+// `name`; an error at `path` listing the known names otherwise.
+template <class E, class NameOf>
+E EnumFromName(Errors& errors, const std::string& name, const std::string& path, int count, NameOf name_of) {
+  for (int i = 0; i < count; ++i) {
+    if (name == name_of(static_cast<E>(i))) return static_cast<E>(i);
+  }
+  std::string known;
+  for (int i = 0; i < count; ++i) known += std::string(i ? ", " : "") + name_of(static_cast<E>(i));
+  errors.Fail(path, "unknown value '" + name + "' (known: " + known + ")");
+  return E{};
+}
+template <class E, class NameOf>
+E Enum(Obj& o, const char* key, int count, NameOf name_of) {
+  const std::string name = o.Str(key);
+  if (o.errors().first) return E{};
+  return EnumFromName<E>(o.errors(), name, o.Path(key), count, name_of);
+}
+
+Demand ReadDemand(Obj o) {
+  Demand d;
+  d.cpu_milli = o.Int<int64_t>("cpu_milli");
+  d.memory_mib = o.Int<int64_t>("memory_mib");
+  d.gpu_count = o.Int<int32_t>("gpu_count");
+  d.gpu_milli = o.Int<int32_t>("gpu_milli");
+  d.allowed_models = o.Int<GpuModelMask>("models");
+  d.allowed_pools = o.Int<uint64_t>("pools");
+  d.requirement = o.Int<uint16_t>("requirement");
+  if (auto r = o.OptInt<int64_t>("reservation")) d.reservation = *r;
+  if (auto m = o.OptStr("mode")) d.mode = EnumFromName<ShareMode>(o.errors(), *m, o.Path("mode"), 4, ShareModeName);
+  if (auto m = o.OptInt<int32_t>("gpu_memory_mib")) d.gpu_memory_mib = *m;
+  o.Done();
+  return d;
+}
+
+JobSpec ReadSpec(Obj o) {
+  JobSpec s;
+  s.name = o.Str("name");
+  s.tenant = o.Int<TenantId>("tenant");
+  s.kind = Enum<JobKind>(o, "kind", kJobKindCount, JobKindName);
+  s.priority = o.Int<int32_t>("priority");
+  s.replicas = o.Int<int32_t>("replicas");
+  s.demand = ReadDemand(o.Child("demand"));
+  s.pools = o.IntArray<PoolId>("pools");
+  s.checkpointable = o.Bool("checkpointable");
+  s.auto_sharing = o.Bool("auto_sharing");
+  s.checkpoint_interval = o.Millis("checkpoint_interval_ms");
+  s.checkpoint_duration = o.Millis("checkpoint_duration_ms");
+  s.labels = o.Int<LabelMask>("labels");
+  s.affinity = o.Int<LabelMask>("affinity");
+  s.anti_affinity = o.Int<LabelMask>("anti_affinity");
+  if (auto d = o.OptInt<int64_t>("deadline_ms")) s.deadline = InstantFromMillis(*d);
+  if (auto d = o.OptInt<int64_t>("expected_duration_ms")) s.expected_duration = Duration(*d);
+  o.ForEach(
+      "stages",
+      [&](const json& item, const std::string& path) { s.stages.push_back(ReadDemand(Obj(o.errors(), &item, path))); },
+      /*required=*/false);
+  o.Done();
+  return s;
+}
+
+Quota ReadQuota(Obj o) {
+  Quota q;
+  q.guaranteed_milli = o.Int<int64_t>("guaranteed_milli");
+  q.elastic_limit_milli = o.Int<int64_t>("elastic_limit_milli");
+  q.weight = o.Double("weight");
+  q.reserved = o.Bool("reserved");
+  o.Done();
+  return q;
+}
+
+// One Read per event type, the inverse of BodyJson's operator(). The body's
+// fields sit beside "seq", "at" and "type" in the same object.
+void Read(Obj& o, PoolAdded& e) {
+  e.pool.id = o.Int<PoolId>("pool");
+  e.pool.name = o.Str("name");
+  e.pool.selector.models = o.Int<GpuModelMask>("models");
+  e.pool.selector.regions = o.StrArray("regions");
+  e.pool.dedicated_to = o.IntArray<TenantId>("dedicated_to");
+}
+void Read(Obj& o, NodeAdded& e) {
+  e.spec.name = o.Str("node");
+  e.spec.cpu_milli = o.Int<int64_t>("cpu_milli");
+  e.spec.memory_mib = o.Int<int64_t>("memory_mib");
+  e.spec.gpu_count = o.Int<int>("gpus");
+  e.spec.gpu_model = o.Int<GpuModelId>("model");
+  e.spec.pool = o.Int<uint8_t>("pool");
+  e.spec.attr_class = o.Int<uint16_t>("attr_class");
+  e.region = o.Str("region");
+  e.zone = o.Str("zone");
+  e.rack = o.Str("rack");
+}
+void Read(Obj& o, TenantAdded& e) {
+  e.tenant = o.Int<TenantId>("tenant");
+  e.name = o.Str("name");
+}
+void Read(Obj& o, QuotaSet& e) {
+  e.tenant = o.Int<TenantId>("tenant");
+  e.pool = o.Int<PoolId>("pool");
+  e.quota = ReadQuota(o.Child("quota"));
+}
+void Read(Obj& o, JobSubmitted& e) {
+  e.job = o.Int<JobId>("job");
+  e.spec = ReadSpec(o.Child("spec"));
+}
+void Read(Obj& o, JobRejected& e) {
+  e.job = o.Int<JobId>("job");
+  e.spec = ReadSpec(o.Child("spec"));
+  e.reason = o.Str("reason");
+}
+void Read(Obj& o, JobPlaced& e) {
+  e.job = o.Int<JobId>("job");
+  e.pool = o.Int<PoolId>("pool");
+  e.borrowed = o.Bool("borrowed");
+  o.ForEach("replicas", [&](const json& item, const std::string& path) {
+    Obj r(o.errors(), &item, path);
+    PlacedReplica p;
+    p.node = r.Int<NodeIndex>("node");
+    p.gpus = r.Int<GpuMask>("gpus");
+    r.Done();
+    e.replicas.push_back(p);
+  });
+}
+void Read(Obj& o, JobFinished& e) {
+  e.job = o.Int<JobId>("job");
+  e.succeeded = o.Bool("succeeded");
+}
+void Read(Obj& o, JobCancelled& e) { e.job = o.Int<JobId>("job"); }
+void Read(Obj& o, PreemptionStarted& e) {
+  e.victim = o.Int<JobId>("victim");
+  e.preemptor = o.Int<JobId>("preemptor");
+  e.reason = Enum<PreemptReason>(o, "reason", 3, PreemptReasonName);
+  e.checkpoint = o.Bool("checkpoint");
+}
+void Read(Obj& o, JobPreempted& e) {
+  e.victim = o.Int<JobId>("victim");
+  e.lost_work = o.Millis("lost_work_ms");
+}
+void Read(Obj& o, QuotaLent& e) {
+  e.tenant = o.Int<TenantId>("tenant");
+  e.pool = o.Int<PoolId>("pool");
+  e.milli = o.Int<int64_t>("milli");
+}
+void Read(Obj& o, QuotaRecalled& e) {
+  e.tenant = o.Int<TenantId>("tenant");
+  e.pool = o.Int<PoolId>("pool");
+  e.milli = o.Int<int64_t>("milli");
+}
+void Read(Obj& o, QuotaExhausted& e) {
+  e.tenant = o.Int<TenantId>("tenant");
+  e.pool = o.Int<PoolId>("pool");
+  e.job = o.Int<JobId>("job");
+}
+void Read(Obj& o, NodesReserved& e) {
+  e.job = o.Int<JobId>("job");
+  e.nodes = o.IntArray<NodeIndex>("nodes");
+}
+void Read(Obj& o, ReservationReleased& e) { e.job = o.Int<JobId>("job"); }
+void Read(Obj& o, GpusScrubbed& e) {
+  e.node = o.Int<NodeIndex>("node");
+  e.gpus = o.Int<GpuMask>("gpus");
+}
+void Read(Obj& o, JobIdleSuspected& e) { e.job = o.Int<JobId>("job"); }
+void Read(Obj& o, JobIdleRecovered& e) { e.job = o.Int<JobId>("job"); }
+void Read(Obj& o, ReclaimStarted& e) {
+  e.job = o.Int<JobId>("job");
+  e.reason = Enum<ReclaimReason>(o, "reason", 2, ReclaimReasonName);
+  e.checkpoint = o.Bool("checkpoint");
+}
+void Read(Obj& o, JobReclaimed& e) { e.job = o.Int<JobId>("job"); }
+void Read(Obj& o, NodeDown& e) { e.node = o.Int<NodeIndex>("node"); }
+void Read(Obj& o, JobInterrupted& e) {
+  e.job = o.Int<JobId>("job");
+  e.node = o.Int<NodeIndex>("node");
+  e.lost_work = o.Millis("lost_work_ms");
+}
+void Read(Obj& o, NodeUp& e) { e.node = o.Int<NodeIndex>("node"); }
+void Read(Obj& o, MigRecutStarted& e) {
+  e.job = o.Int<JobId>("job");
+  e.node = o.Int<NodeIndex>("node");
+  e.gpu = o.Int<int32_t>("gpu");
+  e.profile = o.Str("profile");
+  e.start = o.Int<uint8_t>("start");
+  e.moved = o.IntArray<JobId>("moved");
+}
+
+constexpr size_t kEventTypes = std::variant_size_v<EventBody>;
+
+// The type names, by variant index.
+const std::array<std::string_view, kEventTypes>& TypeNames() {
+  static const auto names = []<size_t... I>(std::index_sequence<I...>) {
+    return std::array<std::string_view, kEventTypes>{EventName(EventBody(std::in_place_index<I>))...};
+  }(std::make_index_sequence<kEventTypes>());
+  return names;
+}
+
+template <size_t... I>
+EventBody ReadBody(size_t index, Obj& o, std::index_sequence<I...>) {
+  EventBody body;
+  // Exactly one I matches; each alternative must have its Read overload.
+  ((index == I ? (void)([&] {
+     std::variant_alternative_t<I, EventBody> e;
+     Read(o, e);
+     body = std::move(e);
+   }())
+               : (void)0),
+   ...);
+  return body;
+}
+
+}  // namespace
+
+Result<Event> EventFromJson(std::string_view line) {
+  json j;
+  try {
+    j = json::parse(line);
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("event: not valid JSON: ") + e.what());
+  }
+  Errors errors;
+  Obj o(errors, &j, "");
+  Event e;
+  e.seq = o.Int<int64_t>("seq");
+  e.at = InstantFromMillis(o.Int<int64_t>("at"));
+  const std::string type = o.Str("type");
+  if (errors.first) return InvalidArgument("event: " + *errors.first);
+  const auto& names = TypeNames();
+  const size_t index = static_cast<size_t>(std::find(names.begin(), names.end(), type) - names.begin());
+  if (index == kEventTypes) return InvalidArgument("event: type: unknown event type '" + type + "'");
+  e.body = ReadBody(index, o, std::make_index_sequence<kEventTypes>());
+  o.Done();
+  if (errors.first) return InvalidArgument(type + " event: " + *errors.first);
+  return e;
 }
 
 }  // namespace gpupool

@@ -1,6 +1,7 @@
 #include "src/model/cluster.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 
@@ -320,6 +321,156 @@ void Cluster::SetReservation(NodeIndex i, int64_t job) {
   GP_CHECK(i >= 0 && i < node_count()) << "node index " << i;
   nodes_[i].reserved_for = job;
   NoteChange(i);
+}
+
+Result<Cluster> Cluster::FromImage(Image image) {
+  const size_t node_count = image.nodes.size();
+  if (image.names.size() != node_count) {
+    return InvalidArgument("cluster: " + std::to_string(node_count) + " nodes but " +
+                           std::to_string(image.names.size()) + " names");
+  }
+  auto node_error = [&](size_t i, const std::string& why) {
+    return InvalidArgument("cluster: node " + std::to_string(i) + " ('" + image.names[i] + "'): " + why);
+  };
+  const Catalog& catalog = Catalog::Builtin();
+  for (size_t i = 0; i < node_count; ++i) {
+    const Node& n = image.nodes[i];
+    if (image.names[i].empty()) return InvalidArgument("cluster: node " + std::to_string(i) + " has no name");
+    if (n.gpu_count > kMaxGpusPerNode) return node_error(i, "more than " + std::to_string(kMaxGpusPerNode) + " GPUs");
+    if ((n.gpu_count > 0) != (n.gpu_model != kNoGpuModel)) return node_error(i, "GPU count and model disagree");
+    int32_t memory = 0;
+    uint8_t mig_table = 0;
+    if (n.gpu_model != kNoGpuModel) {
+      if (n.gpu_model >= catalog.size()) return node_error(i, "unknown GPU model " + std::to_string(n.gpu_model));
+      const GpuModel& model = catalog.Get(n.gpu_model);
+      memory = static_cast<int32_t>(model.memory_mib);
+      if (const MigTable* t = FindMigTable(model.name)) mig_table = static_cast<uint8_t>(1 + (t - MigTables().data()));
+    }
+    if (n.gpu_memory_mib != memory || n.mig_table != mig_table) {
+      return node_error(i, "GPU memory or MIG table does not match its GPU model");
+    }
+    if (n.pool >= kMaxPools) return node_error(i, "pool id " + std::to_string(n.pool) + " out of range");
+    if (n.condition > NodeCondition::kDown) return node_error(i, "unknown condition");
+    for (int g = 0; g < n.gpu_count; ++g) {
+      if (n.gpu_mode[g] > GpuMode::kMig) return node_error(i, "GPU " + std::to_string(g) + " in an unknown mode");
+      if (n.dirty_owner[g] < kDirtyByMany) return node_error(i, "GPU " + std::to_string(g) + " has a bad scrub state");
+      if ((n.gpu_mode[g] == GpuMode::kIdle) != (n.gpu_residents[g] == 0)) {
+        return node_error(i, "GPU " + std::to_string(g) + " mode does not match its residents");
+      }
+    }
+    Node derived = n;
+    RecomputeGpuTotals(derived);
+    int32_t kinds = 0;
+    for (int32_t c : n.gpu_kind_count) kinds += c != 0;
+    if (derived != n || kinds != n.gpu_kinds_present) return node_error(i, "derived GPU fields do not match its GPUs");
+  }
+
+  // Per node, what its live allocations add up to.
+  struct Sums {
+    int64_t cpu = 0, memory = 0;
+    int32_t cpu_only = 0;
+    std::array<int32_t, kMaxGpusPerNode + 1> kinds{};
+    std::array<int32_t, kMaxGpusPerNode> residents{}, milli{};
+    std::array<uint8_t, kMaxGpusPerNode> mig_slices{};
+  };
+  std::vector<Sums> sums(node_count);
+  size_t free_slots = 0;
+  int64_t allocated = 0;
+  for (size_t id = 0; id < image.allocations.size(); ++id) {
+    const Allocation& a = image.allocations[id];
+    const std::string where = "cluster: allocation " + std::to_string(id) + ": ";
+    if (a.node == -1) {
+      ++free_slots;
+      continue;
+    }
+    if (a.node < 0 || static_cast<size_t>(a.node) >= node_count) {
+      return InvalidArgument(where + "unknown node " + std::to_string(a.node));
+    }
+    const Node& n = image.nodes[a.node];
+    const Demand& d = a.demand;
+    if (d.gpu_count < 0 || d.gpu_count > n.gpu_count || d.mode > ShareMode::kMig ||
+        (a.gpus >> n.gpu_count) != 0 || std::popcount(a.gpus) != d.gpu_count ||
+        d.gpu_milli < 0 || d.gpu_milli > kMilliPerGpu) {
+      return InvalidArgument(where + "its GPUs do not match its demand or node");
+    }
+    if (a.mig_profile != -1) {
+      if (n.mig_table == 0 || a.mig_profile < 0 ||
+          static_cast<size_t>(a.mig_profile) >= MigTables()[n.mig_table - 1].profiles.size() ||
+          a.mig_start >= MigTables()[n.mig_table - 1].memory_slices || d.gpu_count != 1) {
+        return InvalidArgument(where + "bad MIG instance");
+      }
+    }
+    Sums& sum = sums[a.node];
+    sum.cpu += d.cpu_milli;
+    sum.memory += d.memory_mib;
+    const int kind = GpuKindOf(d);
+    if (kind < 0) {
+      ++sum.cpu_only;
+    } else {
+      ++sum.kinds[kind];
+    }
+    for (int g = 0; g < n.gpu_count; ++g) {
+      if (!(a.gpus >> g & 1)) continue;
+      ++sum.residents[g];
+      sum.milli[g] += d.gpu_milli;
+      if (a.mig_profile >= 0) {
+        sum.mig_slices[g] |= SliceMask(MigTables()[n.mig_table - 1], a.mig_profile, a.mig_start);
+      }
+    }
+    allocated += d.total_gpu_milli();
+  }
+  for (size_t i = 0; i < node_count; ++i) {
+    const Node& n = image.nodes[i];
+    const Sums& sum = sums[i];
+    if (n.cpu_milli_free != n.cpu_milli_total - sum.cpu || n.memory_mib_free != n.memory_mib_total - sum.memory ||
+        n.cpu_only_residents != sum.cpu_only || n.gpu_kind_count != sum.kinds) {
+      return node_error(i, "free resources do not match its allocations");
+    }
+    for (int g = 0; g < n.gpu_count; ++g) {
+      if (n.gpu_residents[g] != sum.residents[g] || n.gpu_free_milli[g] != kMilliPerGpu - sum.milli[g] ||
+          n.mig_used_slices[g] != sum.mig_slices[g]) {
+        return node_error(i, "GPU " + std::to_string(g) + " does not match its allocations");
+      }
+    }
+  }
+  if (image.free_allocation_ids.size() != free_slots) {
+    return InvalidArgument("cluster: " + std::to_string(free_slots) + " free allocation slots but " +
+                           std::to_string(image.free_allocation_ids.size()) + " listed free");
+  }
+  std::vector<bool> listed(image.allocations.size(), false);
+  for (AllocationId id : image.free_allocation_ids) {
+    if (id < 0 || static_cast<size_t>(id) >= image.allocations.size() || image.allocations[id].node != -1 ||
+        listed[id]) {
+      return InvalidArgument("cluster: free allocation id " + std::to_string(id) + " is not a free slot, or listed twice");
+    }
+    listed[id] = true;
+  }
+
+  Cluster c;
+  c.nodes_ = std::move(image.nodes);
+  c.names_ = std::move(image.names);
+  c.allocations_ = std::move(image.allocations);
+  c.free_allocation_ids_ = std::move(image.free_allocation_ids);
+  c.live_allocations_ = static_cast<int>(c.allocations_.size() - free_slots);
+  for (const Node& n : c.nodes_) c.gpu_milli_total_ += n.gpu_milli_total();
+  c.gpu_milli_allocated_ = allocated;
+  c.last_change_.assign(node_count, 0);
+  return c;
+}
+
+void Cluster::TrimFreeSlots(size_t slot_count) {
+  if (allocations_.size() <= slot_count) return;
+  const size_t dropped = allocations_.size() - slot_count;
+  for (size_t id = slot_count; id < allocations_.size(); ++id) {
+    GP_CHECK(allocations_[id].node < 0) << "allocation " << id << " is live";
+  }
+  GP_CHECK(free_allocation_ids_.size() >= dropped) << "free list shorter than the free slots";
+  for (size_t k = 0; k < dropped; ++k) {
+    GP_CHECK(static_cast<size_t>(free_allocation_ids_[k]) >= slot_count) << "slot " << free_allocation_ids_[k];
+  }
+  free_allocation_ids_.erase(free_allocation_ids_.begin(),
+                             free_allocation_ids_.begin() + static_cast<std::ptrdiff_t>(dropped));
+  allocations_.resize(slot_count);
 }
 
 void Cluster::NoteChange(NodeIndex i) {

@@ -205,6 +205,42 @@ class Cluster {
   // where last_change_seq(i) == seq.
   uint64_t last_change_seq(NodeIndex i) const { return last_change_[i]; }
 
+  // --- snapshots (src/engine/snapshot.h) ------------------------------------
+  // Everything a Cluster holds but its change log, as plain data.
+  struct Image {
+    std::vector<Node> nodes;
+    std::vector<std::string> names;  // per node
+    // Every allocation slot by id; a free slot has node == -1 (its other
+    // fields mean nothing).
+    std::vector<Allocation> allocations;
+    // The free slots, in reuse order (Allocate takes the back first).
+    std::vector<AllocationId> free_allocation_ids;
+  };
+  // Read access for writing an Image without copying the cluster.
+  const std::vector<std::string>& names() const { return names_; }
+  const std::vector<Allocation>& allocation_slots() const { return allocations_; }
+  const std::vector<AllocationId>& free_allocation_ids() const { return free_allocation_ids_; }
+  // Rebuilds the cluster an Image describes: the same nodes, allocations
+  // (same ids) and future allocation ids. Validates the image, since it may
+  // come from a damaged file: node shapes (GPU count, model and its MIG
+  // table and memory, enums in range), derived fields equal to what the
+  // per-GPU arrays imply, every live allocation on an existing node's GPUs
+  // with a valid MIG profile and start, per-node CPU, memory, residents and
+  // allocation kinds equal to the sums over its allocations, and the free
+  // list naming each free slot once. The error names the node or slot.
+  // The change log starts empty, as for a new cluster: a reader of the old
+  // cluster's log has nothing to resume (a fresh score index reads every
+  // node anyway).
+  static Result<Cluster> FromImage(Image image);
+
+  // For tentative placements (Allocate, then Release in reverse order):
+  // drops the slots with ids >= `slot_count`, which must all be free, and
+  // their free-list entries, so that the slot table and free list are as
+  // before the allocations that appended them (Allocate appends only when
+  // no slot is free, so those entries are the bottom of the free list) and
+  // trying leaves no trace but change-log entries.
+  void TrimFreeSlots(size_t slot_count);
+
  private:
   static void CountKind(Node& n, const Demand& d, int delta);
   void NoteChange(NodeIndex i);

@@ -250,6 +250,7 @@ ServerCore::~ServerCore() { Stop(); }
 void ServerCore::Start() {
   engine_thread_ = std::thread([this] { EngineLoop(); });
   writer_thread_ = std::thread([this] { WriterLoop(); });
+  publish_thread_ = std::thread([this] { PublishLoop(); });
 }
 
 void ServerCore::Stop() {
@@ -267,6 +268,15 @@ void ServerCore::Stop() {
   }
   writer_cv_.notify_all();
   writer_thread_.join();
+  {
+    std::lock_guard lock(publish_mu_);
+    publish_stopping_ = true;
+  }
+  publish_cv_.notify_all();
+  publish_thread_.join();
+  // A read-model snapshot the publisher queued after the writer stopped.
+  for (WriterItem& it : writer_queue_) CommitOrDie(it.batch);
+  writer_queue_.clear();
 }
 
 std::future<Reply> ServerCore::Execute(Command c) {
@@ -480,44 +490,74 @@ void ServerCore::WriterLoop() {
       items.swap(writer_queue_);
     }
     JournalBatch batch;
-    bool engine_snapshot = false;
     for (WriterItem& it : items) {
       for (JournalEvent& e : it.batch.events) batch.events.push_back(std::move(e));
       for (TokenRecord& t : it.batch.tokens) batch.tokens.push_back(std::move(t));
       for (SnapshotRecord& s : it.batch.snapshots) batch.snapshots.push_back(std::move(s));
-      engine_snapshot = engine_snapshot || it.engine_snapshot;
+      it.batch = JournalBatch{};
     }
     if (!batch.empty()) {
       const auto t0 = Clock::now();
       CommitOrDie(batch);
       metrics_.ObserveCommit(SecondsSince(t0), batch.events.size());
     }
+    // Tokens work as soon as they are durable (before the caller hears of them).
     for (const TokenRecord& t : batch.tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
     {
+      std::lock_guard lock(publish_mu_);
+      publish_queue_.push_back(std::move(items));
+    }
+    publish_cv_.notify_one();
+  }
+}
+
+void ServerCore::PublishLoop() {
+  for (;;) {
+    std::deque<std::deque<WriterItem>> groups;
+    {
+      std::unique_lock lock(publish_mu_);
+      publish_cv_.wait(lock, [&] { return publish_stopping_ || !publish_queue_.empty(); });
+      if (publish_queue_.empty() && publish_stopping_) break;
+      groups.swap(publish_queue_);
+    }
+    bool engine_snapshot = false;
+    {
       std::unique_lock lock(read_model_.mu());
-      for (const WriterItem& it : items) {
-        for (const Event& e : it.events) read_model_.Apply(e);
-        if (it.summary) read_model_.set_summary(it.summary);
+      for (const auto& items : groups) {
+        for (const WriterItem& it : items) {
+          for (const Event& e : it.events) read_model_.Apply(e);
+          if (it.summary) read_model_.set_summary(it.summary);
+          engine_snapshot = engine_snapshot || it.engine_snapshot;
+        }
       }
     }
-    for (const WriterItem& it : items) {
-      for (const Event& e : it.events) metrics_.CountEvent(e);
+    const int64_t seq = read_model_.last_seq();  // only this thread changes it
+    for (auto& items : groups) {
+      for (WriterItem& it : items) {
+        for (auto& [promise, reply] : it.replies) {
+          reply.last_seq = seq;
+          promise.set_value(std::move(reply));
+        }
+      }
     }
-    const int64_t seq = read_model_.last_seq();
-    for (WriterItem& it : items) {
-      for (auto& [promise, reply] : it.replies) {
-        reply.last_seq = seq;
-        promise.set_value(std::move(reply));
+    for (const auto& items : groups) {
+      for (const WriterItem& it : items) {
+        for (const Event& e : it.events) metrics_.CountEvent(e);
       }
     }
     if (engine_snapshot) {
-      // The read model's own snapshot, at the seq it has reached.
-      JournalBatch rm;
+      // The read model's own snapshot, at the seq it has reached; committed
+      // through the writer like any batch.
+      WriterItem rm;
       {
         std::shared_lock lock(read_model_.mu());
-        rm.snapshots.push_back(SnapshotRecord{"read-model", read_model_.last_seq(), read_model_.Encode()});
+        rm.batch.snapshots.push_back(SnapshotRecord{"read-model", read_model_.last_seq(), read_model_.Encode()});
       }
-      CommitOrDie(rm);
+      {
+        std::lock_guard lock(writer_mu_);
+        writer_queue_.push_back(std::move(rm));
+      }
+      writer_cv_.notify_one();
     }
   }
 }

@@ -1,7 +1,8 @@
 // The server's core (DESIGN section 6): one thread owns the Engine and
 // applies commands from a queue; a writer thread commits the resulting
-// events to the journal in groups (one fsync for many commands) and only
-// then publishes them to the read model and answers the callers; a timer
+// events to the journal in groups (one fsync for many commands); a
+// publisher thread then applies each committed group to the read model and
+// answers its callers (while the writer commits the next group); a timer
 // on the engine thread drives the control loops (Engine::Tick).
 //
 // No scheduling logic lives here: every decision is the Engine's.
@@ -124,6 +125,7 @@ class ServerCore {
   Status Bootstrap();
   void EngineLoop();
   void WriterLoop();
+  void PublishLoop();
   Reply Run(Command& c, Instant now, const Engine::Sink& sink, WriterItem& item, bool& setup);
   std::shared_ptr<const EngineSummary> Summarize() const;
   void CommitOrDie(const JournalBatch& batch);
@@ -153,6 +155,15 @@ class ServerCore {
   std::deque<WriterItem> writer_queue_;
   bool writer_stopping_ = false;
   std::thread writer_thread_;
+
+  // Committed groups wait here for the publisher thread, which applies them
+  // to the read model and answers the callers while the writer commits the
+  // next group.
+  std::mutex publish_mu_;
+  std::condition_variable publish_cv_;
+  std::deque<std::deque<WriterItem>> publish_queue_;
+  bool publish_stopping_ = false;
+  std::thread publish_thread_;
 };
 
 }  // namespace gpupool

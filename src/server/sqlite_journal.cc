@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 
 #include "src/server/journal.h"
@@ -62,6 +63,7 @@ class SqliteJournal final : public Journal {
  public:
   SqliteJournal(sqlite3* writer, sqlite3* reader) : w_(writer), r_(reader) {}
   ~SqliteJournal() override {
+    insert_event_.reset();
     sqlite3_close(w_);
     sqlite3_close(r_);
   }
@@ -139,15 +141,19 @@ class SqliteJournal final : public Journal {
  private:
   Status WriteBatch(const JournalBatch& batch) {
     if (!batch.events.empty()) {
-      Statement st(w_, "INSERT INTO events(seq, at_ms, type, body) VALUES (?, ?, ?, ?)");
+      if (!insert_event_) {
+        insert_event_ = std::make_unique<Statement>(w_, "INSERT INTO events(seq, at_ms, type, body) VALUES (?, ?, ?, ?)");
+      }
+      Statement& st = *insert_event_;
       if (!st.ok()) return DbError(w_, "preparing the event insert");
       for (const JournalEvent& e : batch.events) {
         sqlite3_bind_int64(st.get(), 1, e.seq);
         sqlite3_bind_int64(st.get(), 2, e.at_ms);
         sqlite3_bind_text(st.get(), 3, e.type.data(), static_cast<int>(e.type.size()), SQLITE_STATIC);
         sqlite3_bind_text(st.get(), 4, e.json.data(), static_cast<int>(e.json.size()), SQLITE_STATIC);
-        if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing event " + std::to_string(e.seq));
+        const int rc = sqlite3_step(st.get());
         sqlite3_reset(st.get());
+        if (rc != SQLITE_DONE) return DbError(w_, "writing event " + std::to_string(e.seq));
       }
     }
     if (!batch.tokens.empty()) {
@@ -186,6 +192,7 @@ class SqliteJournal final : public Journal {
 
   sqlite3* w_;
   sqlite3* r_;
+  std::unique_ptr<Statement> insert_event_;  // prepared once (writer thread only)
   std::mutex read_mu_;
 };
 

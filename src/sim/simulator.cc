@@ -209,6 +209,7 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
 }
 
 void Simulator::OnEvent(const Event& e) {
+  if (options_.on_event) options_.on_event(e);
   ++events_;
   std::string line = ToJsonLine(e);
   line.push_back('\n');

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,6 +66,9 @@ struct SimOptions {
   // (must outlive the simulator when any job uses one).
   const std::vector<std::vector<double>>* duty_cycles = nullptr;
   std::vector<FaultSpec> faults;  // by node name
+  // When set, also handed every event as it arrives (tests that need the
+  // events themselves, not their log lines).
+  std::function<void(const Event&)> on_event;
 };
 
 class Simulator {

@@ -1,0 +1,231 @@
+// EventFromJson is the exact inverse of ToJsonLine, and refuses malformed
+// lines with an error that names the field. (Round trips of every event the
+// example scenarios produce, and replays of the decoded events, are in
+// snapshot_test.cc.)
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/base/rng.h"
+#include "src/engine/event.h"
+
+namespace gpupool {
+namespace {
+
+using namespace std::chrono_literals;
+
+Demand Rich(int32_t milli, ShareMode mode) {
+  Demand d{4000, 8192, 1, milli, GpuModelMask{0b1010}};
+  d.allowed_pools = 0b11;
+  d.requirement = 2;
+  d.reservation = 41;
+  d.mode = mode;
+  d.gpu_memory_mib = 10240;
+  return d;
+}
+
+JobSpec RichSpec() {
+  JobSpec s;
+  s.name = "fine-tune \"v2\" \xc3\xa9t\xc3\xa9";  // quotes and UTF-8
+  s.tenant = 3;
+  s.kind = JobKind::kBatchInference;
+  s.priority = -7;
+  s.deadline = InstantFromMillis(86'400'000);
+  s.replicas = 2;
+  s.demand = Rich(1000, ShareMode::kAny);
+  s.demand.gpu_count = 1;
+  s.stages = {Rich(140, ShareMode::kMig), Rich(250, ShareMode::kTimeSlice)};
+  s.pools = {0, 5};
+  s.auto_sharing = true;
+  s.expected_duration = 90min;
+  s.checkpointable = true;
+  s.checkpoint_interval = 30min;
+  s.checkpoint_duration = 45s;
+  s.labels = uint64_t{1} << 63;
+  s.affinity = 0b100;
+  s.anti_affinity = 0b1000;
+  return s;
+}
+
+// One event of every type, each field away from its default.
+std::vector<Event> EveryType() {
+  Pool pool{4, "h100-east", PoolSelector{GpuModelMask{0b110}, {"east", "west"}}, {1, 2}};
+  NodeSpec node{"h100-7", 224000, 2 << 20, 8, 5, 4, 3};
+  const Quota quota{24000, 64000, 0.1 + 0.2, true};  // a weight with no short decimal form
+  const std::vector<EventBody> bodies = {
+      PoolAdded{pool},
+      NodeAdded{node, "east", "east-1", "east-1-rack-0"},
+      TenantAdded{2, "research"},
+      QuotaSet{2, 4, quota},
+      JobSubmitted{17, RichSpec()},
+      JobRejected{18, RichSpec(), "needs 9 GPUs on one node"},
+      JobPlaced{17, 4, true, {{3, 0b11}, {5, 0x8000}}},
+      JobFinished{17, false},
+      JobCancelled{19},
+      PreemptionStarted{20, 21, PreemptReason::kMigRecut, true},
+      JobPreempted{20, 1234ms},
+      QuotaLent{2, 4, 7200},
+      QuotaRecalled{2, 4, 3600},
+      QuotaExhausted{2, 4, 22},
+      NodesReserved{23, {0, 6, 9}},
+      ReservationReleased{23},
+      GpusScrubbed{6, 0b1010'0000},
+      JobIdleSuspected{24},
+      JobIdleRecovered{24},
+      ReclaimStarted{25, ReclaimReason::kDeadline, true},
+      JobReclaimed{25},
+      NodeDown{6},
+      JobInterrupted{26, 6, 99s},
+      NodeUp{6},
+      MigRecutStarted{27, 6, 3, "3g.40gb", 4, {28, 29}},
+  };
+  std::vector<Event> events;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    events.push_back(Event{static_cast<int64_t>(100 + i), InstantFromMillis(5000 + 10 * static_cast<int64_t>(i)),
+                           bodies[i]});
+  }
+  return events;
+}
+
+TEST(EventJsonTest, EveryEventTypeRoundTripsWithEveryField) {
+  const std::vector<Event> events = EveryType();
+  std::set<size_t> types;
+  for (const Event& e : events) {
+    types.insert(e.body.index());
+    const std::string line = ToJsonLine(e);
+    auto back = EventFromJson(line);
+    ASSERT_TRUE(back.has_value()) << line << ": " << back.error().message;
+    EXPECT_EQ(ToJsonLine(*back), line);
+    EXPECT_EQ(back->seq, e.seq);
+    EXPECT_EQ(back->at, e.at);
+    EXPECT_EQ(back->body.index(), e.body.index());
+  }
+  EXPECT_EQ(types.size(), std::variant_size_v<EventBody>);
+  // Fields the text could lose without the line changing shape.
+  auto submitted = EventFromJson(ToJsonLine(events[4]));
+  ASSERT_TRUE(submitted.has_value());
+  const JobSpec& spec = std::get<JobSubmitted>(submitted->body).spec;
+  const JobSpec want = RichSpec();
+  EXPECT_EQ(spec.demand, want.demand);  // reservation included
+  EXPECT_EQ(spec.stages, want.stages);
+  EXPECT_EQ(spec.name, want.name);
+  EXPECT_EQ(spec.deadline, want.deadline);
+  EXPECT_EQ(spec.expected_duration, want.expected_duration);
+  EXPECT_EQ(spec.labels, want.labels);
+  auto quota = EventFromJson(ToJsonLine(events[3]));
+  ASSERT_TRUE(quota.has_value());
+  EXPECT_EQ(std::get<QuotaSet>(quota->body).quota, (Quota{24000, 64000, 0.1 + 0.2, true}));  // bit-exact weight
+  auto pool = EventFromJson(ToJsonLine(events[0]));
+  ASSERT_TRUE(pool.has_value());
+  EXPECT_EQ(std::get<PoolAdded>(pool->body).pool.selector.regions, (std::vector<std::string>{"east", "west"}));
+  EXPECT_EQ(std::get<PoolAdded>(pool->body).pool.dedicated_to, (std::vector<TenantId>{1, 2}));
+}
+
+TEST(EventJsonTest, AnUnsetReservationKeepsTheCanonicalText) {
+  // Logs written before Demand::reservation was carried stay byte-identical.
+  JobSpec s;
+  s.tenant = 0;
+  s.demand = Demand{1000, 1024, 1, 1000};
+  const std::string line = ToJsonLine(Event{1, InstantFromMillis(0), JobSubmitted{1, s}});
+  EXPECT_EQ(line.find("reservation"), std::string::npos) << line;
+  auto back = EventFromJson(line);
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(std::get<JobSubmitted>(back->body).spec.demand.reservation, -1);
+}
+
+TEST(EventJsonTest, KeyOrderAndSpacingDoNotMatter) {
+  auto e = EventFromJson(R"( { "type" : "JobFinished", "succeeded": true, "job": 7, "at": 1500, "seq": 12 } )");
+  ASSERT_TRUE(e.has_value()) << e.error().message;
+  EXPECT_EQ(ToJsonLine(*e), R"({"at":1500,"job":7,"seq":12,"succeeded":true,"type":"JobFinished"})");
+}
+
+TEST(EventJsonTest, MalformedLinesAreErrorsNamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "not valid JSON"},
+      {"{\"seq\":1,", "not valid JSON"},
+      {"[1,2]", "event: expected an object"},
+      {R"({"at":1,"type":"NodeUp","node":1})", "event: seq: missing"},
+      {R"({"seq":"1","at":1,"type":"NodeUp","node":1})", "event: seq: expected an integer"},
+      {R"({"seq":1,"at":1.5,"type":"NodeUp","node":1})", "event: at: expected an integer"},
+      {R"({"seq":1,"at":1,"type":"NodeSideways","node":1})", "unknown event type 'NodeSideways'"},
+      {R"({"seq":1,"at":1,"type":7})", "event: type: expected a string"},
+      {R"({"seq":1,"at":1,"type":"NodeUp"})", "NodeUp event: node: missing"},
+      {R"({"seq":1,"at":1,"type":"NodeUp","node":1,"colour":"red"})", "NodeUp event: colour: unknown field"},
+      {R"({"seq":1,"at":1,"type":"NodeUp","node":4294967296})", "NodeUp event: node: expected an integer in"},
+      {R"({"seq":1,"at":1,"type":"JobPlaced","job":1,"pool":0,"borrowed":false,"replicas":[{"node":1,"gpus":70000}]})",
+       "JobPlaced event: replicas[0].gpus: expected an integer in [0, 65535]"},
+      {R"({"seq":1,"at":1,"type":"JobPlaced","job":1,"pool":0,"borrowed":0,"replicas":[]})",
+       "JobPlaced event: borrowed: expected true or false"},
+      {R"({"seq":1,"at":1,"type":"JobPlaced","job":1,"pool":0,"borrowed":false,"replicas":{}})",
+       "JobPlaced event: replicas: expected an array"},
+      {R"({"seq":1,"at":1,"type":"JobPlaced","job":1,"pool":-1,"borrowed":false,"replicas":[]})",
+       "JobPlaced event: pool: expected an integer in [0, 255]"},
+      {R"({"seq":1,"at":1,"type":"ReclaimStarted","job":1,"reason":"boredom","checkpoint":true})",
+       "ReclaimStarted event: reason: unknown value 'boredom' (known: idle, deadline)"},
+      {R"({"seq":1,"at":1,"type":"QuotaSet","tenant":0,"pool":0,"quota":{"guaranteed_milli":1,"elastic_limit_milli":2,"weight":"heavy","reserved":false}})",
+       "QuotaSet event: quota.weight: expected a number"},
+      {R"({"seq":1,"at":1,"type":"QuotaSet","tenant":0,"pool":0,"quota":5})", "QuotaSet event: quota: expected an object"},
+      {R"({"seq":1,"at":1,"type":"QuotaSet","tenant":0,"pool":0})", "QuotaSet event: quota: missing"},
+      {R"({"seq":1,"at":1,"type":"NodesReserved","job":1,"nodes":[1,"2"]})",
+       "NodesReserved event: nodes[1]: expected an integer"},
+      {R"({"seq":1,"at":1,"type":"PoolAdded","pool":0,"name":"p","models":1,"regions":[3],"dedicated_to":[]})",
+       "PoolAdded event: regions[0]: expected a string"},
+  };
+  for (const auto& [line, want] : cases) {
+    auto e = EventFromJson(line);
+    ASSERT_FALSE(e.has_value()) << line;
+    EXPECT_EQ(e.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(e.error().message.find(want), std::string::npos) << line << "\n  gave: " << e.error().message;
+  }
+}
+
+TEST(EventJsonTest, ASpecWithABadNestedFieldNamesItsPath) {
+  std::string line = ToJsonLine(EveryType()[4]);
+  const std::string from = "\"gpu_milli\":1000";
+  line.replace(line.find(from), from.size(), "\"gpu_milli\":true");
+  auto e = EventFromJson(line);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("JobSubmitted event: spec.demand.gpu_milli: expected an integer"),
+            std::string::npos)
+      << e.error().message;
+  std::string stage = ToJsonLine(EveryType()[4]);
+  const std::string mode = "\"mode\":\"mig\"";
+  stage.replace(stage.find(mode), mode.size(), "\"mode\":\"magic\"");
+  e = EventFromJson(stage);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("spec.stages[0].mode: unknown value 'magic'"), std::string::npos)
+      << e.error().message;
+}
+
+// Damaged lines never crash the decoder: each either decodes (and then
+// encodes again) or is an error.
+TEST(EventJsonTest, DamagedLinesAreErrorsNotCrashes) {
+  Rng rng(5);
+  int decoded = 0, refused = 0;
+  for (const Event& e : EveryType()) {
+    const std::string line = ToJsonLine(e);
+    for (size_t cut = 0; cut < line.size(); ++cut) {
+      auto r = EventFromJson(std::string_view(line).substr(0, cut));
+      EXPECT_FALSE(r.has_value()) << line.substr(0, cut);
+    }
+    for (int trial = 0; trial < 200; ++trial) {
+      std::string bad = line;
+      bad[rng.Below(bad.size())] = static_cast<char>(rng.Below(256));
+      auto r = EventFromJson(bad);
+      if (r.has_value()) {
+        ++decoded;
+        (void)ToJsonLine(*r);
+      } else {
+        ++refused;
+        EXPECT_FALSE(r.error().message.empty());
+      }
+    }
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(decoded, 0);  // e.g. a digit changed into another digit
+}
+
+}  // namespace
+}  // namespace gpupool

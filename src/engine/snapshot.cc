@@ -1,0 +1,856 @@
+// The snapshot codec (see snapshot.h for the format and what it holds).
+//
+// Payload, in order (U: unsigned varint, S: zigzag varint, B: one byte,
+// F: 8-byte double, T: string, [..]: a U count then the items, ?x: a B flag
+// then x when set):
+//   state    S next_job_id, S last_seq, S now_ms, U capacity_epoch
+//   pools    [U id, T name, U models, [T region], [S tenant]]
+//   totals   per pool: S gpu_milli, S cpu_milli, S memory_mib, S unavailable_gpu_milli
+//   tenants  [S id, T name, [per pool: S guaranteed, S elastic_limit, F weight,
+//            B reserved, S gpu, S cpu, S memory, S lent, ?S below_since_ms,
+//            B exhausted_alerted, S over_limit]]
+//   nodes    [T name, the Node (WriteNode), T region, T zone, T rack, [S label count]]
+//   allocs   [S node (-1: a free slot, nothing follows), U gpus, Demand, S owner,
+//            S mig_profile, B mig_start]
+//   free     [S allocation id]
+//   jobs     [Job], ascending ids (WriteJob)
+//   nominated [S neg_priority, S deadline_ms, S submitted_ms, S job]
+//   reservations [S job, [S node]]
+//   recut    [S moved, S beneficiary]
+//   blocked  [S first job of the group, U blocked_epoch]
+#include "src/engine/snapshot.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "src/model/mig.h"
+
+namespace gpupool {
+namespace {
+
+constexpr char kMagic[8] = {'G', 'P', 'S', 'N', 'A', 'P', '\r', '\n'};
+
+uint64_t LoadLe64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if constexpr (std::endian::native == std::endian::big) v = std::byteswap(v);
+  return v;
+}
+
+void StoreLe(char* p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+
+// --- writing ----------------------------------------------------------------
+
+class Writer {
+ public:
+  explicit Writer(size_t reserve) { out_.reserve(reserve); }
+
+  void U(uint64_t v) {
+    char buf[10];
+    int n = 0;
+    while (v >= 0x80) {
+      buf[n++] = static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    buf[n++] = static_cast<char>(v);
+    out_.append(buf, n);
+  }
+  void S(int64_t v) { U((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
+  void B(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void Bool(bool v) { B(v ? 1 : 0); }
+  void F(double v) {
+    char buf[8];
+    StoreLe(buf, std::bit_cast<uint64_t>(v), 8);
+    out_.append(buf, 8);
+  }
+  void T(const std::string& s) {
+    U(s.size());
+    out_.append(s);
+  }
+  template <class E>
+  void Enum(E e) {
+    B(static_cast<uint8_t>(e));
+  }
+  void Time(Instant t) { S(ToMillis(t)); }
+  void OptTime(const std::optional<Instant>& t) {
+    Bool(t.has_value());
+    if (t) Time(*t);
+  }
+
+  std::string& out() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+void WriteDemand(Writer& w, const Demand& d) {
+  w.S(d.cpu_milli);
+  w.S(d.memory_mib);
+  w.S(d.gpu_count);
+  w.S(d.gpu_milli);
+  w.U(d.allowed_models);
+  w.U(d.allowed_pools);
+  w.U(d.requirement);
+  w.S(d.reservation);
+  w.Enum(d.mode);
+  w.S(d.gpu_memory_mib);
+}
+
+// Derived fields (gpu_milli_free_total, gpus_fully_free, max_gpu_free_milli,
+// special_gpus, gpu_kinds_present) are recomputed on reading; per-GPU arrays
+// are written for the node's GPUs only (the rest stay at their defaults).
+void WriteNode(Writer& w, const Node& n) {
+  w.S(n.cpu_milli_total);
+  w.S(n.memory_mib_total);
+  w.S(n.cpu_milli_free);
+  w.S(n.memory_mib_free);
+  w.B(n.gpu_model);
+  w.B(n.gpu_count);
+  w.B(n.pool);
+  w.Enum(n.condition);
+  w.U(n.attr_class);
+  w.S(n.reserved_for);
+  w.S(n.gpu_memory_mib);
+  w.B(n.mig_table);
+  w.S(n.cpu_only_residents);
+  for (int k = 0; k <= n.gpu_count; ++k) w.S(n.gpu_kind_count[k]);
+  for (int g = 0; g < n.gpu_count; ++g) {
+    w.S(n.gpu_free_milli[g]);
+    w.Enum(n.gpu_mode[g]);
+    w.S(n.gpu_memory_free_mib[g]);
+    w.B(n.gpu_residents[g]);
+    w.B(n.mig_used_slices[g]);
+    w.B(n.mig_me[g]);
+    w.S(n.dirty_owner[g]);
+  }
+}
+
+void WriteJob(Writer& w, const Job& j) {
+  w.S(j.id);
+  const JobSpec& s = j.spec;
+  w.T(s.name);
+  w.S(s.tenant);
+  w.Enum(s.kind);
+  w.S(s.priority);
+  w.OptTime(s.deadline);
+  w.S(s.replicas);
+  WriteDemand(w, s.demand);
+  w.U(s.stages.size());
+  for (const Demand& d : s.stages) WriteDemand(w, d);
+  w.U(s.pools.size());
+  for (PoolId p : s.pools) w.B(p);
+  w.Bool(s.auto_sharing);
+  w.Bool(s.expected_duration.has_value());
+  if (s.expected_duration) w.S(ToMillis(*s.expected_duration));
+  w.Bool(s.checkpointable);
+  w.S(ToMillis(s.checkpoint_interval));
+  w.S(ToMillis(s.checkpoint_duration));
+  w.U(s.labels);
+  w.U(s.affinity);
+  w.U(s.anti_affinity);
+
+  w.Enum(j.state);
+  w.Time(j.submitted);
+  w.Time(j.queued_since);
+  w.Time(j.started);
+  w.OptTime(j.first_started);
+  w.B(j.pool);
+  w.Bool(j.borrowed);
+  w.U(j.placements.size());
+  for (const ReplicaPlacement& r : j.placements) {
+    w.S(r.node);
+    w.U(r.gpus);
+    w.S(r.allocation);
+  }
+  w.S(j.preemptions);
+  w.S(j.preempted_by);
+  w.S(j.victims_pending);
+  w.Enum(j.stopping);
+  w.Bool(j.idle_suspected);
+  w.Time(j.idle_since);
+  w.S(j.interruptions);
+}
+
+// --- reading ----------------------------------------------------------------
+
+// A bounds-checked cursor over the payload. The first failure sticks: later
+// reads return zeros without reading, so a decoder reads a section straight
+// through and checks ok() before it relies on what it read.
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes) : begin_(bytes.data()), p_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+
+  bool ok() const { return !error_; }
+  bool at_end() const { return p_ == end_; }
+  const Error& error() const { return *error_; }
+
+  // Where the next reads are, for error messages: a section and an item.
+  void At(const char* section, int64_t item = -1) {
+    section_ = section;
+    item_ = item;
+  }
+  void Fail(const std::string& field, const std::string& why) {
+    if (error_) return;
+    std::string where = std::string("snapshot: ") + section_;
+    if (item_ >= 0) where += " " + std::to_string(item_);
+    error_ = Error{ErrorCode::kInvalidArgument, where + ": " + field + ": " + why + " (payload byte " +
+                                                    std::to_string(p_ - begin_) + ")"};
+  }
+
+  uint64_t U(const char* field) {
+    if (error_) return 0;
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ == end_) {
+        Fail(field, "truncated");
+        return 0;
+      }
+      const auto b = static_cast<uint8_t>(*p_++);
+      if (shift == 63 && b > 1) break;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    Fail(field, "malformed number");
+    return 0;
+  }
+  int64_t S(const char* field) {
+    const uint64_t u = U(field);
+    return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1);
+  }
+  // An integer that must fit T.
+  template <class T>
+  T Int(const char* field) {
+    if constexpr (std::is_signed_v<T>) {
+      const int64_t v = S(field);
+      if (std::in_range<T>(v)) return static_cast<T>(v);
+    } else {
+      const uint64_t v = U(field);
+      if (std::in_range<T>(v)) return static_cast<T>(v);
+    }
+    Fail(field, "out of range");
+    return T{};
+  }
+  uint8_t B(const char* field) {
+    if (error_) return 0;
+    if (p_ == end_) {
+      Fail(field, "truncated");
+      return 0;
+    }
+    return static_cast<uint8_t>(*p_++);
+  }
+  bool Bool(const char* field) {
+    const uint8_t b = B(field);
+    if (b > 1) Fail(field, "not a flag");
+    return b == 1;
+  }
+  double F(const char* field) {
+    if (error_) return 0;
+    if (end_ - p_ < 8) {
+      Fail(field, "truncated");
+      return 0;
+    }
+    const double v = std::bit_cast<double>(LoadLe64(p_));
+    p_ += 8;
+    return v;
+  }
+  std::string T(const char* field) {
+    const uint64_t n = U(field);
+    if (error_) return {};
+    if (n > static_cast<uint64_t>(end_ - p_)) {
+      Fail(field, "string longer than the bytes left");
+      return {};
+    }
+    std::string s(p_, n);
+    p_ += n;
+    return s;
+  }
+  // An enum stored as one byte, at most `last`.
+  template <class E>
+  E Enum(const char* field, E last) {
+    const uint8_t b = B(field);
+    if (b > static_cast<uint8_t>(last)) Fail(field, "unknown value " + std::to_string(b));
+    return b > static_cast<uint8_t>(last) ? E{} : static_cast<E>(b);
+  }
+  Instant Time(const char* field) { return InstantFromMillis(S(field)); }
+  std::optional<Instant> OptTime(const char* field) {
+    if (!Bool(field)) return std::nullopt;
+    return Time(field);
+  }
+  // A list's length: each item takes at least `min_item_bytes`, so a count
+  // the bytes left cannot hold is damage, caught before any allocation.
+  size_t Count(const char* field, size_t min_item_bytes = 1) {
+    const uint64_t n = U(field);
+    if (error_) return 0;
+    if (n > static_cast<uint64_t>(end_ - p_) / std::max<size_t>(min_item_bytes, 1)) {
+      Fail(field, "count " + std::to_string(n) + " exceeds the bytes left");
+      return 0;
+    }
+    return static_cast<size_t>(n);
+  }
+
+ private:
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+  const char* section_ = "header";
+  int64_t item_ = -1;
+  std::optional<Error> error_;
+};
+
+// Lower bounds of encoded sizes (at least one byte per field, empty strings
+// and lists), for Reader::Count.
+constexpr size_t kDemandMinBytes = 10;
+constexpr size_t kJobMinBytes = 17 + kDemandMinBytes + 15;  // spec fields, its demand, the job's own fields
+constexpr size_t kNodeMinBytes = 1 + 13 + 1 + 3 + 1;       // name, fields, a kind count, place, labels
+
+Demand ReadDemand(Reader& r) {
+  Demand d;
+  d.cpu_milli = r.S("cpu_milli");
+  d.memory_mib = r.S("memory_mib");
+  d.gpu_count = r.Int<int32_t>("gpu_count");
+  d.gpu_milli = r.Int<int32_t>("gpu_milli");
+  d.allowed_models = r.U("allowed_models");
+  d.allowed_pools = r.U("allowed_pools");
+  d.requirement = r.Int<uint16_t>("requirement");
+  d.reservation = r.S("reservation");
+  d.mode = r.Enum("mode", ShareMode::kMig);
+  d.gpu_memory_mib = r.Int<int32_t>("gpu_memory_mib");
+  if (r.ok() && (d.gpu_count < 0 || d.gpu_count > kMaxGpusPerNode)) r.Fail("gpu_count", "out of range");
+  return d;
+}
+
+Node ReadNode(Reader& r) {
+  Node n;
+  n.cpu_milli_total = r.S("cpu_milli_total");
+  n.memory_mib_total = r.S("memory_mib_total");
+  n.cpu_milli_free = r.S("cpu_milli_free");
+  n.memory_mib_free = r.S("memory_mib_free");
+  n.gpu_model = r.B("gpu_model");
+  n.gpu_count = r.B("gpu_count");
+  if (n.gpu_count > kMaxGpusPerNode) {
+    r.Fail("gpu_count", "more than " + std::to_string(kMaxGpusPerNode) + " GPUs");
+    return n;
+  }
+  n.pool = r.B("pool");
+  n.condition = r.Enum("condition", NodeCondition::kDown);
+  n.attr_class = r.Int<uint16_t>("attr_class");
+  n.reserved_for = r.S("reserved_for");
+  n.gpu_memory_mib = r.Int<int32_t>("gpu_memory_mib");
+  n.mig_table = r.B("mig_table");
+  n.cpu_only_residents = r.Int<int32_t>("cpu_only_residents");
+  for (int k = 0; k <= n.gpu_count; ++k) n.gpu_kind_count[k] = r.Int<int32_t>("gpu_kind_count");
+  for (int g = 0; g < n.gpu_count; ++g) {
+    n.gpu_free_milli[g] = r.Int<int16_t>("gpu_free_milli");
+    n.gpu_mode[g] = r.Enum("gpu_mode", GpuMode::kMig);
+    n.gpu_memory_free_mib[g] = r.Int<int32_t>("gpu_memory_free_mib");
+    n.gpu_residents[g] = r.B("gpu_residents");
+    n.mig_used_slices[g] = r.B("mig_used_slices");
+    n.mig_me[g] = r.B("mig_me");
+    n.dirty_owner[g] = r.Int<int32_t>("dirty_owner");
+  }
+  RecomputeGpuTotals(n);
+  n.gpu_kinds_present = 0;
+  for (int32_t c : n.gpu_kind_count) n.gpu_kinds_present += c != 0;
+  return n;
+}
+
+Job ReadJob(Reader& r) {
+  Job j;
+  j.id = r.S("id");
+  JobSpec& s = j.spec;
+  s.name = r.T("spec.name");
+  s.tenant = r.Int<TenantId>("spec.tenant");
+  s.kind = r.Enum("spec.kind", JobKind::kCpu);
+  s.priority = r.Int<int32_t>("spec.priority");
+  s.deadline = r.OptTime("spec.deadline");
+  s.replicas = r.Int<int32_t>("spec.replicas");
+  s.demand = ReadDemand(r);
+  const size_t stages = r.Count("spec.stages", kDemandMinBytes);
+  for (size_t i = 0; i < stages && r.ok(); ++i) s.stages.push_back(ReadDemand(r));
+  const size_t pools = r.Count("spec.pools");
+  for (size_t i = 0; i < pools && r.ok(); ++i) s.pools.push_back(r.B("spec.pools"));
+  s.auto_sharing = r.Bool("spec.auto_sharing");
+  if (r.Bool("spec.expected_duration")) s.expected_duration = Duration(r.S("spec.expected_duration"));
+  s.checkpointable = r.Bool("spec.checkpointable");
+  s.checkpoint_interval = Duration(r.S("spec.checkpoint_interval"));
+  s.checkpoint_duration = Duration(r.S("spec.checkpoint_duration"));
+  s.labels = r.U("spec.labels");
+  s.affinity = r.U("spec.affinity");
+  s.anti_affinity = r.U("spec.anti_affinity");
+
+  j.state = r.Enum("state", JobState::kEvicted);
+  j.submitted = r.Time("submitted");
+  j.queued_since = r.Time("queued_since");
+  j.started = r.Time("started");
+  j.first_started = r.OptTime("first_started");
+  j.pool = r.B("pool");
+  j.borrowed = r.Bool("borrowed");
+  const size_t placements = r.Count("placements", 3);
+  for (size_t i = 0; i < placements && r.ok(); ++i) {
+    ReplicaPlacement p;
+    p.node = r.Int<NodeIndex>("placements.node");
+    p.gpus = r.Int<GpuMask>("placements.gpus");
+    p.allocation = r.Int<AllocationId>("placements.allocation");
+    j.placements.push_back(p);
+  }
+  j.preemptions = r.Int<int32_t>("preemptions");
+  j.preempted_by = r.S("preempted_by");
+  j.victims_pending = r.Int<int32_t>("victims_pending");
+  j.stopping = r.Enum("stopping", Job::Stop::kEvictDeadline);
+  j.idle_suspected = r.Bool("idle_suspected");
+  j.idle_since = r.Time("idle_since");
+  j.interruptions = r.Int<int32_t>("interruptions");
+  return j;
+}
+
+// Checks one decoded live job against the rest of the state: everything
+// later code indexes with must be in range. Returns the problem, or "".
+std::string JobProblem(const EngineState& s, const Job& j, std::vector<uint8_t>& allocation_used) {
+  const JobSpec& spec = j.spec;
+  if (spec.tenant < 0 || static_cast<size_t>(spec.tenant) >= s.tenants.size()) return "unknown tenant";
+  if (spec.replicas < 1) return "replicas must be at least 1";
+  if (!spec.stages.empty() && spec.stages.size() != static_cast<size_t>(spec.replicas)) {
+    return "a pipeline needs one replica per stage";
+  }
+  for (PoolId p : spec.pools) {
+    if (p >= s.pools.size()) return "spec.pools names an unknown pool";
+  }
+  if (j.state != JobState::kPending && j.state != JobState::kRunning && j.state != JobState::kCheckpointing) {
+    return std::string("a live job cannot be ") + JobStateName(j.state);
+  }
+  if (j.state == JobState::kPending) {
+    if (!j.placements.empty()) return "a pending job holds placements";
+    return "";
+  }
+  if (j.pool >= s.pools.size()) return "runs in an unknown pool";
+  if (j.placements.size() != static_cast<size_t>(spec.replicas)) return "placements do not match replicas";
+  const auto& slots = s.cluster.allocation_slots();
+  for (const ReplicaPlacement& r : j.placements) {
+    if (r.allocation < 0 || static_cast<size_t>(r.allocation) >= slots.size()) return "unknown allocation";
+    const Allocation& a = slots[r.allocation];
+    if (a.node < 0 || a.node != r.node || a.gpus != r.gpus || a.owner != spec.tenant) {
+      return "placement does not match allocation " + std::to_string(r.allocation);
+    }
+    if (allocation_used[r.allocation]++) return "allocation " + std::to_string(r.allocation) + " held twice";
+  }
+  return "";
+}
+
+Status ReadState(Reader& r, EngineState& s) {
+  auto check = [&]() -> Status {
+    if (!r.ok()) return std::unexpected(r.error());
+    return {};
+  };
+  auto fail = [&](const std::string& why) -> Status {
+    return InvalidArgument("snapshot: " + why);
+  };
+
+  r.At("state");
+  s.next_job_id = r.S("next_job_id");
+  s.last_seq = r.S("last_seq");
+  s.now = r.Time("now");
+  s.capacity_epoch = r.U("capacity_epoch");
+
+  const size_t pools = r.Count("pools", 5);
+  if (pools > static_cast<size_t>(kMaxPools)) return fail("more than " + std::to_string(kMaxPools) + " pools");
+  for (size_t i = 0; i < pools && r.ok(); ++i) {
+    r.At("pool", static_cast<int64_t>(i));
+    Pool p;
+    p.id = r.Int<PoolId>("id");
+    p.name = r.T("name");
+    p.selector.models = r.U("models");
+    const size_t regions = r.Count("regions");
+    for (size_t k = 0; k < regions && r.ok(); ++k) p.selector.regions.push_back(r.T("regions"));
+    const size_t dedicated = r.Count("dedicated_to");
+    for (size_t k = 0; k < dedicated && r.ok(); ++k) p.dedicated_to.push_back(r.Int<TenantId>("dedicated_to"));
+    if (r.ok() && p.id != i) r.Fail("id", "pool ids must be 0, 1, 2, ... in order");
+    s.pools.push_back(std::move(p));
+  }
+  for (size_t i = 0; i < pools && r.ok(); ++i) {
+    r.At("pool totals", static_cast<int64_t>(i));
+    EngineState::PoolTotals t;
+    t.gpu_milli = r.S("gpu_milli");
+    t.cpu_milli = r.S("cpu_milli");
+    t.memory_mib = r.S("memory_mib");
+    t.unavailable_gpu_milli = r.S("unavailable_gpu_milli");
+    s.pool_totals.push_back(t);
+  }
+  if (auto ok = check(); !ok) return ok;
+
+  r.At("tenants");
+  const size_t tenants = r.Count("tenants", 3 + pools * 12);
+  for (size_t i = 0; i < tenants && r.ok(); ++i) {
+    r.At("tenant", static_cast<int64_t>(i));
+    Tenant t;
+    t.id = r.Int<TenantId>("id");
+    t.name = r.T("name");
+    const size_t tp_count = r.Count("pools", 12);
+    if (r.ok() && (t.id != static_cast<TenantId>(i) || tp_count != pools)) {
+      r.Fail("id", "tenant ids must be 0, 1, 2, ... in order, each with one entry per pool");
+    }
+    for (size_t p = 0; p < tp_count && r.ok(); ++p) {
+      TenantPool tp;
+      tp.quota.guaranteed_milli = r.S("quota.guaranteed_milli");
+      tp.quota.elastic_limit_milli = r.S("quota.elastic_limit_milli");
+      tp.quota.weight = r.F("quota.weight");
+      tp.quota.reserved = r.Bool("quota.reserved");
+      tp.usage.gpu_milli = r.S("usage.gpu_milli");
+      tp.usage.cpu_milli = r.S("usage.cpu_milli");
+      tp.usage.memory_mib = r.S("usage.memory_mib");
+      tp.usage.lent_milli = r.S("usage.lent_milli");
+      tp.usage.below_threshold_since = r.OptTime("usage.below_threshold_since");
+      tp.usage.exhausted_alerted = r.Bool("usage.exhausted_alerted");
+      tp.usage.over_limit_milli = r.S("usage.over_limit_milli");
+      if (r.ok() && !(std::isfinite(tp.quota.weight) && tp.quota.weight > 0)) {
+        r.Fail("quota.weight", "must be positive and finite");
+      }
+      t.pools.push_back(tp);
+    }
+    s.tenants.push_back(std::move(t));
+  }
+  if (auto ok = check(); !ok) return ok;
+  for (const Pool& p : s.pools) {
+    for (TenantId t : p.dedicated_to) {
+      if (t < 0 || static_cast<size_t>(t) >= s.tenants.size()) {
+        return fail("pool " + std::to_string(p.id) + ": dedicated_to names unknown tenant " + std::to_string(t));
+      }
+    }
+  }
+
+  Cluster::Image image;
+  r.At("nodes");
+  const size_t nodes = r.Count("nodes", kNodeMinBytes);
+  for (size_t i = 0; i < nodes && r.ok(); ++i) {
+    r.At("node", static_cast<int64_t>(i));
+    image.names.push_back(r.T("name"));
+    image.nodes.push_back(ReadNode(r));
+    EngineState::NodePlace place;
+    place.region = r.T("region");
+    place.zone = r.T("zone");
+    place.rack = r.T("rack");
+    s.node_places.push_back(std::move(place));
+    const size_t labels = r.Count("label_counts");
+    if (r.ok() && labels != 0 && labels != 64) r.Fail("label_counts", "must hold 0 or 64 counts");
+    std::vector<int32_t> counts;
+    for (size_t k = 0; k < labels && r.ok(); ++k) counts.push_back(r.Int<int32_t>("label_counts"));
+    s.node_label_counts.push_back(std::move(counts));
+    if (r.ok() && image.nodes.back().pool >= pools) r.Fail("pool", "unknown pool");
+  }
+  r.At("allocations");
+  const size_t allocations = r.Count("allocations");
+  if (r.ok() && allocations > static_cast<size_t>(std::numeric_limits<AllocationId>::max())) {
+    r.Fail("allocations", "too many");
+  }
+  for (size_t i = 0; i < allocations && r.ok(); ++i) {
+    r.At("allocation", static_cast<int64_t>(i));
+    Allocation a;
+    a.node = r.Int<NodeIndex>("node");
+    if (a.node == -1) {
+      image.allocations.push_back(a);
+      continue;
+    }
+    a.gpus = r.Int<GpuMask>("gpus");
+    a.demand = ReadDemand(r);
+    a.owner = r.Int<int32_t>("owner");
+    a.mig_profile = r.Int<int8_t>("mig_profile");
+    a.mig_start = r.B("mig_start");
+    image.allocations.push_back(a);
+  }
+  r.At("free allocations");
+  const size_t free_ids = r.Count("free_allocation_ids");
+  for (size_t i = 0; i < free_ids && r.ok(); ++i) {
+    image.free_allocation_ids.push_back(r.Int<AllocationId>("free_allocation_ids"));
+  }
+  if (auto ok = check(); !ok) return ok;
+  auto cluster = Cluster::FromImage(std::move(image));
+  if (!cluster) return fail(cluster.error().message);
+  s.cluster = std::move(*cluster);
+
+  // Jobs, ascending ids (so unique), each checked before it is indexed.
+  r.At("jobs");
+  const size_t jobs = r.Count("jobs", kJobMinBytes);
+  s.jobs.reserve(jobs);
+  std::vector<uint8_t> allocation_used(s.cluster.allocation_slots().size(), 0);
+  JobId last_id = 0;
+  for (size_t i = 0; i < jobs && r.ok(); ++i) {
+    r.At("job", static_cast<int64_t>(i));
+    Job j = ReadJob(r);
+    if (auto ok = check(); !ok) return ok;
+    if (j.id <= last_id || j.id >= s.next_job_id) {
+      return fail("job " + std::to_string(j.id) + ": ids must ascend and stay below next_job_id");
+    }
+    last_id = j.id;
+    if (std::string why = JobProblem(s, j, allocation_used); !why.empty()) {
+      return fail("job " + std::to_string(j.id) + ": " + why);
+    }
+    s.jobs.emplace(j.id, std::move(j));
+  }
+  if (auto ok = check(); !ok) return ok;
+  if (static_cast<size_t>(std::count(allocation_used.begin(), allocation_used.end(), 1)) !=
+      static_cast<size_t>(s.cluster.live_allocations())) {
+    return fail("live allocations that no job holds");
+  }
+
+  r.At("nominated");
+  const size_t nominated = r.Count("nominated", 4);
+  for (size_t i = 0; i < nominated && r.ok(); ++i) {
+    QueueKey k;
+    k.neg_priority = r.Int<int32_t>("neg_priority");
+    k.deadline_ms = r.S("deadline_ms");
+    k.submitted_ms = r.S("submitted_ms");
+    k.job = r.S("job");
+    if (r.ok() && !s.nominated.insert(k).second) r.Fail("nominated", "listed twice");
+  }
+
+  r.At("reservations");
+  const size_t reservations = r.Count("reservations", 2);
+  std::vector<uint8_t> reserved(s.cluster.node_count(), 0);
+  size_t reserved_nodes = 0;
+  for (size_t i = 0; i < reservations && r.ok(); ++i) {
+    r.At("reservation", static_cast<int64_t>(i));
+    const JobId job = r.S("job");
+    std::vector<NodeIndex> held;
+    const size_t count = r.Count("nodes");
+    for (size_t k = 0; k < count && r.ok(); ++k) {
+      const NodeIndex n = r.Int<NodeIndex>("nodes");
+      if (r.ok() && (n < 0 || n >= s.cluster.node_count() || reserved[n]++ || s.cluster.node(n).reserved_for != job)) {
+        r.Fail("nodes", "node " + std::to_string(n) + " is not reserved for job " + std::to_string(job));
+      }
+      held.push_back(n);
+    }
+    reserved_nodes += held.size();
+    if (r.ok() && !s.reservations.emplace(job, std::move(held)).second) r.Fail("job", "listed twice");
+  }
+  if (auto ok = check(); !ok) return ok;
+  size_t marked = 0;
+  for (const Node& n : s.cluster.nodes()) marked += n.reserved_for >= 0;
+  if (marked != reserved_nodes) return fail("nodes reserved for jobs that hold no reservation");
+
+  r.At("re-cuts");
+  const size_t recuts = r.Count("recut_moved", 2);
+  for (size_t i = 0; i < recuts && r.ok(); ++i) {
+    const JobId moved = r.S("moved");
+    const JobId beneficiary = r.S("beneficiary");
+    if (r.ok() && !s.recut_moved.emplace(moved, beneficiary).second) r.Fail("moved", "listed twice");
+  }
+  if (auto ok = check(); !ok) return ok;
+
+  // The indexes that are functions of the live jobs, as Apply keeps them.
+  for (auto& [id, j] : s.jobs) {
+    if (j.state == JobState::kPending) {
+      s.queue.Add(j);
+      continue;
+    }
+    s.running[id] = &j;
+    s.running_by_tenant_pool[{j.spec.tenant, j.pool}].insert({j.spec.priority, id});
+    if (j.spec.deadline) s.running_deadlines.insert({ToMillis(*j.spec.deadline), id});
+  }
+
+  r.At("blocked groups");
+  const size_t blocked = r.Count("blocked", 2);
+  for (size_t i = 0; i < blocked && r.ok(); ++i) {
+    const JobId first = r.S("job");
+    const uint64_t epoch = r.U("blocked_epoch");
+    if (!r.ok()) break;
+    const Job* j = s.find_job(first);
+    if (j == nullptr || j->state != JobState::kPending || epoch == UINT64_MAX) {
+      r.Fail("job", "job " + std::to_string(first) + " heads no queued group");
+      break;
+    }
+    JobQueue::Group& g = s.queue.tenant(j->spec.tenant).groups.at(GroupKeyOf(j->spec));
+    if (g.jobs.begin()->job != first || g.blocked_epoch != UINT64_MAX) {
+      r.Fail("job", "job " + std::to_string(first) + " heads no queued group, or the group is listed twice");
+      break;
+    }
+    g.blocked_epoch = epoch;
+  }
+  if (auto ok = check(); !ok) return ok;
+  if (!r.at_end()) return fail("bytes left after the last section");
+  return {};
+}
+
+}  // namespace
+
+uint64_t SnapshotChecksum(std::string_view payload) {
+  // Per 8-byte word: xor in, multiply by an odd constant, fold the high half
+  // down; each step is a bijection of the running hash, so a change within
+  // one word always changes the result. MurmurHash3's finalizer at the end.
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
+  uint64_t h = 0x243f6a8885a308d3ULL ^ payload.size();
+  const char* p = payload.data();
+  size_t left = payload.size();
+  for (; left >= 8; p += 8, left -= 8) {
+    h = (h ^ LoadLe64(p)) * kMul;
+    h ^= h >> 32;
+  }
+  if (left > 0) {
+    char tail[8] = {};
+    std::memcpy(tail, p, left);
+    h = (h ^ LoadLe64(tail)) * kMul;
+    h ^= h >> 32;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+std::string EncodeSnapshot(const EngineState& s) {
+  const Cluster& c = s.cluster;
+  Writer w(kSnapshotHeaderBytes + 256 + c.nodes().size() * 160 + c.allocation_slots().size() * 32 +
+           s.jobs.size() * 96);
+  w.out().append(kSnapshotHeaderBytes, '\0');  // the header, filled in at the end
+
+  w.S(s.next_job_id);
+  w.S(s.last_seq);
+  w.Time(s.now);
+  w.U(s.capacity_epoch);
+
+  w.U(s.pools.size());
+  for (const Pool& p : s.pools) {
+    w.U(p.id);
+    w.T(p.name);
+    w.U(p.selector.models);
+    w.U(p.selector.regions.size());
+    for (const std::string& region : p.selector.regions) w.T(region);
+    w.U(p.dedicated_to.size());
+    for (TenantId t : p.dedicated_to) w.S(t);
+  }
+  for (const EngineState::PoolTotals& t : s.pool_totals) {
+    w.S(t.gpu_milli);
+    w.S(t.cpu_milli);
+    w.S(t.memory_mib);
+    w.S(t.unavailable_gpu_milli);
+  }
+
+  w.U(s.tenants.size());
+  for (const Tenant& t : s.tenants) {
+    w.S(t.id);
+    w.T(t.name);
+    w.U(t.pools.size());
+    for (const TenantPool& tp : t.pools) {
+      w.S(tp.quota.guaranteed_milli);
+      w.S(tp.quota.elastic_limit_milli);
+      w.F(tp.quota.weight);
+      w.Bool(tp.quota.reserved);
+      w.S(tp.usage.gpu_milli);
+      w.S(tp.usage.cpu_milli);
+      w.S(tp.usage.memory_mib);
+      w.S(tp.usage.lent_milli);
+      w.OptTime(tp.usage.below_threshold_since);
+      w.Bool(tp.usage.exhausted_alerted);
+      w.S(tp.usage.over_limit_milli);
+    }
+  }
+
+  w.U(c.node_count());
+  for (NodeIndex i = 0; i < c.node_count(); ++i) {
+    w.T(c.node_name(i));
+    WriteNode(w, c.node(i));
+    const EngineState::NodePlace& place = s.node_places[i];
+    w.T(place.region);
+    w.T(place.zone);
+    w.T(place.rack);
+    w.U(s.node_label_counts[i].size());
+    for (int32_t count : s.node_label_counts[i]) w.S(count);
+  }
+  w.U(c.allocation_slots().size());
+  for (const Allocation& a : c.allocation_slots()) {
+    w.S(a.node);
+    if (a.node < 0) continue;
+    w.U(a.gpus);
+    WriteDemand(w, a.demand);
+    w.S(a.owner);
+    w.S(a.mig_profile);
+    w.B(a.mig_start);
+  }
+  w.U(c.free_allocation_ids().size());
+  for (AllocationId id : c.free_allocation_ids()) w.S(id);
+
+  std::vector<const Job*> jobs;
+  jobs.reserve(s.jobs.size());
+  for (const auto& [id, j] : s.jobs) jobs.push_back(&j);
+  std::sort(jobs.begin(), jobs.end(), [](const Job* a, const Job* b) { return a->id < b->id; });
+  w.U(jobs.size());
+  for (const Job* j : jobs) WriteJob(w, *j);
+
+  w.U(s.nominated.size());
+  for (const QueueKey& k : s.nominated) {
+    w.S(k.neg_priority);
+    w.S(k.deadline_ms);
+    w.S(k.submitted_ms);
+    w.S(k.job);
+  }
+  w.U(s.reservations.size());
+  for (const auto& [job, held] : s.reservations) {
+    w.S(job);
+    w.U(held.size());
+    for (NodeIndex n : held) w.S(n);
+  }
+  w.U(s.recut_moved.size());
+  for (const auto& [moved, beneficiary] : s.recut_moved) {
+    w.S(moved);
+    w.S(beneficiary);
+  }
+  // Blocked groups, by tenant, then group order.
+  std::vector<std::pair<JobId, uint64_t>> blocked;
+  for (TenantId t : s.queue.tenants()) {
+    for (const auto& [key, group] : s.queue.find_tenant(t)->groups) {
+      if (group.blocked_epoch != UINT64_MAX) blocked.emplace_back(group.jobs.begin()->job, group.blocked_epoch);
+    }
+  }
+  w.U(blocked.size());
+  for (const auto& [job, epoch] : blocked) {
+    w.S(job);
+    w.U(epoch);
+  }
+
+  std::string& out = w.out();
+  const std::string_view payload(out.data() + kSnapshotHeaderBytes, out.size() - kSnapshotHeaderBytes);
+  std::memcpy(out.data(), kMagic, 8);
+  StoreLe(out.data() + 8, kSnapshotVersion, 4);
+  StoreLe(out.data() + 12, payload.size(), 8);
+  StoreLe(out.data() + 20, SnapshotChecksum(payload), 8);
+  return std::move(out);
+}
+
+Result<EngineState> DecodeSnapshot(std::string_view bytes, LendingConfig lending) {
+  if (bytes.size() < kSnapshotHeaderBytes) {
+    return InvalidArgument("snapshot: " + std::to_string(bytes.size()) + " bytes, shorter than the header");
+  }
+  if (std::memcmp(bytes.data(), kMagic, 8) != 0) return InvalidArgument("snapshot: not a gpupool snapshot (magic)");
+  uint32_t version = 0;
+  for (int i = 0; i < 4; ++i) version |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
+  if (version != kSnapshotVersion) {
+    return FailedPrecondition("snapshot: version " + std::to_string(version) + ", this program reads version " +
+                              std::to_string(kSnapshotVersion));
+  }
+  const uint64_t length = LoadLe64(bytes.data() + 12);
+  if (length != bytes.size() - kSnapshotHeaderBytes) {
+    return InvalidArgument("snapshot: header says " + std::to_string(length) + " payload bytes, " +
+                           std::to_string(bytes.size() - kSnapshotHeaderBytes) + " follow (truncated?)");
+  }
+  const std::string_view payload = bytes.substr(kSnapshotHeaderBytes);
+  if (LoadLe64(bytes.data() + 20) != SnapshotChecksum(payload)) {
+    return InvalidArgument("snapshot: checksum mismatch (damaged)");
+  }
+  EngineState s(lending);
+  Reader r(payload);
+  if (auto ok = ReadState(r, s); !ok) return std::unexpected(ok.error());
+  if (auto ok = CheckInvariants(s); !ok) {
+    return InvalidArgument("snapshot: " + ok.error().message);
+  }
+  return s;
+}
+
+}  // namespace gpupool

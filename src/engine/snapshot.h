@@ -1,0 +1,74 @@
+// Snapshots: the Engine's whole state as one compact, versioned binary
+// image, so that a restart loads the latest snapshot and replays only the
+// journal's events after it (EventFromJson, EngineState::Apply) instead of
+// the whole history.
+//
+// Format, version 1 (integers little-endian):
+//   magic     8 bytes   "GPSNAP\r\n"
+//   version   u32       kSnapshotVersion
+//   length    u64       bytes of payload that follow
+//   checksum  u64       SnapshotChecksum(payload)
+//   payload             the state field by field (see snapshot.cc): integers
+//                       as LEB128 varints (signed ones zigzag-encoded),
+//                       doubles as their 8 IEEE-754 bytes, strings and lists
+//                       prefixed by their length.
+// The checksum catches damage (any change within one aligned 8-byte word is
+// always detected; others miss with odds of about 2^-64); it is not a
+// defence against an attacker, so the payload is validated as well.
+//
+// What a snapshot holds: everything EngineState holds (the cluster with its
+// allocation ids and free-slot order, pools, tenants with quotas and usage,
+// live jobs with their full specs, nominated jobs, reservations, re-cut
+// entries, per-node labels and places, pool totals, next_job_id, last_seq,
+// now, capacity_epoch), plus the queue's blocked-group marks (which groups
+// the engine's last scheduling pass found blocked at the current capacity
+// epoch; see JobQueue::Group). Not held, rebuilt on decoding:
+//  - `lending` (configuration: the caller passes it);
+//  - the cluster's change log: it restarts empty (Cluster::FromImage), and
+//    a restored engine's score index reads every node anyway;
+//  - running, running_by_tenant_pool, running_deadlines and queue, which
+//    are functions of the live jobs (rebuilt exactly; the blocked marks are
+//    then set again).
+// A state built by Apply alone (a replay) has no blocked marks; the same
+// state inside a running Engine may have some, so their snapshots differ in
+// those marks only.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "src/base/status.h"
+#include "src/engine/state.h"
+
+namespace gpupool {
+
+inline constexpr uint32_t kSnapshotVersion = 1;
+inline constexpr size_t kSnapshotHeaderBytes = 28;  // magic, version, length, checksum
+
+// The snapshot of `s`. Deterministic: equal states give equal bytes (jobs
+// are written in id order, never in hash-map order).
+std::string EncodeSnapshot(const EngineState& s);
+
+// The state a snapshot holds, with `lending` as its configuration. Every
+// read is bounds-checked and every count checked against the bytes left
+// before anything is allocated, so truncated, damaged or hostile bytes give
+// an Error (kInvalidArgument; kFailedPrecondition for an unknown version),
+// never a crash. Beyond the checksum it validates what later code relies on
+// to stay in bounds (indexes of nodes, pools, tenants and allocations, enum
+// values, gang sizes against stages, reservations matching nodes; see
+// Cluster::FromImage for the cluster's checks) and finally CheckInvariants.
+// The error names the section, the item and the field.
+//
+// The result must be moved, never copied: EngineState::running points into
+// EngineState::jobs (a move keeps those pointers valid, a copy does not).
+Result<EngineState> DecodeSnapshot(std::string_view bytes, LendingConfig lending);
+
+// The checksum of the header (see the format above): a 64-bit hash of the
+// payload, eight bytes at a time. Exposed so that tests can seal a payload
+// they damaged on purpose and reach the validation behind the checksum.
+uint64_t SnapshotChecksum(std::string_view payload);
+
+}  // namespace gpupool
