@@ -165,7 +165,8 @@ TEST_F(ServerApiTest, AuthorizationOfEveryEndpoint) {
       {"POST", "/v1/jobs", job, true},
       {"GET", "/v1/jobs", std::nullopt, true},
       {"GET", "/v1/nodes", std::nullopt, false},
-      {"POST", "/v1/nodes", json{{"name", "cpu-auth"}, {"cpu_cores", 8}, {"memory_gib", 32}}, false},
+      {"POST", "/v1/nodes", json{{"name", "auth-node"}, {"model", "A100-80GB"}, {"gpus", 1}, {"cpu_cores", 8}, {"memory_gib", 32}},
+       false},
       {"GET", "/v1/pools", std::nullopt, true},
       {"GET", "/v1/events", std::nullopt, false},
   };

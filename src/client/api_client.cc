@@ -1,0 +1,140 @@
+#include "src/client/api_client.h"
+
+#include <httplib.h>
+
+namespace gpupool {
+namespace {
+
+std::string HowToSetAddress() {
+  return "set the server address with --addr URL, the GPUPOOL_ADDR environment variable, or 'addr:' in "
+         "~/.config/gpupool/config.yaml";
+}
+
+std::string HowToSetToken() {
+  return "give a token with --token, --token-file, the GPUPOOL_TOKEN environment variable, or 'token:' / "
+         "'token_file:' in ~/.config/gpupool/config.yaml";
+}
+
+// What went wrong, in words (httplib's own names are terse: "Connection").
+std::string Describe(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "connection refused or host unreachable";
+    case httplib::Error::ConnectionTimeout:
+      return "timed out connecting";
+    case httplib::Error::Read:
+      return "the connection closed or timed out before an answer";
+    case httplib::Error::Write:
+      return "the connection closed while sending the request";
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed";
+    case httplib::Error::SSLLoadingCerts:
+      return "cannot load the system's CA certificates";
+    case httplib::Error::SSLServerVerification:
+      return "the server's TLS certificate is not trusted";
+    case httplib::Error::BindIPAddress:
+      return "cannot bind the local address";
+    default:
+      return httplib::to_string(e);
+  }
+}
+
+}  // namespace
+
+std::string UrlEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+        c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> ApiErrorMessage(const nlohmann::json& body) {
+  if (!body.is_object()) return std::nullopt;
+  auto e = body.find("error");
+  if (e == body.end() || !e->is_object()) return std::nullopt;
+  auto m = e->find("message");
+  if (m == e->end() || !m->is_string()) return std::nullopt;
+  std::string out = m->get<std::string>();
+  auto f = e->find("field");
+  if (f != e->end() && f->is_string() && !f->get<std::string>().empty()) {
+    out += " (field: " + f->get<std::string>() + ")";
+  }
+  return out;
+}
+
+ApiClient::ApiClient(ClientConfig config)
+    : config_(std::move(config)), http_(std::make_unique<httplib::Client>(config_.addr.Url())) {
+  http_->set_connection_timeout(5, 0);
+  http_->set_read_timeout(60, 0);
+  http_->set_write_timeout(60, 0);
+  if (!config_.token.empty()) http_->set_bearer_token_auth(config_.token);
+}
+
+ApiClient::~ApiClient() = default;
+
+Result<nlohmann::json> ApiClient::Get(const std::string& path, const QueryParams& query) {
+  std::string target = path;
+  char sep = '?';
+  for (const auto& [k, v] : query) {
+    target += sep + UrlEncode(k) + "=" + UrlEncode(v);
+    sep = '&';
+  }
+  return Call("GET", target, nullptr);
+}
+
+Result<nlohmann::json> ApiClient::Post(const std::string& path, const nlohmann::json& body) {
+  return Call("POST", path, &body);
+}
+
+Result<nlohmann::json> ApiClient::Put(const std::string& path, const nlohmann::json& body) {
+  return Call("PUT", path, &body);
+}
+
+Result<nlohmann::json> ApiClient::Delete(const std::string& path) { return Call("DELETE", path, nullptr); }
+
+Result<nlohmann::json> ApiClient::Call(const std::string& method, const std::string& path, const nlohmann::json* body) {
+  const httplib::Headers headers = {{"Accept", "application/json"}};
+  const std::string text = body ? body->dump() : std::string();
+  httplib::Result res = method == "GET"    ? http_->Get(path, headers)
+                        : method == "POST" ? http_->Post(path, headers, text, "application/json")
+                        : method == "PUT"  ? http_->Put(path, headers, text, "application/json")
+                                           : http_->Delete(path, headers);
+  const std::string url = config_.addr.Url();
+  if (!res) {
+    return IoError("cannot reach the gpupool server at " + url + " (" + config_.addr_source +
+                   "): " + Describe(res.error()) + "; " + HowToSetAddress());
+  }
+  const int status = res->status;
+  nlohmann::json parsed = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (status >= 200 && status < 300) {
+    if (parsed.is_discarded() || !parsed.is_object()) {
+      return IoError("the server at " + url + " answered " + method + " " + path + " with HTTP " +
+                     std::to_string(status) + " but no JSON object");
+    }
+    return parsed;
+  }
+  auto message = parsed.is_discarded() ? std::nullopt : ApiErrorMessage(parsed);
+  if (!message) {
+    message = "the server at " + url + " answered " + method + " " + path + " with HTTP " + std::to_string(status) +
+              " and no error body";
+  }
+  if (status == 401) {
+    *message += config_.token.empty() ? "; no token was given: " + HowToSetToken()
+                                      : "; the token came from " + config_.token_source;
+  }
+  const ErrorCode code = status == 400   ? ErrorCode::kInvalidArgument
+                         : status == 404 ? ErrorCode::kNotFound
+                                         : ErrorCode::kFailedPrecondition;
+  return std::unexpected(Error{code, *message});
+}
+
+}  // namespace gpupool

@@ -1,0 +1,444 @@
+#include "src/client/commands.h"
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "src/client/api_client.h"
+#include "src/client/client_config.h"
+#include "src/client/job_file.h"
+#include "src/client/json_yaml.h"
+#include "src/client/resource_tables.h"
+#include "src/client/table.h"
+
+namespace gpupool {
+namespace {
+
+using nlohmann::json;
+
+enum class Output { kTable, kJson, kYaml };
+
+struct GlobalFlags {
+  ClientFlags client;
+  std::string output = "table";
+};
+
+Output ParseOutput(const std::string& s) {
+  if (s == "json") return Output::kJson;
+  if (s == "yaml") return Output::kYaml;
+  return Output::kTable;  // CLI11 has checked the value
+}
+
+int64_t NowUnixMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Whole numbers as JSON integers, so that `--guaranteed 2` sends 2, not 2.0.
+json Number(double v) {
+  if (std::isfinite(v) && std::floor(v) == v && std::fabs(v) < 9007199254740992.0) {
+    return json(static_cast<int64_t>(v));
+  }
+  return json(v);
+}
+
+// Prints `data` as the format asks; `table` renders -o table.
+void Print(const json& data, Output out, const std::function<std::string()>& table) {
+  switch (out) {
+    case Output::kJson:
+      std::cout << data.dump(2) << "\n";
+      break;
+    case Output::kYaml:
+      std::cout << JsonToYaml(data);
+      break;
+    case Output::kTable:
+      std::cout << table();
+      break;
+  }
+}
+
+// The body of one command: returns the exit status (0 or 1) or an Error.
+using Body = std::function<Result<int>(ApiClient& api, Output out)>;
+
+// Resolves the configuration, runs `body`, prints an error as
+// "error: MESSAGE" on stderr and turns a non-zero status into CLI11's exit.
+void Run(const GlobalFlags& g, const Body& body) {
+  auto fail = [](const std::string& message) {
+    std::cerr << "error: " << message << "\n";
+    throw CLI::RuntimeError(1);
+  };
+  auto config = ResolveClientConfig(g.client, ProcessEnvironment());
+  if (!config) fail(config.error().message);
+  ApiClient api(std::move(*config));
+  auto rc = body(api, ParseOutput(g.output));
+  if (!rc) fail(rc.error().message);
+  if (*rc != 0) throw CLI::RuntimeError(*rc);
+}
+
+void AddGlobalFlags(CLI::App* cmd, GlobalFlags& g) {
+  const std::string group = "Connection and output";
+  cmd->add_option("--addr", g.client.addr,
+                  "server URL, e.g. http://127.0.0.1:7070 (else $GPUPOOL_ADDR, the config file, "
+                  "http://127.0.0.1:7070)")
+      ->group(group);
+  auto* token =
+      cmd->add_option("--token", g.client.token, "bearer token (else $GPUPOOL_TOKEN, the config file)")->group(group);
+  auto* token_file =
+      cmd->add_option("--token-file", g.client.token_file, "file holding the bearer token")->group(group);
+  token->excludes(token_file);
+  cmd->add_option("--config", g.client.config,
+                  "client config file (else $GPUPOOL_CONFIG, else ~/.config/gpupool/config.yaml; keys addr, token, "
+                  "token_file)")
+      ->group(group);
+  cmd->add_option("-o,--output", g.output, "output format: table, json or yaml")
+      ->check(CLI::IsMember({"table", "json", "yaml"}))
+      ->capture_default_str()
+      ->group(group);
+}
+
+std::string JobPath(int64_t id) { return "/v1/jobs/" + std::to_string(id); }
+std::string TenantPath(const std::string& name) { return "/v1/tenants/" + UrlEncode(name); }
+
+// --- jobs -------------------------------------------------------------------
+
+void AddJobCommands(CLI::App& app) {
+  CLI::App* job = app.add_subcommand("job", "Submit, list, inspect and cancel jobs (REST API client)");
+  job->require_subcommand(1);
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string file;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = job->add_subcommand("submit", "Submit the job described by a YAML file (examples/*.yaml)");
+    cmd->add_option("-f,--file", f->file, "job file (YAML, the keys of a job request)")->required();
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        auto request = LoadJobFile(f->file);
+        if (!request) return std::unexpected(request.error());
+        auto job = api.Post("/v1/jobs", *request);
+        if (!job) return std::unexpected(job.error());
+        const std::string id = job->value("id", json()).dump();
+        const std::string state = job->value("state", std::string("?"));
+        Print(*job, out, [&] {
+          if (state == "rejected") return std::string();  // said on stderr below
+          std::string line = "job " + id + " submitted (" + state + ")";
+          if (auto w = job->find("waiting"); w != job->end() && w->is_string()) line += ": " + w->get<std::string>();
+          return line + "\n";
+        });
+        if (state == "rejected") {
+          std::cerr << "error: job " << id << " was rejected: " << job->value("reason", std::string("no reason given"))
+                    << "\n";
+          return 1;
+        }
+        return 0;
+      });
+    });
+  }
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string state, tenant;
+      int64_t limit = 0;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = job->add_subcommand("list", "List jobs in ascending id (all of them unless --limit)");
+    cmd->add_option("--state", f->state, "only jobs in this state")
+        ->check(CLI::IsMember(
+            {"pending", "running", "checkpointing", "succeeded", "failed", "cancelled", "rejected", "evicted"}));
+    cmd->add_option("--tenant", f->tenant, "only this tenant's jobs (admin)");
+    cmd->add_option("--limit", f->limit, "at most this many jobs")->check(CLI::PositiveNumber);
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        // Pages of at most 1000 (the server's maximum), following next_after
+        // until the server has no more or --limit jobs are collected.
+        constexpr int64_t kPage = 1000;
+        json jobs = json::array();
+        json next_after = nullptr;
+        while (true) {
+          QueryParams q;
+          if (!f->state.empty()) q.push_back({"state", f->state});
+          if (!f->tenant.empty()) q.push_back({"tenant", f->tenant});
+          const int64_t want = f->limit > 0 ? std::min(kPage, f->limit - static_cast<int64_t>(jobs.size())) : kPage;
+          q.push_back({"limit", std::to_string(want)});
+          if (!next_after.is_null()) q.push_back({"after", next_after.dump()});
+          auto page = api.Get("/v1/jobs", q);
+          if (!page) return std::unexpected(page.error());
+          const json& items = (*page)["jobs"];
+          if (items.is_array()) {
+            for (const auto& j : items) jobs.push_back(j);
+          }
+          const json previous = next_after;
+          next_after = page->value("next_after", json());
+          if (!next_after.is_null() && (!next_after.is_number_integer() || next_after == previous)) {
+            return FailedPrecondition("the server's job list did not advance (next_after " + next_after.dump() +
+                                      " after " + previous.dump() + ")");
+          }
+          const bool full = f->limit > 0 && static_cast<int64_t>(jobs.size()) >= f->limit;
+          if (next_after.is_null() || full || !items.is_array() || items.empty()) break;
+        }
+        const json result = {{"jobs", jobs}, {"next_after", next_after}};
+        Print(result, out, [&] { return FormatJobsTable(jobs, NowUnixMillis()); });
+        return 0;
+      });
+    });
+  }
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      int64_t id = 0;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = job->add_subcommand("get", "Show one job");
+    cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        auto job = api.Get(JobPath(f->id));
+        if (!job) return std::unexpected(job.error());
+        Print(*job, out, [&] { return FormatJobDetail(*job, NowUnixMillis()); });
+        return 0;
+      });
+    });
+  }
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      int64_t id = 0;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = job->add_subcommand("cancel", "Cancel a job (pending or running)");
+    cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        auto job = api.Delete(JobPath(f->id));
+        if (!job) return std::unexpected(job.error());
+        Print(*job, out, [&] {
+          return "job " + std::to_string(f->id) + " " + job->value("state", std::string("cancelled")) + "\n";
+        });
+        return 0;
+      });
+    });
+  }
+}
+
+// --- tenants ----------------------------------------------------------------
+
+// NaN: not given (the server applies its default).
+struct QuotaFlags {
+  std::string pool;
+  double guaranteed = std::nan(""), limit = std::nan(""), weight = std::nan("");
+  bool reserved = false;
+};
+
+json QuotaJson(const QuotaFlags& q) {
+  json out = {{"guaranteed_gpus", Number(std::isnan(q.guaranteed) ? 0 : q.guaranteed)}};
+  if (!std::isnan(q.limit)) out["limit_gpus"] = Number(q.limit);
+  if (!std::isnan(q.weight)) out["weight"] = Number(q.weight);
+  if (q.reserved) out["reserved"] = true;
+  return out;
+}
+
+void AddQuotaFlags(CLI::App* cmd, QuotaFlags& q, bool required) {
+  auto* pool = cmd->add_option("--pool", q.pool, "pool of the quota");
+  auto* guaranteed = cmd->add_option("--guaranteed", q.guaranteed, "guaranteed GPUs (fractions allowed)")
+                         ->check(CLI::NonNegativeNumber);
+  auto* limit = cmd->add_option("--limit", q.limit, "elastic limit in GPUs (default: the guarantee)")
+                    ->check(CLI::NonNegativeNumber);
+  auto* weight =
+      cmd->add_option("--weight", q.weight, "fair-share weight (> 0, default 1)")->check(CLI::PositiveNumber);
+  auto* reserved = cmd->add_flag("--reserved", q.reserved, "never lend this guarantee to others");
+  if (required) {
+    pool->required();
+    guaranteed->required();
+  } else {
+    guaranteed->needs(pool);
+    pool->needs(guaranteed);
+  }
+  limit->needs(pool);
+  weight->needs(pool);
+  reserved->needs(pool);
+}
+
+void AddTenantCommands(CLI::App& app) {
+  CLI::App* tenant = app.add_subcommand("tenant", "Create tenants, set quotas, list them (REST API client)");
+  tenant->require_subcommand(1);
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string name;
+      QuotaFlags quota;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = tenant->add_subcommand("create", "Create a tenant (admin); prints its token once");
+    cmd->add_option("name", f->name, "tenant name: [a-z0-9-], starting with a letter")->required();
+    AddQuotaFlags(cmd, f->quota, /*required=*/false);
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        json body = {{"name", f->name}};
+        if (!f->quota.pool.empty()) body["quota"] = {{f->quota.pool, QuotaJson(f->quota)}};
+        auto created = api.Post("/v1/tenants", body);
+        if (!created) return std::unexpected(created.error());
+        Print(*created, out, [&] {
+          return FormatTenantsTable(json::array({*created})) + "\ntoken: " + created->value("token", std::string("-")) +
+                 "\n(shown only this once: keep it, e.g. in a file for --token-file)\n";
+        });
+        return 0;
+      });
+    });
+  }
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string name;
+      QuotaFlags quota;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = tenant->add_subcommand("quota", "Set a tenant's quota in one pool (admin)");
+    cmd->add_option("name", f->name, "tenant name")->required();
+    AddQuotaFlags(cmd, f->quota, /*required=*/true);
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        json body = QuotaJson(f->quota);
+        body["pool"] = f->quota.pool;
+        auto updated = api.Put(TenantPath(f->name) + "/quota", body);
+        if (!updated) return std::unexpected(updated.error());
+        Print(*updated, out, [&] { return FormatTenantsTable(json::array({*updated})); });
+        return 0;
+      });
+    });
+  }
+
+  {
+    auto g = std::make_shared<GlobalFlags>();
+    CLI::App* cmd = tenant->add_subcommand("list", "List tenants with their quotas and usage (admin)");
+    AddGlobalFlags(cmd, *g);
+    cmd->callback([g] {
+      Run(*g, [](ApiClient& api, Output out) -> Result<int> {
+        auto list = api.Get("/v1/tenants");
+        if (!list) return std::unexpected(list.error());
+        Print(*list, out, [&] { return FormatTenantsTable(list->value("tenants", json::array())); });
+        return 0;
+      });
+    });
+  }
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string name;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = tenant->add_subcommand("get", "Show one tenant's quotas and usage");
+    cmd->add_option("name", f->name, "tenant name")->required();
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        auto t = api.Get(TenantPath(f->name));
+        if (!t) return std::unexpected(t.error());
+        Print(*t, out, [&] { return FormatTenantsTable(json::array({*t})); });
+        return 0;
+      });
+    });
+  }
+}
+
+// --- nodes and pools --------------------------------------------------------
+
+void AddNodeCommands(CLI::App& app) {
+  CLI::App* node = app.add_subcommand("node", "Add and list nodes (REST API client, admin)");
+  node->require_subcommand(1);
+
+  {
+    auto g = std::make_shared<GlobalFlags>();
+    CLI::App* cmd = node->add_subcommand("list", "List nodes with their free GPUs (admin)");
+    AddGlobalFlags(cmd, *g);
+    cmd->callback([g] {
+      Run(*g, [](ApiClient& api, Output out) -> Result<int> {
+        auto list = api.Get("/v1/nodes");
+        if (!list) return std::unexpected(list.error());
+        Print(*list, out, [&] { return FormatNodesTable(list->value("nodes", json::array())); });
+        return 0;
+      });
+    });
+  }
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string name, model, region, zone, rack, node_class;
+      int gpus = 0;
+      double cpu_cores = 0, memory_gib = 0;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = node->add_subcommand("add", "Add a node (admin); it joins the first pool that takes its model");
+    cmd->add_option("name", f->name, "node name")->required();
+    cmd->add_option("--model", f->model, "GPU model (a catalog name: T4, A100-80GB, H100, ...)")->required();
+    cmd->add_option("--gpus", f->gpus, "GPUs in the node (0..16)")->required()->check(CLI::Range(0, 16));
+    cmd->add_option("--cpu-cores", f->cpu_cores, "CPU cores")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--memory-gib", f->memory_gib, "memory in GiB")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--region", f->region, "region");
+    cmd->add_option("--zone", f->zone, "zone");
+    cmd->add_option("--rack", f->rack, "rack");
+    cmd->add_option("--class", f->node_class, "node class of the server config: what requirements see (e.g. nvlink)");
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        json body = {{"name", f->name},
+                     {"model", f->model},
+                     {"gpus", f->gpus},
+                     {"cpu_cores", Number(f->cpu_cores)},
+                     {"memory_gib", Number(f->memory_gib)}};
+        if (!f->region.empty()) body["region"] = f->region;
+        if (!f->zone.empty()) body["zone"] = f->zone;
+        if (!f->rack.empty()) body["rack"] = f->rack;
+        if (!f->node_class.empty()) body["class"] = f->node_class;
+        auto added = api.Post("/v1/nodes", body);
+        if (!added) return std::unexpected(added.error());
+        Print(*added, out, [&] { return FormatNodesTable(json::array({*added})); });
+        return 0;
+      });
+    });
+  }
+
+  CLI::App* pool = app.add_subcommand("pool", "List pools and their capacity (REST API client)");
+  pool->require_subcommand(1);
+  {
+    auto g = std::make_shared<GlobalFlags>();
+    CLI::App* cmd = pool->add_subcommand("list", "List pools with their GPU capacity");
+    AddGlobalFlags(cmd, *g);
+    cmd->callback([g] {
+      Run(*g, [](ApiClient& api, Output out) -> Result<int> {
+        auto list = api.Get("/v1/pools");
+        if (!list) return std::unexpected(list.error());
+        Print(*list, out, [&] { return FormatPoolsTable(list->value("pools", json::array())); });
+        return 0;
+      });
+    });
+  }
+}
+
+}  // namespace
+
+void AddClientCommands(CLI::App& app) {
+  AddJobCommands(app);
+  AddTenantCommands(app);
+  AddNodeCommands(app);
+}
+
+}  // namespace gpupool

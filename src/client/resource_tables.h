@@ -1,0 +1,38 @@
+// `-o table` views of the API's objects (JOB, NODE, pool, TENANT in
+// docs/api/openapi.yaml). They take the server's JSON as it is and never
+// fail: a missing or null field prints as "-", so a newer server that adds
+// fields or an older one that lacks some still prints.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gpupool {
+
+// One line per job: ID NAME TENANT STATE PRIORITY GPUS AGE NODES REASON.
+// GPUS is per replica, prefixed by the gang size when above one ("2x4",
+// "0.25", "4x0.5"), or the pipeline's total; AGE is `now_unix_ms` minus
+// submitted_at; NODES the placements' nodes (at most three, then "+N");
+// REASON why a pending job waits or why a job was rejected.
+std::string FormatJobsTable(const nlohmann::json& jobs, int64_t now_unix_ms);
+
+// One job as "key: value" lines, with its placements and, at the end, its
+// normalized request as YAML.
+std::string FormatJobDetail(const nlohmann::json& job, int64_t now_unix_ms);
+
+// The GPUS cell of a job (see FormatJobsTable), from its request.
+std::string JobGpus(const nlohmann::json& job);
+
+// NAME POOL MODEL GPUS FREE CPU MEMORY_GIB REGION ZONE RACK CONDITION.
+std::string FormatNodesTable(const nlohmann::json& nodes);
+
+// NAME MODELS REGIONS NODES TOTAL ALLOCATED RESERVED FRAGMENTED AVAILABLE
+// DEDICATED_TO; GPU counts from each pool's capacity.
+std::string FormatPoolsTable(const nlohmann::json& pools);
+
+// One line per tenant and pool: NAME POOL GUARANTEED LIMIT WEIGHT RESERVED
+// USED BORROWED LENT; a tenant without quota gets one line of "-".
+std::string FormatTenantsTable(const nlohmann::json& tenants);
+
+}  // namespace gpupool

@@ -1,0 +1,241 @@
+// End to end: the `gpupool job|tenant|node|pool` client against a real
+// `gpupool server` on loopback, both as child processes, as an operator runs
+// them. The examples/ job files must be accepted by the server's embedded
+// default configuration.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "src/client/json_yaml.h"
+#include "tests/run_binary.h"
+
+namespace gpupool {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// One server per test, in a fresh data folder, on a free port.
+class ClientCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir();
+    ASSERT_FALSE(dir_.empty());
+    config_ = dir_ + "/client.yaml";
+    std::ofstream(config_) << "# no settings: flags decide\n";
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int log = open((dir_ + "/server.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      dup2(log, 1);
+      dup2(log, 2);
+      std::string binary = GPUPOOL_BINARY;
+      std::vector<std::string> args = {binary, "server", "--data", dir_ + "/data", "--listen", "127.0.0.1:0"};
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(binary.c_str(), argv.data());
+      _exit(127);
+    }
+    ASSERT_GT(pid_, 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!fs::exists(dir_ + "/data/server.url")) {
+      int status = 0;
+      ASSERT_EQ(waitpid(pid_, &status, WNOHANG), 0) << "server exited: " << ReadFile(dir_ + "/server.log");
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+          << "server did not start: " << ReadFile(dir_ + "/server.log");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    url_ = ReadFile(dir_ + "/data/server.url");
+    admin_ = ReadFile(dir_ + "/data/admin.token");
+    ASSERT_FALSE(admin_.empty());
+  }
+
+  void TearDown() override {
+    StopServer();
+    fs::remove_all(dir_);
+  }
+
+  void StopServer() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  // `gpupool ARGS... --addr URL --token TOKEN --config EMPTY`.
+  testing::BinaryRun As(const std::string& token, std::vector<std::string> args) {
+    const std::vector<std::string> extra = {"--addr", url_, "--token", token, "--config", config_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::RunGpupool(args);
+  }
+  testing::BinaryRun Admin(std::vector<std::string> args) { return As(admin_, std::move(args)); }
+
+  json AdminJson(std::vector<std::string> args) {
+    args.insert(args.end(), {"-o", "json"});
+    const auto run = Admin(args);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return json::parse(run.out, nullptr, false);
+  }
+
+  static std::string Example(const std::string& name) { return std::string(GPUPOOL_SOURCE_DIR) + "/examples/" + name; }
+
+  // Two nodes (the H100 one NVLink-connected) and team-a with 16 GPUs.
+  void AddClusterAndTenant() {
+    auto h100 = Admin({"node", "add", "h100-0", "--model", "H100", "--gpus", "8", "--cpu-cores", "96", "--memory-gib",
+                       "1024", "--region", "r1", "--zone", "z1", "--rack", "rack-1", "--class", "nvlink"});
+    ASSERT_EQ(h100.exit_code, 0) << h100.err;
+    auto a100 = Admin(
+        {"node", "add", "a100-0", "--model", "A100-80GB", "--gpus", "8", "--cpu-cores", "128", "--memory-gib", "1024"});
+    ASSERT_EQ(a100.exit_code, 0) << a100.err;
+    auto tenant = Admin({"tenant", "create", "team-a", "--pool", "default", "--guaranteed", "8", "--limit", "16"});
+    ASSERT_EQ(tenant.exit_code, 0) << tenant.err;
+  }
+
+  std::string dir_, config_, url_, admin_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(ClientCliTest, ExamplesAreAcceptedByTheDefaultConfigAndPlaced) {
+  AddClusterAndTenant();
+  // The 8-GPU NVLink gang first, so that it finds the H100 node empty.
+  const json training = AdminJson({"job", "submit", "-f", Example("training-8gpu-nvlink.yaml")});
+  ASSERT_TRUE(training.contains("id")) << training.dump();
+  EXPECT_EQ(training["state"], "running") << training.dump();
+  ASSERT_EQ(training["placements"].size(), 1u);
+  EXPECT_EQ(training["placements"][0]["node"], "h100-0");
+  EXPECT_EQ(training["placements"][0]["gpus"].size(), 8u);
+  EXPECT_EQ(training["request"]["requirement"], "nvlink");
+
+  for (const char* file : {"inference-quarter-gpu.yaml", "batch-deadline.yaml"}) {
+    const json job = AdminJson({"job", "submit", "-f", Example(file)});
+    ASSERT_TRUE(job.contains("id")) << file << ": " << job.dump();
+    EXPECT_EQ(job["state"], "running") << file << ": " << job.dump();
+    EXPECT_EQ(job["placements"][0]["node"], "a100-0") << file;
+  }
+  // The server keeps what the files said.
+  const json inference = AdminJson({"job", "get", "2"});
+  EXPECT_EQ(inference["request"]["sharing"], "mps");
+  EXPECT_DOUBLE_EQ(inference["request"]["gpu_fraction"].get<double>(), 0.25);
+  const json batch = AdminJson({"job", "get", "3"});
+  EXPECT_TRUE(batch["request"].contains("deadline")) << batch.dump();  // from deadline_after
+}
+
+TEST_F(ClientCliTest, ListsInEveryFormat) {
+  AddClusterAndTenant();
+  for (const char* file : {"inference-quarter-gpu.yaml", "batch-deadline.yaml", "inference-quarter-gpu.yaml"}) {
+    ASSERT_EQ(Admin({"job", "submit", "-f", Example(file)}).exit_code, 0);
+  }
+  const json all = AdminJson({"job", "list"});
+  ASSERT_EQ(all["jobs"].size(), 3u);
+  EXPECT_TRUE(all["next_after"].is_null());
+  const json two = AdminJson({"job", "list", "--limit", "2", "--state", "running"});
+  EXPECT_EQ(two["jobs"].size(), 2u);
+
+  const auto yaml = Admin({"tenant", "list", "-o", "yaml"});
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
+  auto tenants = YamlToJson(yaml.out, "stdout");
+  ASSERT_TRUE(tenants) << tenants.error().message;
+  EXPECT_EQ((*tenants)["tenants"][0]["name"], "team-a");
+
+  const auto table = Admin({"job", "list"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(table.out.rfind("ID   NAME", 0), 0u) << table.out;
+  EXPECT_NE(table.out.find("nightly-embedding-backfill"), std::string::npos);
+
+  for (const std::vector<std::string>& cmd :
+       {std::vector<std::string>{"node", "list"}, {"pool", "list"}, {"tenant", "get", "team-a"}}) {
+    const auto run = Admin(cmd);
+    EXPECT_EQ(run.exit_code, 0) << cmd[0] << " " << cmd[1] << ": " << run.err;
+    EXPECT_EQ(run.out.rfind("NAME ", 0), 0u) << run.out;
+  }
+}
+
+TEST_F(ClientCliTest, TenantTokensSubmitTheirOwnJobsOnly) {
+  AddClusterAndTenant();
+  const json created = AdminJson({"tenant", "create", "team-b", "--pool", "default", "--guaranteed", "1"});
+  ASSERT_TRUE(created.contains("token")) << created.dump();
+  const std::string token = created["token"];
+
+  const std::string mine = dir_ + "/mine.yaml";
+  std::ofstream(mine) << "name: notebook\nkind: development\ngpu_fraction: 0.5\n";
+  const auto submitted = As(token, {"job", "submit", "-f", mine, "-o", "json"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  EXPECT_EQ(json::parse(submitted.out)["tenant"], "team-b");
+
+  // The examples name team-a.
+  const auto other = As(token, {"job", "submit", "-f", Example("inference-quarter-gpu.yaml")});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_EQ(other.err.rfind("error: ", 0), 0u);
+  EXPECT_NE(other.err.find("(field: tenant)\n"), std::string::npos) << other.err;
+
+  const auto nodes = As(token, {"node", "list"});
+  EXPECT_EQ(nodes.exit_code, 1);
+  EXPECT_EQ(nodes.err.rfind("error: ", 0), 0u) << nodes.err;
+  EXPECT_EQ(nodes.out, "");
+}
+
+TEST_F(ClientCliTest, ServerErrorsNameTheFieldAndExitOne) {
+  AddClusterAndTenant();
+  const std::string bad = dir_ + "/bad.yaml";
+  std::ofstream(bad) << "name: x\ntenant: team-a\nstages:\n  - {gpus: 1}\n  - {gpus: 1, cpu_cores: -2}\n";
+  const auto run = Admin({"job", "submit", "-f", bad});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err.rfind("error: ", 0), 0u) << run.err;
+  EXPECT_NE(run.err.find(" (field: stages[1].cpu_cores)\n"), std::string::npos) << run.err;
+
+  const auto exists = Admin({"tenant", "create", "team-a"});
+  EXPECT_EQ(exists.exit_code, 1);
+  EXPECT_NE(exists.err.find("(field: name)"), std::string::npos) << exists.err;
+
+  const auto missing = Admin({"job", "get", "999"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err.rfind("error: ", 0), 0u) << missing.err;
+}
+
+TEST_F(ClientCliTest, CancelOnceThenConflict) {
+  AddClusterAndTenant();
+  const json job = AdminJson({"job", "submit", "-f", Example("batch-deadline.yaml")});
+  const std::string id = job["id"].dump();
+  const json cancelled = AdminJson({"job", "cancel", id});
+  EXPECT_EQ(cancelled["state"], "cancelled");
+  const auto again = Admin({"job", "cancel", id});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_EQ(again.err.rfind("error: ", 0), 0u) << again.err;
+}
+
+TEST_F(ClientCliTest, MissingTokenAndStoppedServerSayWhatToDo) {
+  const auto no_token = testing::RunGpupool({"pool", "list", "--addr", url_, "--config", config_});
+  // GPUPOOL_TOKEN may be set where the tests run; only assert when it is not.
+  if (std::getenv("GPUPOOL_TOKEN") == nullptr) {
+    EXPECT_EQ(no_token.exit_code, 1);
+    EXPECT_NE(no_token.err.find("no token was given: give a token with --token"), std::string::npos) << no_token.err;
+  }
+  StopServer();
+  const auto down = Admin({"pool", "list"});
+  EXPECT_EQ(down.exit_code, 1);
+  EXPECT_EQ(down.err.rfind("error: cannot reach the gpupool server at " + url_ + " (--addr): ", 0), 0u) << down.err;
+}
+
+}  // namespace
+}  // namespace gpupool
