@@ -128,11 +128,42 @@ TEST_F(ServerApiTest, PendingJobSaysWhyItWaits) {
   if (g.body["state"] == "pending") {
     ASSERT_TRUE(g.body.contains("waiting")) << g.text;
     EXPECT_FALSE(g.body["waiting"].get<std::string>().empty());
+    // The structured form: team-b's 8-GPU limit in a100 is too small for 24 GPUs.
+    ASSERT_TRUE(g.body.contains("waiting_reasons")) << g.text;
+    const json& pools = g.body["waiting_reasons"]["pools"];
+    ASSERT_FALSE(pools.empty()) << g.text;
+    bool quota = false;
+    for (const json& p : pools) quota = quota || (p["pool"] == "a100" && p["reason"] == "quota_exhausted");
+    EXPECT_TRUE(quota) << g.text;
   } else {
     EXPECT_EQ(g.body["state"], "rejected");
     EXPECT_FALSE(g.body["reason"].get<std::string>().empty());
   }
   Http(*server_, "DELETE", "/v1/jobs/" + big.body["id"].dump(), token_b_);
+}
+
+TEST_F(ServerApiTest, WaitingReasonsCountTheNodesFailingEachCheck) {
+  // Two jobs take 90 of the 96 cores of each H100 node; a third needing 10
+  // cores is within quota but fits no node until one of them ends.
+  std::vector<std::string> ids;
+  for (const char* name : {"cpu-a", "cpu-b"}) {
+    auto s = Http(*server_, "POST", "/v1/jobs", token_a_, json{{"name", name}, {"gpus", 1}, {"cpu_cores", 90}});
+    ASSERT_EQ(s.status, 201) << s.text;
+    ASSERT_EQ(s.body["state"], "running") << s.text;
+    ids.push_back(s.body["id"].dump());
+  }
+  auto c = Http(*server_, "POST", "/v1/jobs", token_a_, json{{"name", "cpu-c"}, {"gpus", 1}, {"cpu_cores", 10}});
+  ASSERT_EQ(c.status, 201) << c.text;
+  ids.push_back(c.body["id"].dump());
+  auto g = Http(*server_, "GET", "/v1/jobs/" + c.body["id"].dump(), token_a_);
+  ASSERT_EQ(g.body["state"], "pending") << g.text;
+  const json& pools = g.body["waiting_reasons"]["pools"];
+  ASSERT_EQ(pools.size(), 1u) << g.text;
+  EXPECT_EQ(pools[0]["pool"], "h100");
+  EXPECT_EQ(pools[0]["reason"], "no_fitting_node");
+  EXPECT_EQ(pools[0]["nodes_by_check"].value("cpu", 0), 2) << g.text;
+  EXPECT_EQ(g.body["waiting_reasons"]["victims_pending"], 0);
+  for (const std::string& id : ids) Http(*server_, "DELETE", "/v1/jobs/" + id, token_a_);
 }
 
 TEST_F(ServerApiTest, AdminSubmitsForATenantAndFiltersByTenant) {

@@ -218,7 +218,7 @@ TEST_F(OpenApiTest, SchemasHaveTheContractsFields) {
   const std::map<std::string, std::set<std::string>> fields = {
       {"Job",
        {"id", "name", "tenant", "state", "kind", "priority", "replicas", "submitted_at", "started_at", "ended_at",
-        "pool", "borrowed", "placements", "preemptions", "interruptions", "reason", "waiting", "request"}},
+        "pool", "borrowed", "placements", "preemptions", "interruptions", "reason", "waiting", "waiting_reasons", "request"}},
       {"JobList", {"jobs", "next_after"}},
       {"Placement", {"node", "gpus"}},
       {"Tenant", {"name", "quota", "usage"}},

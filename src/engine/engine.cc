@@ -944,31 +944,48 @@ void Engine::MaybeReserveForGang(Job& j, PoolId pool, Instant now, const Sink& s
   Emit(NodesReserved{j.id, std::move(hold)}, now, sink);
 }
 
-std::string Engine::ExplainPending(JobId id) const {
+Engine::PendingExplanation Engine::WhyPending(JobId id) const {
+  PendingExplanation out;
   const Job* j = state_.find_job(id);
-  if (!j) return "job " + std::to_string(id) + " is not live";
-  if (j->state != JobState::kPending) return std::string("job is ") + JobStateName(j->state);
-  if (j->victims_pending > 0) {
-    return "waiting for " + std::to_string(j->victims_pending) + " preempted job(s) to checkpoint";
+  if (!j) {
+    out.text = "job " + std::to_string(id) + " is not live";
+    return out;
   }
-  std::string out;
+  if (j->state != JobState::kPending) {
+    out.text = std::string("job is ") + JobStateName(j->state);
+    return out;
+  }
+  out.pending = true;
+  if (j->victims_pending > 0) {
+    out.victims_pending = j->victims_pending;
+    out.text = "waiting for " + std::to_string(j->victims_pending) + " preempted job(s) to checkpoint";
+    return out;
+  }
   for (PoolId p = 0; p < state_.pools.size(); ++p) {
     if (!(j->spec.demand.allowed_pools >> p & 1)) continue;
     const TenantPool& tp = state_.tenant_pool(j->spec.tenant, p);
+    PendingReason r;
+    r.pool = p;
     std::string why;
     const int64_t need = j->spec.total_gpu_milli();
     if (tp.usage.gpu_milli + need > tp.quota.elastic_limit_milli) {
+      r.kind = PendingReason::Kind::kQuotaExhausted;
+      r.used_milli = tp.usage.gpu_milli;
+      r.limit_milli = tp.quota.elastic_limit_milli;
       why = "tenant quota exhausted (uses " + std::to_string(tp.usage.gpu_milli) + " of " +
             std::to_string(tp.quota.elastic_limit_milli) + " GPU milli)";
     } else {
       Demand d = j->spec.demand;
       d.allowed_pools = uint64_t{1} << p;
       if (state_.reservations.contains(id)) d.reservation = id;
-      Rejection r;
-      for (const Node& n : state_.cluster.nodes()) ++r.nodes_by_reason[static_cast<int>(policy_.Feasibility(n, d))];
-      why = r.nodes_by_reason[0] > 0 ? "waits its turn in the queue" : r.Describe();
+      for (const Node& n : state_.cluster.nodes()) {
+        ++r.rejection.nodes_by_reason[static_cast<int>(policy_.Feasibility(n, d))];
+      }
+      r.kind = r.rejection.nodes_by_reason[0] > 0 ? PendingReason::Kind::kQueued : PendingReason::Kind::kNoFittingNode;
+      why = r.kind == PendingReason::Kind::kQueued ? "waits its turn in the queue" : r.rejection.Describe();
     }
-    out += (out.empty() ? "" : "; ") + std::string("pool '") + state_.pools[p].name + "': " + why;
+    out.text += (out.text.empty() ? "" : "; ") + std::string("pool '") + state_.pools[p].name + "': " + why;
+    out.pools.push_back(std::move(r));
   }
   return out;
 }

@@ -160,8 +160,27 @@ class Engine {
   const EngineState& state() const { return state_; }
   const AttributeTable& attributes() const { return attributes_; }
   const EngineConfig& config() const { return config_; }
-  // Why a pending job waits, for users: the scheduler's view right now.
-  std::string ExplainPending(JobId job) const;
+  // Why a pending job waits, for users: the scheduler's view right now,
+  // per candidate pool, with the framework's structured rejection (how many
+  // nodes fail each check). O(nodes) per pool.
+  struct PendingReason {
+    PoolId pool = 0;
+    enum class Kind : uint8_t {
+      kQuotaExhausted,  // the tenant's elastic limit in the pool is reached
+      kNoFittingNode,   // no node passes every check (see rejection)
+      kQueued,          // some node fits: other jobs go first
+    } kind = Kind::kQueued;
+    int64_t used_milli = 0, limit_milli = 0;  // kQuotaExhausted
+    Rejection rejection;                      // kNoFittingNode, kQueued
+  };
+  struct PendingExplanation {
+    bool pending = false;
+    int32_t victims_pending = 0;  // > 0: waiting for preempted jobs to checkpoint
+    std::vector<PendingReason> pools;
+    std::string text;  // the same, as one sentence
+  };
+  PendingExplanation WhyPending(JobId job) const;
+  std::string ExplainPending(JobId job) const { return WhyPending(job).text; }
 
  private:
   Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes);

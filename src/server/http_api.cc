@@ -421,16 +421,19 @@ void HttpApi::Routes() {
           if (!p) return;
           const JobId id = find_job(req, res, *p);
           if (id < 0) return;
-          std::string waiting;
+          Reply why;
           bool pending;
           {
             std::shared_lock lock(core_.read_model().mu());
             pending = core_.read_model().job(id)->state == JobState::kPending;
           }
-          if (pending) waiting = core_.Call(ExplainCmd{id}).text;
+          if (pending) why = core_.Call(ExplainCmd{id});
           std::shared_lock lock(core_.read_model().mu());
           json v = JobView(*core_.read_model().job(id), core_.read_model(), core_.names());
-          if (!waiting.empty() && v["state"] == "pending") v["waiting"] = waiting;
+          if (!why.text.empty() && v["state"] == "pending") {
+            v["waiting"] = why.text;
+            v["waiting_reasons"] = std::move(why.detail);
+          }
           SendJson(res, 200, v);
         }));
   s.Delete(R"(/v1/jobs/(\d+))", route("/v1/jobs/{id}", [=, this](const Request& req, Response& res) {

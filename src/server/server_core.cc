@@ -47,6 +47,34 @@ Result<TargetWorkload> DefaultTarget(const Scenario& s) {
   return TargetWorkloadOf(demands, cpu, gpu);
 }
 
+// The structured form of Engine::WhyPending for the API:
+// {"victims_pending": 0, "pools": [{"pool": "h100", "reason": "no_fitting_node",
+//   "nodes_by_check": {"gpu_capacity": 12, "cpu": 1}}, ...]}
+nlohmann::json PendingJson(const Engine::PendingExplanation& why, const EngineState& st) {
+  static constexpr const char* kChecks[] = {"fits",         "unavailable", "pool",   "reserved", "gpu_model",
+                                            "gpu_capacity", "cpu",         "memory", "filtered"};
+  static_assert(std::size(kChecks) == kFitFailureCount);
+  nlohmann::json pools = nlohmann::json::array();
+  for (const Engine::PendingReason& r : why.pools) {
+    nlohmann::json p{{"pool", st.pools[r.pool].name}};
+    using Kind = Engine::PendingReason::Kind;
+    if (r.kind == Kind::kQuotaExhausted) {
+      p["reason"] = "quota_exhausted";
+      p["used_gpus"] = static_cast<double>(r.used_milli) / kMilliPerGpu;
+      p["limit_gpus"] = static_cast<double>(r.limit_milli) / kMilliPerGpu;
+    } else {
+      p["reason"] = r.kind == Kind::kQueued ? "queued" : "no_fitting_node";
+      nlohmann::json checks = nlohmann::json::object();
+      for (int c = 0; c < kFitFailureCount; ++c) {
+        if (r.rejection.nodes_by_reason[c] > 0) checks[kChecks[c]] = r.rejection.nodes_by_reason[c];
+      }
+      p["nodes_by_check"] = std::move(checks);
+    }
+    pools.push_back(std::move(p));
+  }
+  return nlohmann::json{{"victims_pending", why.victims_pending}, {"pools", std::move(pools)}};
+}
+
 Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode) {
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -376,9 +404,11 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
           if (!id) return engine_error(id.error());
           return Reply{std::nullopt, *id};
         } else if constexpr (std::is_same_v<T, ExplainCmd>) {
-          const Job* j = st.find_job(cmd.job);
-          if (!j || j->state != JobState::kPending) return Reply{};
-          return Reply{std::nullopt, cmd.job, e.ExplainPending(cmd.job)};
+          const Engine::PendingExplanation why = e.WhyPending(cmd.job);
+          if (!why.pending) return Reply{};
+          Reply r{std::nullopt, cmd.job, why.text};
+          r.detail = PendingJson(why, st);
+          return r;
         } else {
           static_assert(std::is_same_v<T, SnapshotCmd>);
           item.batch.snapshots.push_back(SnapshotRecord{"engine", st.last_seq, EncodeSnapshot(st)});

@@ -78,7 +78,8 @@ using Command = std::variant<CreateTenantCmd, SetQuotaCmd, SubmitJobCmd, CancelJ
 struct Reply {
   std::optional<ApiError> error;
   int64_t id = -1;     // the job or node created
-  std::string text;    // ExplainCmd
+  std::string text;    // ExplainCmd: the sentence
+  nlohmann::json detail;  // ExplainCmd: the structured reasons (see HttpApi's job view)
   int64_t last_seq = 0;  // the journal's seq once the command was committed
 };
 

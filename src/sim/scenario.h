@@ -171,7 +171,7 @@ struct SharingCosts {
 // configuration; see docs/server.md).
 struct ServerSettings {
   Duration tick{std::chrono::seconds(1)};  // how often the control loops run
-  int64_t snapshot_every_events = 100000;   // a snapshot after this many events
+  int64_t snapshot_every_events = 20000;    // a snapshot after this many events
   int64_t max_body_bytes = 1 << 20;         // larger request bodies are refused
   int64_t http_threads = 64;                // concurrent HTTP connections served
 };
