@@ -364,6 +364,9 @@ TEST_F(ServerApiTest, BadInputNamesTheFieldAndJournalsNothing) {
       {"POST", "/v1/tenants", json{{"name", "ok-name"}, {"quota", {{"h100", {{"reserved", "no"}}}}}},
        "quota.h100.reserved"},
       {"POST", "/v1/tenants", json{{"name", "ok-name"}, {"quota", {{"h100", {{"gpus", 1}}}}}}, "quota.h100.gpus"},
+      // More guarantee than the pool has GPUs: refused before the tenant exists.
+      {"POST", "/v1/tenants", json{{"name", "ok-name"}, {"quota", {{"h100", {{"guaranteed_gpus", 1000}}}}}}, "quota.h100"},
+      {"PUT", "/v1/tenants/team-a/quota", json{{"pool", "h100"}, {"guaranteed_gpus", 1000}}, "guaranteed_gpus"},
       {"PUT", "/v1/tenants/team-a/quota", json{{"guaranteed_gpus", 1}}, "pool"},
       {"PUT", "/v1/tenants/team-a/quota", json{{"pool", "nope"}}, "pool"},
       {"PUT", "/v1/tenants/team-a/quota", json{{"pool", "h100"}, {"guaranteed_gpus", "8"}}, "guaranteed_gpus"},
@@ -454,6 +457,40 @@ TEST(ServerStartTest, BadFlagsAndConfigAreClearErrors) {
   r = RunGpupool({"server", "--data", root + "/d", "--config", root + "/w.yaml"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("workload"), std::string::npos) << r.err;
+  std::filesystem::remove_all(root);
+}
+
+TEST(ServerStartTest, ConfigurationThatWouldChangeStoredMeaningsIsRefused) {
+  const std::string root = MakeTempDir();
+  const std::string config = WriteConfig(root);
+  {
+    ServerProcess server(root + "/data", {"--config", config});
+    ASSERT_TRUE(server.Start()) << server.log();
+    EXPECT_EQ(server.Stop(), 0);
+  }
+  // Requirements renamed: events name them by position.
+  std::string text = kConfig;
+  text.replace(text.find("- name: nvlink\n    min"), 14, "- name: infiniband");
+  std::ofstream(root + "/renamed.yaml") << text;
+  auto r = RunGpupool({"server", "--data", root + "/data", "--listen", "127.0.0.1:0", "--config", root + "/renamed.yaml"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("cannot change once the server has state"), std::string::npos) << r.err;
+  // Pools changed.
+  text = kConfig;
+  text.replace(text.find("- name: a100"), 12, "- name: b200");
+  std::ofstream(root + "/pools.yaml") << text;
+  r = RunGpupool({"server", "--data", root + "/data", "--listen", "127.0.0.1:0", "--config", root + "/pools.yaml"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("pools cannot change"), std::string::npos) << r.err;
+  // Heartbeat timeouts need agents.
+  std::ofstream(root + "/hb.yaml") << "name: x\nengine: {heartbeat_timeout: 30s}\npools:\n  - name: p\n";
+  r = RunGpupool({"server", "--data", root + "/other", "--listen", "127.0.0.1:0", "--config", root + "/hb.yaml"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("heartbeat_timeout"), std::string::npos) << r.err;
+  // The original configuration still works.
+  ServerProcess again(root + "/data", {"--config", config});
+  EXPECT_TRUE(again.Start()) << again.log();
+  again.Stop();
   std::filesystem::remove_all(root);
 }
 

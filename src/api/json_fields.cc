@@ -11,6 +11,15 @@ ApiError BadField(std::string field, std::string problem) {
   return e;
 }
 
+ApiError MakeApiError(int http_status, std::string code, std::string message, std::string field) {
+  ApiError e;
+  e.http_status = http_status;
+  e.code = std::move(code);
+  e.message = std::move(message);
+  e.field = std::move(field);
+  return e;
+}
+
 std::string JsonTypeName(const nlohmann::json& j) {
   switch (j.type()) {
     case nlohmann::json::value_t::null: return "null";

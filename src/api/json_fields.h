@@ -29,6 +29,8 @@ struct ApiResult {
 };
 
 ApiError BadField(std::string field, std::string problem);
+// Any other API error: e.g. MakeApiError(404, "not_found", "no job 7").
+ApiError MakeApiError(int http_status, std::string code, std::string message, std::string field = "");
 
 // A JSON object being read. Every accessor returns false after setting
 // *err when the key is present but wrong; a missing key leaves `out` alone

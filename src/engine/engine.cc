@@ -199,6 +199,13 @@ Status Engine::SetQuota(TenantId tenant, PoolId pool, Quota quota, Instant now, 
   if (tenant < 0 || tenant >= static_cast<TenantId>(state_.tenants.size())) {
     return NotFound("tenant " + std::to_string(tenant) + " does not exist");
   }
+  if (auto ok = CheckQuota(tenant, pool, quota); !ok) return ok;
+  Emit(QuotaSet{tenant, pool, quota}, now, sink);
+  SchedulePass(now, sink);
+  return {};
+}
+
+Status Engine::CheckQuota(TenantId tenant, PoolId pool, const Quota& quota) const {
   if (pool >= state_.pools.size()) return NotFound("pool " + std::to_string(pool) + " does not exist");
   if (quota.guaranteed_milli < 0) return InvalidArgument("guaranteed: must not be negative");
   if (quota.elastic_limit_milli < quota.guaranteed_milli) {
@@ -218,8 +225,6 @@ Status Engine::SetQuota(TenantId tenant, PoolId pool, Quota quota, Instant now, 
     return InvalidArgument("guaranteed: pool '" + p.name + "' would guarantee " + std::to_string(guaranteed) +
                            " GPU milli of its " + std::to_string(state_.pool_totals[pool].gpu_milli));
   }
-  Emit(QuotaSet{tenant, pool, quota}, now, sink);
-  SchedulePass(now, sink);
   return {};
 }
 

@@ -132,6 +132,11 @@ class Engine {
                             const Sink& sink);
   Result<TenantId> AddTenant(std::string name, Instant now, const Sink& sink);
   Status SetQuota(TenantId tenant, PoolId pool, Quota quota, Instant now, const Sink& sink);
+  // What SetQuota checks, deciding nothing: limit >= guarantee >= 0, a
+  // positive weight, dedicated pools, and the pool's guarantees within its
+  // GPUs. `tenant` may be the id the next AddTenant will give (a tenant
+  // created together with its quotas).
+  Status CheckQuota(TenantId tenant, PoolId pool, const Quota& quota) const;
 
   // --- jobs -----------------------------------------------------------------
   // Returns the job's id; the job is either queued (JobSubmitted) or

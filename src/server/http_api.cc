@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <shared_mutex>
+#include <thread>
 
 #include "src/base/time_text.h"
 #include "src/model/gpu_catalog.h"
@@ -39,19 +40,11 @@ void SendError(Response& res, const ApiError& e) {
   SendJson(res, e.http_status, json{{"error", err}});
 }
 
-ApiError Fail(int status, std::string code, std::string message, std::string field = "") {
-  ApiError e;
-  e.http_status = status;
-  e.code = std::move(code);
-  e.message = std::move(message);
-  e.field = std::move(field);
-  return e;
-}
 
 ApiError Unauthorized() {
-  return Fail(401, "unauthorized", "missing or unknown bearer token (Authorization: Bearer TOKEN)");
+  return MakeApiError(401, "unauthorized", "missing or unknown bearer token (Authorization: Bearer TOKEN)");
 }
-ApiError Forbidden() { return Fail(403, "forbidden", "only the admin token may do this"); }
+ApiError Forbidden() { return MakeApiError(403, "forbidden", "only the admin token may do this"); }
 
 bool ValidName(const std::string& s) {
   if (s.empty() || s.size() > 63 || !(s[0] >= 'a' && s[0] <= 'z')) return false;
@@ -72,7 +65,7 @@ bool IntParam(const Request& req, const char* name, int64_t& out, int64_t lo, in
     out = x;
     return true;
   } catch (const std::exception&) {
-    *err = Fail(400, "invalid_argument",
+    *err = MakeApiError(400, "invalid_argument",
                  std::string(name) + ": expected an integer between " + std::to_string(lo) + " and " +
                      std::to_string(hi) + " (got \"" + v.substr(0, 32) + "\")",
                  name);
@@ -114,8 +107,16 @@ Result<int> HttpApi::Bind(const std::string& host, int port) {
   return port;
 }
 
-void HttpApi::Serve() { http_->listen_after_bind(); }
-void HttpApi::Stop() { http_->stop(); }
+void HttpApi::Serve() {
+  http_->listen_after_bind();
+  served_ = true;
+}
+void HttpApi::Stop() {
+  // stop() does nothing until the server runs: wait for it (a signal may
+  // arrive during a long recovery, before Serve).
+  while (!http_->is_running() && !served_) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  http_->stop();
+}
 
 void HttpApi::Routes() {
   httplib::Server& s = *http_;
@@ -141,7 +142,7 @@ void HttpApi::Routes() {
       const unsigned long long n = std::strtoull(len.c_str(), &end, 10);
       if (end && *end == '\0' && n > static_cast<unsigned long long>(max_body)) {
         res.set_header("Connection", "close");
-        SendError(res, Fail(400, "invalid_argument",
+        SendError(res, MakeApiError(400, "invalid_argument",
                              "body: too large (" + len + " bytes; the limit is " + std::to_string(max_body) + ")",
                              "body"));
         return httplib::Server::HandlerResponse::Handled;
@@ -160,11 +161,11 @@ void HttpApi::Routes() {
   s.set_error_handler([](const Request& req, Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
-      SendError(res, Fail(404, "not_found", "no such endpoint: " + req.method + " " + req.path));
+      SendError(res, MakeApiError(404, "not_found", "no such endpoint: " + req.method + " " + req.path));
     } else if (res.status == 413) {
-      SendError(res, Fail(400, "invalid_argument", "body: too large", "body"));
+      SendError(res, MakeApiError(400, "invalid_argument", "body: too large", "body"));
     } else {
-      SendError(res, Fail(res.status, "error", "HTTP " + std::to_string(res.status)));
+      SendError(res, MakeApiError(res.status, "error", "HTTP " + std::to_string(res.status)));
     }
   });
   s.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
@@ -176,7 +177,7 @@ void HttpApi::Routes() {
     } catch (...) {
     }
     LogError("request failed", {{"error", what}});
-    SendError(res, Fail(500, "internal", what));
+    SendError(res, MakeApiError(500, "internal", what));
   });
 
   // Wraps a handler: timing, metrics.
@@ -204,7 +205,7 @@ void HttpApi::Routes() {
   const int64_t max_body_bytes = max_body;
   auto body = [max_body_bytes](const Request& req, Response& res) -> std::optional<json> {
     if (static_cast<int64_t>(req.body.size()) > max_body_bytes) {
-      SendError(res, Fail(400, "invalid_argument", "body: too large", "body"));
+      SendError(res, MakeApiError(400, "invalid_argument", "body: too large", "body"));
       return std::nullopt;
     }
     json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
@@ -212,10 +213,10 @@ void HttpApi::Routes() {
       try {
         (void)json::parse(req.body);
       } catch (const json::parse_error& e) {
-        SendError(res, Fail(400, "invalid_argument", std::string("body: malformed JSON: ") + e.what(), "body"));
+        SendError(res, MakeApiError(400, "invalid_argument", std::string("body: malformed JSON: ") + e.what(), "body"));
         return std::nullopt;
       }
-      SendError(res, Fail(400, "invalid_argument", "body: malformed JSON", "body"));
+      SendError(res, MakeApiError(400, "invalid_argument", "body: malformed JSON", "body"));
       return std::nullopt;
     }
     return j;
@@ -289,11 +290,11 @@ void HttpApi::Routes() {
           auto p = auth(req, res, false);
           if (!p) return;
           const std::string name = req.matches[1];
-          if (!p->admin && p->tenant != name) return SendError(res, Fail(404, "not_found", "no tenant '" + name + "'"));
+          if (!p->admin && p->tenant != name) return SendError(res, MakeApiError(404, "not_found", "no tenant '" + name + "'"));
           std::shared_lock lock(core_.read_model().mu());
           const auto& m = core_.read_model();
           const auto t = m.tenant_id(name);
-          if (!t) return SendError(res, Fail(404, "not_found", "no tenant '" + name + "'"));
+          if (!t) return SendError(res, MakeApiError(404, "not_found", "no tenant '" + name + "'"));
           SendJson(res, 200, TenantView(*t, m));
         }));
   s.Put(R"(/v1/tenants/([^/]+)/quota)", route("/v1/tenants/{name}/quota", [=, this](const Request& req, Response& res) {
@@ -343,7 +344,7 @@ void HttpApi::Routes() {
            if (reply_failed(res, r)) return;
            std::shared_lock lock(core_.read_model().mu());
            const JobRecord* rec = core_.read_model().job(r.id);
-           if (!rec) return SendError(res, Fail(500, "internal", "job " + std::to_string(r.id) + " not in the read model"));
+           if (!rec) return SendError(res, MakeApiError(500, "internal", "job " + std::to_string(r.id) + " not in the read model"));
            SendJson(res, 201, JobView(*rec, core_.read_model(), core_.names()));
          }));
   s.Get("/v1/jobs", route("/v1/jobs", [=, this](const Request& req, Response& res) {
@@ -361,7 +362,7 @@ void HttpApi::Routes() {
               if (v == JobStateName(static_cast<JobState>(i))) state = static_cast<JobState>(i);
             }
             if (!state) {
-              return SendError(res, Fail(400, "invalid_argument",
+              return SendError(res, MakeApiError(400, "invalid_argument",
                                           "state: unknown job state '" + v.substr(0, 32) +
                                               "' (known: pending, running, checkpointing, succeeded, failed, "
                                               "cancelled, rejected, evicted)",
@@ -373,13 +374,15 @@ void HttpApi::Routes() {
           TenantId tenant = -1;
           if (!p->admin) {
             if (req.has_param("tenant") && req.get_param_value("tenant") != p->tenant) {
-              return SendError(res, Fail(403, "forbidden", "tenant: only the admin may list other tenants' jobs", "tenant"));
+              return SendError(res, MakeApiError(403, "forbidden", "tenant: only the admin may list other tenants' jobs", "tenant"));
             }
-            tenant = *m.tenant_id(p->tenant);
+            const auto t = m.tenant_id(p->tenant);
+            if (!t) return SendError(res, Unauthorized());  // a token whose tenant is not published yet
+            tenant = *t;
           } else if (req.has_param("tenant")) {
             const auto t = m.tenant_id(req.get_param_value("tenant"));
             if (!t) {
-              return SendError(res, Fail(400, "invalid_argument",
+              return SendError(res, MakeApiError(400, "invalid_argument",
                                           "tenant: no tenant '" + req.get_param_value("tenant").substr(0, 64) + "'",
                                           "tenant"));
             }
@@ -411,7 +414,7 @@ void HttpApi::Routes() {
     const auto& m = core_.read_model();
     const JobRecord* r = id > 0 ? m.job(id) : nullptr;
     if (!r || (!p.admin && m.tenants()[r->spec.tenant] != p.tenant)) {
-      SendError(res, Fail(404, "not_found", "no job " + idtext));
+      SendError(res, MakeApiError(404, "not_found", "no job " + idtext));
       return -1;
     }
     return id;
@@ -445,7 +448,7 @@ void HttpApi::Routes() {
                std::shared_lock lock(core_.read_model().mu());
                const JobRecord* r = core_.read_model().job(id);
                if (IsTerminal(r->state)) {
-                 return SendError(res, Fail(409, "conflict",
+                 return SendError(res, MakeApiError(409, "conflict",
                                              "job " + std::to_string(id) + " already ended (" +
                                                  JobStateName(r->state) + ")"));
                }
@@ -453,7 +456,7 @@ void HttpApi::Routes() {
              const Reply r = core_.Call(CancelJobCmd{id, p->admin ? "" : p->tenant});
              if (r.error && r.error->http_status == 404) {
                // It ended between the check and the command.
-               return SendError(res, Fail(409, "conflict", "job " + std::to_string(id) + " already ended"));
+               return SendError(res, MakeApiError(409, "conflict", "job " + std::to_string(id) + " already ended"));
              }
              if (reply_failed(res, r)) return;
              std::shared_lock lock(core_.read_model().mu());
@@ -552,7 +555,7 @@ void HttpApi::Routes() {
             next = e.seq;
             return true;
           });
-          if (!ok) return SendError(res, Fail(503, "unavailable", ok.error().message));
+          if (!ok) return SendError(res, MakeApiError(503, "unavailable", ok.error().message));
           out += "],\"next_since\":" + std::to_string(next) + "}";
           res.status = 200;
           res.set_content(out, "application/json");

@@ -4,6 +4,7 @@
 // and wait for it to be durable. No scheduling logic lives here.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -25,12 +26,15 @@ class HttpApi {
   Result<int> Bind(const std::string& host, int port);
   // Serves until Stop (blocks).
   void Serve();
+  // Stops Serve; safe from another thread before Serve has started (it
+  // waits for the server to run, or for Serve to have returned).
   void Stop();
 
  private:
   void Routes();
   ServerCore& core_;
   std::unique_ptr<httplib::Server> http_;
+  std::atomic<bool> served_{false};  // Serve has returned
 };
 
 }  // namespace gpupool

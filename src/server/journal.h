@@ -44,7 +44,8 @@ struct JournalBatch {
   std::vector<JournalEvent> events;  // consecutive seqs, continuing the journal
   std::vector<TokenRecord> tokens;
   std::vector<SnapshotRecord> snapshots;
-  bool empty() const { return events.empty() && tokens.empty() && snapshots.empty(); }
+  std::vector<std::pair<std::string, std::string>> meta;  // key, value (replaces)
+  bool empty() const { return events.empty() && tokens.empty() && snapshots.empty() && meta.empty(); }
 };
 
 class Journal {
@@ -61,6 +62,8 @@ class Journal {
   // `limit` of them (limit < 0: all); stops early when `each` returns false.
   virtual Status ReadEvents(int64_t after_seq, int64_t limit, const std::function<bool(const JournalEvent&)>& each) = 0;
   virtual Result<std::vector<TokenRecord>> Tokens() = 0;
+  // A value written with a batch's meta, if any.
+  virtual Result<std::optional<std::string>> Meta(const std::string& key) = 0;
 };
 
 // A journal in the SQLite database DIR/gpupool.db (WAL mode, synchronous

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "src/base/check.h"
 #include "src/base/time_text.h"
 #include "src/engine/snapshot.h"
 #include "src/server/default_config.h"
@@ -22,14 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-ApiError Err(int status, std::string code, std::string message, std::string field = "") {
-  ApiError e;
-  e.http_status = status;
-  e.code = std::move(code);
-  e.message = std::move(message);
-  e.field = std::move(field);
-  return e;
-}
 
 // The workload the FGD-family policies assume before any job is known: the
 // typical shapes of a shared GPU cluster (shares, whole GPUs, gangs).
@@ -73,6 +66,24 @@ nlohmann::json PendingJson(const Engine::PendingExplanation& why, const EngineSt
     pools.push_back(std::move(p));
   }
   return nlohmann::json{{"victims_pending", why.victims_pending}, {"pools", std::move(pools)}};
+}
+
+Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError(dir + ": cannot open");
+  const bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) return IoError(dir + ": cannot sync");
+  return {};
+}
+
+// The names behind the numeric ids that events carry for node classes and
+// requirements (their order in the configuration).
+std::string AttributeNames(const Scenario& s) {
+  nlohmann::json j{{"node_classes", nlohmann::json::array()}, {"requirements", nlohmann::json::array()}};
+  for (const NodeAttributes& c : s.node_classes) j["node_classes"].push_back(c.name);
+  for (const Requirement& r : s.requirements) j["requirements"].push_back(r.name);
+  return j.dump();
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t mode) {
@@ -199,12 +210,23 @@ Status ServerCore::Recover() {
       return FailedPrecondition("configuration pools [" + want + "] differ from the pools of " + options_.data_dir +
                                 " [" + have + "]; pools cannot change once the server has state");
     }
+    // So are node classes and requirements: events name them by position.
+    auto names = journal_->Meta("attribute_names");
+    if (!names) return std::unexpected(names.error());
+    if (*names && **names != AttributeNames(s)) {
+      return FailedPrecondition("configuration node_classes and requirements " + AttributeNames(s) +
+                                " differ from those of " + options_.data_dir + " " + **names +
+                                "; they cannot change once the server has state");
+    }
   }
   {
     std::unique_lock lock(read_model_.mu());
     read_model_.set_summary(Summarize());
   }
   recovery_seconds_ = SecondsSince(started);
+  // Replayed events count toward the next snapshot, so that a crash loop
+  // cannot make each start-up replay more than the last.
+  events_since_snapshot_ = replayed_events_;
   return {};
 }
 
@@ -217,54 +239,30 @@ Status ServerCore::Bootstrap() {
     batch.events.push_back(JournalEvent{e.seq, ToMillis(e.at), EventName(e.body), ToJsonLine(e)});
     events.push_back(e);
   };
-  std::map<std::string, TenantId> tenant_ids;
+  auto plan = PlanNodes(s, node_classes_);
+  if (!plan) return std::unexpected(plan.error());
+  if (auto ok = BuildWorld(s, *plan, *engine_, now, sink); !ok) return ok;
   std::vector<std::pair<std::string, std::string>> token_files;  // tenant, token
   for (const ScenarioTenant& t : s.tenants) {
-    auto id = engine_->AddTenant(t.name, now, sink);
-    if (!id) return std::unexpected(id.error());
-    tenant_ids[t.name] = *id;
     const std::string token = NewToken();
     batch.tokens.push_back(TokenRecord{HashToken(token), t.name, ToMillis(now)});
     token_files.emplace_back(t.name, token);
   }
-  for (const ScenarioPool& p : s.pools) {
-    PoolSelector sel;
-    if (!p.models.empty()) {
-      sel.models = 0;
-      for (const std::string& m : p.models) sel.models |= GpuModelMask{1} << *Catalog::Builtin().Find(m);
-    }
-    sel.regions = p.regions;
-    std::vector<TenantId> dedicated;
-    for (const std::string& t : p.dedicated_to) dedicated.push_back(tenant_ids.at(t));
-    if (auto ok = engine_->AddPool(p.name, sel, dedicated, now, sink); !ok) return std::unexpected(ok.error());
-  }
-  auto plan = PlanNodes(s, node_classes_);
-  if (!plan) return std::unexpected(plan.error());
-  for (NodePlan& n : *plan) {
-    if (auto ok = engine_->AddNode(n.spec, n.region, n.zone, n.rack, now, sink); !ok) {
-      return std::unexpected(ok.error());
-    }
-  }
-  for (const ScenarioTenant& t : s.tenants) {
-    for (const auto& [pool, q] : t.quota) {
-      const Quota quota{std::llround(q.guaranteed_gpus * kMilliPerGpu), std::llround(q.limit_gpus * kMilliPerGpu),
-                        q.weight, q.reserved};
-      const PoolId pid = *names_.pool_id(pool);
-      if (auto ok = engine_->SetQuota(tenant_ids.at(t.name), pid, quota, now, sink); !ok) {
-        return std::unexpected(ok.error());
-      }
-    }
-  }
-  if (auto ok = journal_->Commit(batch); !ok) return ok;
-  // Tokens of configured tenants: shown once, in files only the operator reads.
+  batch.meta.emplace_back("attribute_names", AttributeNames(s));
+  // Tokens of configured tenants: shown once, in files only the operator
+  // reads. Written (and synced) before the commit: if the commit does not
+  // happen, the next start bootstraps again and writes new ones.
   if (!token_files.empty()) {
     const std::string dir = (std::filesystem::path(options_.data_dir) / "tokens").string();
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
+    if (ec) return IoError(dir + ": cannot create (" + ec.message() + ")");
     for (const auto& [tenant, token] : token_files) {
       if (auto ok = WriteFileAtomic(dir + "/" + tenant + ".token", token + "\n", 0600); !ok) return ok;
     }
+    if (auto ok = SyncDirectory(dir); !ok) return ok;
   }
+  if (auto ok = journal_->Commit(batch); !ok) return ok;
   for (const TokenRecord& t : batch.tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
   for (const Event& e : events) read_model_.Apply(e);
   LogInfo("bootstrapped an empty data directory from the configuration",
@@ -313,7 +311,7 @@ std::future<Reply> ServerCore::Execute(Command c) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) {
-      p.done.set_value(Reply{Err(503, "unavailable", "the server is shutting down")});
+      p.done.set_value(Reply{MakeApiError(503, "unavailable", "the server is shutting down")});
       return f;
     }
     queue_.push_back(std::move(p));
@@ -332,7 +330,7 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
     return std::nullopt;
   };
   auto engine_error = [](const Error& err, std::string field = "") {
-    return Reply{Err(err.code == ErrorCode::kNotFound ? 404 : 400,
+    return Reply{MakeApiError(err.code == ErrorCode::kNotFound ? 404 : 400,
                      err.code == ErrorCode::kNotFound ? "not_found" : "invalid_argument", err.message, field)};
   };
   return std::visit(
@@ -340,56 +338,61 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
         using T = std::decay_t<decltype(cmd)>;
         if constexpr (std::is_same_v<T, CreateTenantCmd>) {
           setup = true;
-          if (tenant_named(cmd.name)) return Reply{Err(409, "conflict", "tenant '" + cmd.name + "' exists", "name")};
+          if (tenant_named(cmd.name)) return Reply{MakeApiError(409, "conflict", "tenant '" + cmd.name + "' exists", "name")};
           std::vector<std::pair<PoolId, Quota>> quotas;
           for (const auto& [pool, q] : cmd.quotas) {
             const auto pid = names_.pool_id(pool);
-            if (!pid) return Reply{Err(400, "invalid_argument", "unknown pool '" + pool + "'", "quota." + pool)};
+            if (!pid) return Reply{MakeApiError(400, "invalid_argument", "unknown pool '" + pool + "'", "quota." + pool)};
             quotas.emplace_back(*pid, q);
           }
           // Validate every quota before deciding anything: a rejected request journals nothing.
+          const TenantId next = static_cast<TenantId>(st.tenants.size());
           for (const auto& [pid, q] : quotas) {
-            const Pool& p = st.pools[pid];
-            if (!p.dedicated_to.empty() && q.elastic_limit_milli > 0) {
-              return Reply{Err(400, "invalid_argument",
-                               "pool '" + p.name + "' is dedicated to other tenants", "quota." + p.name)};
+            if (auto ok = e.CheckQuota(next, pid, q); !ok) {
+              return Reply{MakeApiError(400, "invalid_argument", "quota." + st.pools[pid].name + ": " + ok.error().message,
+                                        "quota." + st.pools[pid].name)};
             }
           }
           auto id = e.AddTenant(cmd.name, now, sink);
           if (!id) return engine_error(id.error(), "name");
           for (const auto& [pid, q] : quotas) {
-            if (auto ok = e.SetQuota(*id, pid, q, now, sink); !ok) {
-              // Validated above; a failure here is a bug, but answer it rather than lose the tenant.
-              LogError("quota of a new tenant refused", {{"tenant", cmd.name}, {"error", ok.error().message}});
-            }
+            const Status ok = e.SetQuota(*id, pid, q, now, sink);
+            GP_CHECK(ok.has_value()) << "quota checked above was refused: " << ok.error().message;
           }
           item.batch.tokens.push_back(TokenRecord{cmd.token_hash, cmd.name, ToMillis(now)});
           return Reply{std::nullopt, *id};
         } else if constexpr (std::is_same_v<T, SetQuotaCmd>) {
           setup = true;
           const auto t = tenant_named(cmd.tenant);
-          if (!t) return Reply{Err(404, "not_found", "no tenant '" + cmd.tenant + "'")};
+          if (!t) return Reply{MakeApiError(404, "not_found", "no tenant '" + cmd.tenant + "'")};
           const auto pid = names_.pool_id(cmd.pool);
-          if (!pid) return Reply{Err(400, "invalid_argument", "unknown pool '" + cmd.pool + "'", "pool")};
+          if (!pid) return Reply{MakeApiError(400, "invalid_argument", "unknown pool '" + cmd.pool + "'", "pool")};
           const Pool& p = st.pools[*pid];
           if (!p.dedicated_to.empty() && cmd.quota.elastic_limit_milli > 0 &&
               std::find(p.dedicated_to.begin(), p.dedicated_to.end(), *t) == p.dedicated_to.end()) {
-            return Reply{Err(400, "invalid_argument", "pool '" + p.name + "' is dedicated to other tenants", "pool")};
+            return Reply{MakeApiError(400, "invalid_argument", "pool '" + p.name + "' is dedicated to other tenants", "pool")};
           }
-          if (auto ok = e.SetQuota(*t, *pid, cmd.quota, now, sink); !ok) return engine_error(ok.error());
+          if (auto ok = e.SetQuota(*t, *pid, cmd.quota, now, sink); !ok) {
+            const std::string& m = ok.error().message;
+            const std::string field = m.rfind("guaranteed:", 0) == 0    ? "guaranteed_gpus"
+                                      : m.rfind("elastic limit:", 0) == 0 ? "limit_gpus"
+                                      : m.rfind("weight:", 0) == 0        ? "weight"
+                                                                          : "pool";
+            return engine_error(ok.error(), field);
+          }
           return Reply{};
         } else if constexpr (std::is_same_v<T, SubmitJobCmd>) {
           const auto t = tenant_named(cmd.tenant);
-          if (!t) return Reply{Err(400, "invalid_argument", "unknown tenant '" + cmd.tenant + "'", "tenant")};
+          if (!t) return Reply{MakeApiError(400, "invalid_argument", "unknown tenant '" + cmd.tenant + "'", "tenant")};
           cmd.spec.tenant = *t;
           auto id = e.Submit(std::move(cmd.spec), now, sink);
           if (!id) return engine_error(id.error());
           return Reply{std::nullopt, *id};
         } else if constexpr (std::is_same_v<T, CancelJobCmd>) {
           const Job* j = st.find_job(cmd.job);
-          if (!j) return Reply{Err(404, "not_found", "no live job " + std::to_string(cmd.job))};
+          if (!j) return Reply{MakeApiError(404, "not_found", "no live job " + std::to_string(cmd.job))};
           if (!cmd.tenant.empty() && st.tenants[j->spec.tenant].name != cmd.tenant) {
-            return Reply{Err(404, "not_found", "no job " + std::to_string(cmd.job))};
+            return Reply{MakeApiError(404, "not_found", "no job " + std::to_string(cmd.job))};
           }
           if (auto ok = e.Cancel(cmd.job, now, sink); !ok) return engine_error(ok.error());
           return Reply{std::nullopt, cmd.job};
@@ -397,7 +400,7 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
           setup = true;
           for (int i = 0; i < st.cluster.node_count(); ++i) {
             if (st.cluster.node_name(i) == cmd.spec.name) {
-              return Reply{Err(409, "conflict", "node '" + cmd.spec.name + "' exists", "name")};
+              return Reply{MakeApiError(409, "conflict", "node '" + cmd.spec.name + "' exists", "name")};
             }
           }
           auto id = e.AddNode(cmd.spec, cmd.region, cmd.zone, cmd.rack, now, sink);
@@ -528,7 +531,18 @@ void ServerCore::WriterLoop() {
     }
     if (!batch.empty()) {
       const auto t0 = Clock::now();
-      CommitOrDie(batch);
+      if (auto ok = journal_->Commit(batch); !ok) {
+        for (WriterItem& it : items) {
+          for (auto& [promise, reply] : it.replies) {
+            promise.set_value(Reply{MakeApiError(503, "unavailable", "the journal could not be written; retry after "
+                                                                     "the server restarts")});
+          }
+        }
+        LogError("journal commit failed: stopping (a restart recovers every acknowledged command)",
+                 {{"error", ok.error().message}});
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the answers go out
+        std::_Exit(70);
+      }
       metrics_.ObserveCommit(SecondsSince(t0), batch.events.size());
     }
     // Tokens work as soon as they are durable (before the caller hears of them).

@@ -123,6 +123,17 @@ class SqliteJournal final : public Journal {
     return {};
   }
 
+  Result<std::optional<std::string>> Meta(const std::string& key) override {
+    std::lock_guard lock(read_mu_);
+    Statement st(r_, "SELECT value FROM meta WHERE key = ?");
+    if (!st.ok()) return DbError(r_, "reading meta");
+    sqlite3_bind_text(st.get(), 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(st.get());
+    if (rc == SQLITE_DONE) return std::optional<std::string>();
+    if (rc != SQLITE_ROW) return DbError(r_, "reading meta");
+    return std::optional<std::string>(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0)));
+  }
+
   Result<std::vector<TokenRecord>> Tokens() override {
     std::lock_guard lock(read_mu_);
     Statement st(r_, "SELECT hash, tenant, created_ms FROM tokens ORDER BY created_ms, hash");
@@ -166,6 +177,13 @@ class SqliteJournal final : public Journal {
         if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing a token of tenant " + t.tenant);
         sqlite3_reset(st.get());
       }
+    }
+    for (const auto& [key, value] : batch.meta) {
+      Statement st(w_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
+      if (!st.ok()) return DbError(w_, "preparing the meta insert");
+      sqlite3_bind_text(st.get(), 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
+      sqlite3_bind_text(st.get(), 2, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+      if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing meta " + key);
     }
     for (const SnapshotRecord& s : batch.snapshots) {
       const int64_t now_ms =

@@ -449,6 +449,12 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   }
   if (server_) {
     if (auto* n = f.Find("server")) SCENARIO_TRY(ParseServer(*n, "server", s));
+    if (s.engine.heartbeat_timeout > Duration(0)) {
+      const YAML::Node& e = *f.Find("engine");
+      return Fail(e["heartbeat_timeout"], "engine.heartbeat_timeout",
+                  "not yet for the server: nodes send no heartbeats until agents run on them (every node would be "
+                  "marked down)");
+    }
     return s;
   }
   if (auto* n = f.Find("workload")) SCENARIO_TRY(ParseWorkloads(*n, "workload", s));

@@ -35,6 +35,44 @@ Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::s
   return plan;
 }
 
+Status BuildWorld(const Scenario& s, const std::vector<NodePlan>& nodes, Engine& e, Instant now,
+                  const Engine::Sink& sink) {
+  std::map<std::string, TenantId> tenants;
+  for (const ScenarioTenant& t : s.tenants) {
+    auto id = e.AddTenant(t.name, now, sink);
+    if (!id) return std::unexpected(id.error());
+    tenants[t.name] = *id;
+  }
+  std::map<std::string, PoolId> pools;
+  for (const ScenarioPool& p : s.pools) {
+    PoolSelector sel;
+    if (!p.models.empty()) {
+      sel.models = 0;
+      for (const std::string& m : p.models) sel.models |= GpuModelMask{1} << *Catalog::Builtin().Find(m);
+    }
+    sel.regions = p.regions;
+    std::vector<TenantId> dedicated;
+    for (const std::string& t : p.dedicated_to) dedicated.push_back(tenants.at(t));
+    auto id = e.AddPool(p.name, sel, dedicated, now, sink);
+    if (!id) return std::unexpected(id.error());
+    pools[p.name] = *id;
+  }
+  for (const NodePlan& n : nodes) {
+    if (auto ok = e.AddNode(n.spec, n.region, n.zone, n.rack, now, sink); !ok) return std::unexpected(ok.error());
+  }
+  for (const ScenarioTenant& t : s.tenants) {
+    for (const auto& [pool, q] : t.quota) {
+      const Quota quota{std::llround(q.guaranteed_gpus * kMilliPerGpu), std::llround(q.limit_gpus * kMilliPerGpu),
+                        q.weight, q.reserved};
+      if (auto ok = e.SetQuota(tenants.at(t.name), pools.at(pool), quota, now, sink); !ok) {
+        return std::unexpected(Error{ok.error().code, "tenant '" + t.name + "', pool '" + pool + "': " +
+                                                          ok.error().message});
+      }
+    }
+  }
+  return {};
+}
+
 namespace {
 
 // The sharing baselines of RunOptions, applied to one job.
@@ -162,35 +200,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   Simulator sim(engine->get(), std::move(jobs), sim_options);
   const Engine::Sink sink = sim.sink();
   Engine& e = **engine;
-  for (const ScenarioTenant& t : s.tenants) {
-    if (auto ok = e.AddTenant(t.name, kTimeOrigin, sink); !ok) return std::unexpected(ok.error());
-  }
-  for (const ScenarioPool& p : s.pools) {
-    PoolSelector sel;
-    if (!p.models.empty()) {
-      sel.models = 0;
-      for (const std::string& m : p.models) sel.models |= GpuModelMask{1} << *Catalog::Builtin().Find(m);
-    }
-    sel.regions = p.regions;
-    std::vector<TenantId> dedicated;
-    for (const std::string& t : p.dedicated_to) dedicated.push_back(ids.tenants.at(t));
-    if (auto ok = e.AddPool(p.name, sel, dedicated, kTimeOrigin, sink); !ok) return std::unexpected(ok.error());
-  }
-  for (NodePlan& n : *plan) {
-    if (auto ok = e.AddNode(n.spec, n.region, n.zone, n.rack, kTimeOrigin, sink); !ok) {
-      return std::unexpected(ok.error());
-    }
-  }
-  for (const ScenarioTenant& t : s.tenants) {
-    for (const auto& [pool, q] : t.quota) {
-      const Quota quota{std::llround(q.guaranteed_gpus * kMilliPerGpu), std::llround(q.limit_gpus * kMilliPerGpu),
-                        q.weight, q.reserved};
-      if (auto ok = e.SetQuota(ids.tenants.at(t.name), ids.pools.at(pool), quota, kTimeOrigin, sink); !ok) {
-        return std::unexpected(Error{ok.error().code, "tenant '" + t.name + "', pool '" + pool + "': " +
-                                                          ok.error().message});
-      }
-    }
-  }
+  if (auto ok = BuildWorld(s, *plan, e, kTimeOrigin, sink); !ok) return std::unexpected(ok.error());
   auto report = sim.Run(s.name);
   if (report && options.on_finish) options.on_finish(e);
   return report;

@@ -10,6 +10,7 @@
 
 #include "src/base/status.h"
 #include "src/engine/engine.h"
+#include "src/engine/engine.h"
 #include "src/sim/metrics.h"
 #include "src/sim/scenario.h"
 
@@ -47,5 +48,12 @@ struct NodePlan {
   std::string region, zone, rack;
 };
 Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::string, uint16_t>& classes);
+
+// Sets up what a scenario declares in a fresh engine, in this order:
+// tenants, pools, `nodes` (from PlanNodes), quotas. Tenant and pool ids
+// follow declaration order. Used by the simulator and by the server's
+// bootstrap of an empty data directory.
+Status BuildWorld(const Scenario& s, const std::vector<NodePlan>& nodes, Engine& e, Instant now,
+                  const Engine::Sink& sink);
 
 }  // namespace gpupool
