@@ -153,6 +153,8 @@ int main(int argc, char** argv) {
   std::vector<std::thread> threads;
   const std::string body = R"({"name":"load","gpus":1,"cpu_cores":2,"memory_gib":8})";
   std::atomic<int64_t> tickets{0};  // requests started, for an exact count
+  std::mutex failure_mu;
+  std::string first_failure;
   auto submitter = [&](int64_t limit) {
     httplib::Client c("127.0.0.1", server.port);
     c.set_keep_alive(true);
@@ -167,6 +169,11 @@ int main(int argc, char** argv) {
         if (pos != std::string::npos) last_id = std::max<int64_t>(last_id, std::stoll(r->body.substr(pos + 5)));
       } else {
         ++failed;
+        std::lock_guard lock(failure_mu);
+        if (first_failure.empty()) {
+          first_failure = r ? "HTTP " + std::to_string(r->status) + " " + r->body.substr(0, 200)
+                            : "no response (" + httplib::to_string(r.error()) + ")";
+        }
       }
     }
   };
@@ -277,6 +284,10 @@ int main(int argc, char** argv) {
               static_cast<long long>(replayed));
   std::printf("%-44s %12.2f s   (after a clean stop, from its snapshot)\n", "clean restart, to first /healthz",
               clean_start_s);
+  if (failed > 0) {
+    std::printf("%-44s %12lld     (first: %s)\n", "failed requests", static_cast<long long>(failed.load()),
+                first_failure.c_str());
+  }
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   std::filesystem::remove_all(root);
   return health && health->status == 200 ? 0 : 1;

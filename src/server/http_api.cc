@@ -1,6 +1,7 @@
 #include "src/server/http_api.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -98,13 +99,25 @@ HttpApi::HttpApi(ServerCore& core) : core_(core), http_(std::make_unique<httplib
 HttpApi::~HttpApi() = default;
 
 Result<int> HttpApi::Bind(const std::string& host, int port) {
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of new
+  // connections (clients reconnecting after a restart) overflows it and
+  // some of them are dropped. Keep the socket's descriptor and listen again
+  // with the system's maximum.
+  int listen_fd = -1;
+  http_->set_socket_options([&listen_fd](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd = sock;
+  });
+  int bound = port;
   if (port == 0) {
-    const int p = http_->bind_to_any_port(host);
-    if (p < 0) return IoError("cannot listen on " + host + ": no free port");
-    return p;
+    bound = http_->bind_to_any_port(host);
+    if (bound < 0) return IoError("cannot listen on " + host + ": no free port");
+  } else if (!http_->bind_to_port(host, port)) {
+    return IoError("cannot listen on " + host + ":" + std::to_string(port));
   }
-  if (!http_->bind_to_port(host, port)) return IoError("cannot listen on " + host + ":" + std::to_string(port));
-  return port;
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
+  return bound;
 }
 
 void HttpApi::Serve() {
