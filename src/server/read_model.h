@@ -45,7 +45,6 @@ struct NodeRecord {
 
 // Published by the engine thread (every tick and after set-up commands).
 struct EngineSummary {
-  int64_t at_seq = 0;
   struct TenantPoolUsage {
     int64_t used_milli = 0, borrowed_milli = 0, lent_milli = 0;
   };

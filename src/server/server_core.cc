@@ -426,7 +426,6 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
 std::shared_ptr<const EngineSummary> ServerCore::Summarize() const {
   auto s = std::make_shared<EngineSummary>();
   const EngineState& st = engine_->state();
-  s->at_seq = st.last_seq;
   s->usage.resize(st.tenants.size());
   for (size_t t = 0; t < st.tenants.size(); ++t) {
     for (const TenantPool& tp : st.tenants[t].pools) {
@@ -575,13 +574,9 @@ void ServerCore::PublishLoop() {
         }
       }
     }
-    const int64_t seq = read_model_.last_seq();  // only this thread changes it
     for (auto& items : groups) {
       for (WriterItem& it : items) {
-        for (auto& [promise, reply] : it.replies) {
-          reply.last_seq = seq;
-          promise.set_value(std::move(reply));
-        }
+        for (auto& [promise, reply] : it.replies) promise.set_value(std::move(reply));
       }
     }
     for (const auto& items : groups) {

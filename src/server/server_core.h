@@ -80,7 +80,6 @@ struct Reply {
   int64_t id = -1;     // the job or node created
   std::string text;    // ExplainCmd: the sentence
   nlohmann::json detail;  // ExplainCmd: the structured reasons (see HttpApi's job view)
-  int64_t last_seq = 0;  // the journal's seq once the command was committed
 };
 
 class ServerCore {
