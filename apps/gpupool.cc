@@ -1,6 +1,7 @@
 // gpupool: one binary, many subcommands (see README.md).
 #include <CLI/CLI.hpp>
 
+#include "src/cli/agent_cmd.h"
 #include "src/cli/sim_fgd.h"
 #include "src/cli/server_cmd.h"
 #include "src/cli/sim_run.h"
@@ -15,6 +16,8 @@ int main(int argc, char** argv) {
   gpupool::AddSimRunCommand(*sim);
   gpupool::AddSimClaimsCommand(*sim);
   gpupool::AddServerCommand(app);
+  gpupool::AddAgentCommand(app);
+  gpupool::AddDevCommand(app);
   gpupool::AddClientCommands(app);
   CLI11_PARSE(app, argc, argv);
   return 0;

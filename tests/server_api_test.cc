@@ -14,7 +14,9 @@ namespace {
 
 using nlohmann::json;
 
+// The nodes have no agents: failure detection is off.
 constexpr const char* kConfig = R"(name: test
+engine: {heartbeat_timeout: 0s}
 node_classes:
   - name: nvlink
     gpu: {interconnect_gbps: 900}
@@ -482,11 +484,12 @@ TEST(ServerStartTest, ConfigurationThatWouldChangeStoredMeaningsIsRefused) {
   r = RunGpupool({"server", "--data", root + "/data", "--listen", "127.0.0.1:0", "--config", root + "/pools.yaml"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("pools cannot change"), std::string::npos) << r.err;
-  // Heartbeat timeouts need agents.
-  std::ofstream(root + "/hb.yaml") << "name: x\nengine: {heartbeat_timeout: 30s}\npools:\n  - name: p\n";
-  r = RunGpupool({"server", "--data", root + "/other", "--listen", "127.0.0.1:0", "--config", root + "/hb.yaml"});
+  // Simulation-only sections are refused.
+  std::ofstream(root + "/faults.yaml") << "name: x\nengine: {heartbeat_timeout: 30s}\npools:\n  - name: p\n"
+                                         "faults:\n  - {node: n, at: 1h}\n";
+  r = RunGpupool({"server", "--data", root + "/other", "--listen", "127.0.0.1:0", "--config", root + "/faults.yaml"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("heartbeat_timeout"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("faults"), std::string::npos) << r.err;
   // The original configuration still works.
   ServerProcess again(root + "/data", {"--config", config});
   EXPECT_TRUE(again.Start()) << again.log();

@@ -23,6 +23,7 @@ TEST(ServerCrashTest, AcknowledgedJobsSurviveRepeatedSigkill) {
   const std::string root = MakeTempDir();
   {
     std::ofstream(root + "/config.yaml") << R"(name: crash
+engine: {heartbeat_timeout: 0s}
 pools:
   - name: gpu
 cluster:

@@ -35,82 +35,12 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/server_child.h"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-
-struct Server {
-  std::string binary, dir, config;
-  int port = 0;
-  pid_t pid = -1;
-
-  bool Start() {
-    pid = fork();
-    if (pid == 0) {
-      const std::string log = dir + "/server.log";
-      freopen(log.c_str(), "a", stderr);
-      freopen("/dev/null", "w", stdout);
-      setenv("GPUPOOL_LOG_REQUESTS", "0", 1);
-      execl(binary.c_str(), binary.c_str(), "server", "--data", dir.c_str(), "--listen",
-            ("127.0.0.1:" + std::to_string(port)).c_str(), "--config", config.c_str(), nullptr);
-      _exit(127);
-    }
-    const auto deadline = Clock::now() + std::chrono::minutes(5);
-    while (Clock::now() < deadline) {
-      httplib::Client c("127.0.0.1", port);
-      c.set_connection_timeout(0, 200000);
-      if (auto r = c.Get("/healthz"); r && r->status == 200) return true;
-      int status;
-      if (waitpid(pid, &status, WNOHANG) == pid) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return false;
-  }
-  void Kill() {
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-  }
-  void Stop() {
-    kill(pid, SIGTERM);
-    int status;
-    waitpid(pid, &status, 0);
-  }
-  long PeakRssKib() const {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-    }
-    return -1;
-  }
-};
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
-}
-
-std::string ReadLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
+using namespace gpupool::bench;
 
 }  // namespace
 
@@ -134,7 +64,7 @@ int main(int argc, char** argv) {
   Server server{binary, root + "/data", root + "/config.yaml", FreePort()};
   std::filesystem::create_directories(server.dir);
   // Tenant "load" may use 8 GPUs: almost every job waits, so the queue grows.
-  std::ofstream(server.config) << "name: load\npools:\n  - name: gpu\ntenants:\n  - name: load\n    quota:\n"
+  std::ofstream(server.config) << "name: load\nengine: {heartbeat_timeout: 0s}\npools:\n  - name: gpu\ntenants:\n  - name: load\n    quota:\n"
                                   "      gpu: {guaranteed_gpus: 8, limit_gpus: 8}\ncluster:\n  nodes:\n"
                                   "    - {count: "
                                << nodes << ", model: H100, gpus: 8, cpu_cores: 96, memory_gib: 1024}\n"

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "src/api/task_request.h"
 #include "src/base/time_text.h"
 #include "src/model/gpu_catalog.h"
 
@@ -132,7 +133,8 @@ ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, I
                          {"name", "tenant", "kind", "priority", "replicas", "gpus", "gpu_fraction", "gpu_memory_gib",
                           "sharing", "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement",
                           "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline",
-                          "deadline_after", "expected_duration", "stages"},
+                          "deadline_after", "expected_duration", "stages", "command", "env", "working_dir",
+                          "checkpoint_signal", "checkpoint_timeout", "stop_grace"},
                          &f, err)) {
     return out;
   }
@@ -309,6 +311,7 @@ ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, I
     if (!DurationOf(f, "expected_duration", d, err)) return out;
     s.expected_duration = d;
   }
+  if (!ParseTaskFields(f, s.task, err)) return out;
   out.value = std::move(r);
   return out;
 }
@@ -359,6 +362,7 @@ json JobSpecToRequest(const JobSpec& s, const std::string& tenant, const ApiName
   }
   if (s.deadline) j["deadline"] = FormatRfc3339(*s.deadline);
   if (s.expected_duration) j["expected_duration"] = FormatDuration(*s.expected_duration);
+  TaskToRequest(s.task, j);
   return j;
 }
 

@@ -91,6 +91,19 @@ Result<nlohmann::json> ApiClient::Get(const std::string& path, const QueryParams
   return Call("GET", target, nullptr);
 }
 
+Result<std::string> ApiClient::GetText(const std::string& path, const QueryParams& query) {
+  std::string target = path;
+  char sep = '?';
+  for (const auto& [k, v] : query) {
+    target += sep + UrlEncode(k) + "=" + UrlEncode(v);
+    sep = '&';
+  }
+  std::string text;
+  auto r = Call("GET", target, nullptr, &text);
+  if (!r) return std::unexpected(r.error());
+  return text;
+}
+
 Result<nlohmann::json> ApiClient::Post(const std::string& path, const nlohmann::json& body) {
   return Call("POST", path, &body);
 }
@@ -101,8 +114,9 @@ Result<nlohmann::json> ApiClient::Put(const std::string& path, const nlohmann::j
 
 Result<nlohmann::json> ApiClient::Delete(const std::string& path) { return Call("DELETE", path, nullptr); }
 
-Result<nlohmann::json> ApiClient::Call(const std::string& method, const std::string& path, const nlohmann::json* body) {
-  const httplib::Headers headers = {{"Accept", "application/json"}};
+Result<nlohmann::json> ApiClient::Call(const std::string& method, const std::string& path, const nlohmann::json* body,
+                                       std::string* raw) {
+  const httplib::Headers headers = {{"Accept", raw ? "text/plain" : "application/json"}};
   const std::string text = body ? body->dump() : std::string();
   httplib::Result res = method == "GET"    ? http_->Get(path, headers)
                         : method == "POST" ? http_->Post(path, headers, text, "application/json")
@@ -114,6 +128,10 @@ Result<nlohmann::json> ApiClient::Call(const std::string& method, const std::str
                    "): " + Describe(res.error()) + "; " + HowToSetAddress());
   }
   const int status = res->status;
+  if (raw && status >= 200 && status < 300) {
+    *raw = std::move(res->body);
+    return nlohmann::json::object();
+  }
   nlohmann::json parsed = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
   if (status >= 200 && status < 300) {
     if (parsed.is_discarded() || !parsed.is_object()) {

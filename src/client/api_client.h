@@ -44,11 +44,15 @@ class ApiClient {
   Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body);
   Result<nlohmann::json> Put(const std::string& path, const nlohmann::json& body);
   Result<nlohmann::json> Delete(const std::string& path);
+  // A GET whose 2xx answer is text (e.g. job logs); failures as above.
+  Result<std::string> GetText(const std::string& path, const QueryParams& query = {});
 
   const ClientConfig& config() const { return config_; }
 
  private:
-  Result<nlohmann::json> Call(const std::string& method, const std::string& path, const nlohmann::json* body);
+  // raw: when given, a 2xx body is stored there as it is (not parsed).
+  Result<nlohmann::json> Call(const std::string& method, const std::string& path, const nlohmann::json* body,
+                              std::string* raw = nullptr);
 
   ClientConfig config_;
   std::unique_ptr<httplib::Client> http_;

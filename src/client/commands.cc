@@ -1,5 +1,8 @@
 #include "src/client/commands.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -231,6 +234,29 @@ void AddJobCommands(CLI::App& app) {
       });
     });
   }
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      int64_t id = 0;
+      int64_t tail_bytes = 1 << 20;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = job->add_subcommand("logs", "Print a job's task output (stdout and stderr, every replica and attempt)");
+    cmd->add_option("--tail-bytes", f->tail_bytes, "at most this many bytes of each log, from its end")
+        ->capture_default_str()
+        ->check(CLI::Range(int64_t{1}, int64_t{64} << 20));
+    cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        auto text = api.GetText(JobPath(f->id) + "/logs", {{"tail_bytes", std::to_string(f->tail_bytes)}});
+        if (!text) return std::unexpected(text.error());
+        Print(json{{"job", f->id}, {"logs", *text}}, out, [&] { return *text; });
+        return 0;
+      });
+    });
+  }
 }
 
 // --- tenants ----------------------------------------------------------------
@@ -361,8 +387,40 @@ void AddTenantCommands(CLI::App& app) {
 // --- nodes and pools --------------------------------------------------------
 
 void AddNodeCommands(CLI::App& app) {
-  CLI::App* node = app.add_subcommand("node", "Add and list nodes (REST API client, admin)");
+  CLI::App* node = app.add_subcommand("node", "Add and list nodes, issue agent tokens (REST API client, admin)");
   node->require_subcommand(1);
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string name, file;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = node->add_subcommand("token", "Issue a token for a node's agent (admin); prints it once");
+    cmd->add_option("name", f->name, "node name (the agent's --node)")->required();
+    cmd->add_option("--write", f->file, "write the token to this file (mode 0600) instead of printing it");
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        auto issued = api.Post("/v1/nodes/" + UrlEncode(f->name) + "/token", json::object());
+        if (!issued) return std::unexpected(issued.error());
+        if (!f->file.empty()) {
+          const std::string token = issued->value("token", "");
+          const int fd = ::open(f->file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+          if (fd < 0 || ::write(fd, (token + "\n").data(), token.size() + 1) != static_cast<ssize_t>(token.size() + 1)) {
+            if (fd >= 0) ::close(fd);
+            return IoError("--write: cannot write " + f->file);
+          }
+          ::close(fd);
+          Print(json{{"node", f->name}, {"token_file", f->file}}, out,
+                [&] { return "token for node " + f->name + " written to " + f->file + "\n"; });
+          return 0;
+        }
+        Print(*issued, out, [&] { return issued->value("token", "") + "\n"; });
+        return 0;
+      });
+    });
+  }
 
   {
     auto g = std::make_shared<GlobalFlags>();

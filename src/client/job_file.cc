@@ -17,14 +17,15 @@ namespace {
 const std::vector<std::string_view> kJobKeys = {
     "name", "tenant", "kind", "priority", "replicas", "gpus", "gpu_fraction", "gpu_memory_gib", "sharing",
     "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement", "checkpointable", "checkpoint_interval",
-    "checkpoint_duration", "deadline", "deadline_after", "expected_duration", "stages"};
+    "checkpoint_duration", "deadline", "deadline_after", "expected_duration", "stages", "command", "env",
+    "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace"};
 const std::vector<std::string_view> kStageKeys = {
     "gpus", "gpu_fraction", "gpu_memory_gib", "sharing", "cpu_cores", "memory_gib"};
 // Keys whose values are strings in the API.
 const std::vector<std::string_view> kStringKeys = {
     "name", "tenant", "kind", "sharing", "requirement", "checkpoint_interval", "checkpoint_duration", "deadline",
-    "deadline_after", "expected_duration"};
-const std::vector<std::string_view> kStringListKeys = {"gpu_models", "pools"};
+    "deadline_after", "expected_duration", "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace"};
+const std::vector<std::string_view> kStringListKeys = {"gpu_models", "pools", "command"};
 // clang-format on
 
 bool Contains(const std::vector<std::string_view>& v, std::string_view s) {
@@ -64,6 +65,11 @@ Status CheckMap(const YAML::Node& map, nlohmann::json& json, const std::vector<s
     if (Contains(kStringKeys, key)) ForceString(kv.second, value);
     if (Contains(kStringListKeys, key) && kv.second.IsSequence() && value.is_array()) {
       for (size_t i = 0; i < kv.second.size(); ++i) ForceString(kv.second[i], value[i]);
+    }
+    if (key == "env" && kv.second.IsMap() && value.is_object()) {  // env: {PORT: 8080} means "8080"
+      for (const auto& e : kv.second) {
+        if (value.contains(e.first.Scalar())) ForceString(e.second, value[e.first.Scalar()]);
+      }
     }
   }
   return {};

@@ -54,6 +54,17 @@ json SpecJson(const JobSpec& s) {
     for (const Demand& d : s.stages) stages.push_back(DemandJson(d));
     j["stages"] = std::move(stages);
   }
+  // Only for jobs that run something, so that simulation logs keep their text.
+  if (!s.task.empty()) {
+    json env = json::array();
+    for (const auto& [k, v] : s.task.env) env.push_back(json::array({k, v}));
+    j["task"] = json{{"command", s.task.command},
+                     {"env", std::move(env)},
+                     {"working_dir", s.task.working_dir},
+                     {"checkpoint_signal", s.task.checkpoint_signal},
+                     {"checkpoint_timeout_ms", ToMillis(s.task.checkpoint_timeout)},
+                     {"stop_grace_ms", ToMillis(s.task.stop_grace)}};
+  }
   return j;
 }
 
@@ -401,6 +412,23 @@ JobSpec ReadSpec(Obj o) {
       "stages",
       [&](const json& item, const std::string& path) { s.stages.push_back(ReadDemand(Obj(o.errors(), &item, path))); },
       /*required=*/false);
+  if (o.Find("task", false)) {
+    Obj t = o.Child("task");
+    s.task.command = t.StrArray("command");
+    t.ForEach("env", [&](const json& item, const std::string& path) {
+      if (!item.is_array() || item.size() != 2 || !item[0].is_string() || !item[1].is_string()) {
+        o.errors().Fail(path, "expected [name, value]");
+        return;
+      }
+      s.task.env.emplace_back(item[0].get<std::string>(), item[1].get<std::string>());
+    });
+    s.task.working_dir = t.Str("working_dir");
+    s.task.checkpoint_signal = t.Int<int32_t>("checkpoint_signal");
+    s.task.checkpoint_timeout = t.Millis("checkpoint_timeout_ms");
+    s.task.stop_grace = t.Millis("stop_grace_ms");
+    t.Done();
+    if (s.task.command.empty() && !o.errors().first) o.errors().Fail(o.Path("task.command"), "must not be empty");
+  }
   o.Done();
   return s;
 }

@@ -156,6 +156,17 @@ void WriteJob(Writer& w, const Job& j) {
   w.U(s.labels);
   w.U(s.affinity);
   w.U(s.anti_affinity);
+  w.U(s.task.command.size());
+  for (const std::string& a : s.task.command) w.T(a);
+  w.U(s.task.env.size());
+  for (const auto& [k, v] : s.task.env) {
+    w.T(k);
+    w.T(v);
+  }
+  w.T(s.task.working_dir);
+  w.S(s.task.checkpoint_signal);
+  w.S(ToMillis(s.task.checkpoint_timeout));
+  w.S(ToMillis(s.task.stop_grace));
 
   w.Enum(j.state);
   w.Time(j.submitted);
@@ -385,6 +396,17 @@ Job ReadJob(Reader& r) {
   s.labels = r.U("spec.labels");
   s.affinity = r.U("spec.affinity");
   s.anti_affinity = r.U("spec.anti_affinity");
+  const size_t args = r.Count("spec.task.command", 1);
+  for (size_t i = 0; i < args && r.ok(); ++i) s.task.command.push_back(r.T("spec.task.command"));
+  const size_t env = r.Count("spec.task.env", 2);
+  for (size_t i = 0; i < env && r.ok(); ++i) {
+    std::string k = r.T("spec.task.env");
+    s.task.env.emplace_back(std::move(k), r.T("spec.task.env"));
+  }
+  s.task.working_dir = r.T("spec.task.working_dir");
+  s.task.checkpoint_signal = r.Int<int32_t>("spec.task.checkpoint_signal");
+  s.task.checkpoint_timeout = Duration(r.S("spec.task.checkpoint_timeout"));
+  s.task.stop_grace = Duration(r.S("spec.task.stop_grace"));
 
   j.state = r.Enum("state", JobState::kEvicted);
   j.submitted = r.Time("submitted");

@@ -47,6 +47,19 @@ inline bool IsTerminal(JobState s) { return s >= JobState::kSucceeded; }
 // Labels for affinity rules, interned by the engine; at most 64 per job set.
 using LabelMask = uint64_t;
 
+// What each replica runs on its node (OPS-1): a child process that the
+// node's agent starts, signals and stops. Empty for simulated jobs.
+struct TaskSpec {
+  std::vector<std::string> command;                      // argv; command[0] is looked up on PATH
+  std::vector<std::pair<std::string, std::string>> env;  // by name, ascending, unique
+  std::string working_dir;                               // empty: the agent's directory for the task
+  int32_t checkpoint_signal = 10;                        // asks the task to checkpoint (SIGUSR1)
+  Duration checkpoint_timeout = std::chrono::seconds(60);  // wait this long for its acknowledgement
+  Duration stop_grace = std::chrono::seconds(10);          // SIGTERM, then SIGKILL after this
+  bool empty() const { return command.empty(); }
+  friend bool operator==(const TaskSpec&, const TaskSpec&) = default;
+};
+
 struct JobSpec {
   std::string name;  // free text for humans; need not be unique
   TenantId tenant = -1;
@@ -71,6 +84,7 @@ struct JobSpec {
   LabelMask labels = 0;              // this job's labels
   LabelMask affinity = 0;            // must land on nodes running a job with one of these labels
   LabelMask anti_affinity = 0;       // must not land on nodes running a job with one of these labels
+  TaskSpec task;                     // what runs (servers with agents); empty in simulations
 
   bool is_pipeline() const { return !stages.empty(); }
   // Replica i's demand: the job's demand, or stage i's resources with the

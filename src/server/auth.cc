@@ -87,6 +87,7 @@ std::optional<Principal> AuthStore::Authenticate(std::string_view authorization)
   std::shared_lock lock(mu_);
   auto it = tenants_.find(hash);
   if (it == tenants_.end()) return std::nullopt;
+  if (it->second.starts_with(kNodeTokenPrefix)) return Principal{false, "", it->second.substr(kNodeTokenPrefix.size())};
   return Principal{false, it->second};
 }
 

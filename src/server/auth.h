@@ -1,9 +1,9 @@
 // Bearer tokens (docs/server.md, "Auth").
 //
-// Two roles: the admin (one token, kept in DIR/admin.token with mode 0600
-// or in a file the operator names) and tenants (one token each, returned
-// once when the tenant is created). Only SHA-256 hashes are kept in memory
-// and in the journal; a token is 32 random bytes, so hashing without salt
+// Three roles: the admin (one token, kept in DIR/admin.token with mode 0600
+// or in a file the operator names), tenants (one token each, returned once
+// when the tenant is created) and nodes (tokens the admin issues for a
+// node's agent). Only SHA-256 hashes are kept in memory and in the journal; a token is 32 random bytes, so hashing without salt
 // or stretching is enough.
 //
 // Thread-safety: AuthStore is safe for concurrent use.
@@ -21,7 +21,12 @@ namespace gpupool {
 struct Principal {
   bool admin = false;
   std::string tenant;  // for tenant tokens
+  std::string node;    // for node tokens (agents): the node it may speak for
 };
+
+// Node tokens are kept beside tenant tokens under this prefix (tenant
+// names cannot contain '/').
+inline constexpr std::string_view kNodeTokenPrefix = "node/";
 
 // A fresh random token "gpt_<64 hex digits>" (OpenSSL's RAND_bytes).
 std::string NewToken();

@@ -55,6 +55,15 @@ bool ValidName(const std::string& s) {
   return true;
 }
 
+// Node names as agents give them: DNS-like host names.
+bool ValidNodeName(const std::string& s) {
+  if (s.empty() || s.size() > 253 || s[0] == '-' || s[0] == '.') return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  }
+  return true;
+}
+
 // A query parameter as an integer in [lo, hi].
 bool IntParam(const Request& req, const char* name, int64_t& out, int64_t lo, int64_t hi, ApiError* err) {
   if (!req.has_param(name)) return true;
@@ -209,11 +218,28 @@ void HttpApi::Routes() {
       SendError(res, Unauthorized());
       return std::nullopt;
     }
+    if (!p->node.empty()) {
+      SendError(res, MakeApiError(403, "forbidden", "a node token may only call the agent endpoints (/v1/agent/...)"));
+      return std::nullopt;
+    }
     if (admin_only && !p->admin) {
       SendError(res, Forbidden());
       return std::nullopt;
     }
     return p;
+  };
+  // The agent endpoints take node tokens only, for the node the body names.
+  auto agent_auth = [this](const Request& req, Response& res) -> std::optional<std::string> {
+    auto p = core_.auth().Authenticate(req.get_header_value("Authorization"));
+    if (!p) {
+      SendError(res, Unauthorized());
+      return std::nullopt;
+    }
+    if (p->node.empty()) {
+      SendError(res, MakeApiError(403, "forbidden", "the agent endpoints take a node token (POST /v1/nodes/{name}/token)"));
+      return std::nullopt;
+    }
+    return p->node;
   };
   const int64_t max_body_bytes = max_body;
   auto body = [max_body_bytes](const Request& req, Response& res) -> std::optional<json> {
@@ -452,6 +478,28 @@ void HttpApi::Routes() {
           }
           SendJson(res, 200, v);
         }));
+  s.Get(R"(/v1/jobs/(\d+)/logs)", route("/v1/jobs/{id}/logs", [=, this](const Request& req, Response& res) {
+          auto p = auth(req, res, false);
+          if (!p) return;
+          const JobId id = find_job(req, res, *p);
+          if (id < 0) return;
+          ApiError err;
+          int64_t tail = 1 << 20;
+          if (!IntParam(req, "tail_bytes", tail, 1, kMaxLogBytes, &err)) return SendError(res, err);
+          auto parts = core_.logs().Read(id, tail);
+          if (!parts) return SendError(res, MakeApiError(500, "internal", parts.error().message));
+          std::string text;
+          for (const LogStore::Part& part : *parts) {
+            if (parts->size() > 1 || part.attempt > 1) {
+              text += "==> replica " + std::to_string(part.replica) + ", attempt " + std::to_string(part.attempt) +
+                      " (" + std::to_string(part.bytes) + " bytes) <==\n";
+            }
+            text += part.text;
+            if (!text.empty() && text.back() != '\n' && parts->size() > 1) text += '\n';
+          }
+          res.status = 200;
+          res.set_content(text, "text/plain; charset=utf-8");
+        }));
   s.Delete(R"(/v1/jobs/(\d+))", route("/v1/jobs/{id}", [=, this](const Request& req, Response& res) {
              auto p = auth(req, res, false);
              if (!p) return;
@@ -531,6 +579,59 @@ void HttpApi::Routes() {
            if (reply_failed(res, r)) return;
            std::shared_lock lock(core_.read_model().mu());
            SendJson(res, 201, NodeView(static_cast<NodeIndex>(r.id), core_.read_model()));
+         }));
+  s.Post(R"(/v1/nodes/([^/]+)/token)", route("/v1/nodes/{name}/token", [=, this](const Request& req, Response& res) {
+           if (!auth(req, res, true)) return;
+           const std::string node = req.matches[1];
+           if (!ValidNodeName(node)) {
+             return SendError(res, BadField("name", "a node name is 1 to 253 characters: lower-case letters, digits, "
+                                                    "'-' and '.', starting with a letter or digit"));
+           }
+           const std::string token = NewToken();
+           const Reply r = core_.Call(IssueNodeTokenCmd{node, HashToken(token)});
+           if (reply_failed(res, r)) return;
+           SendJson(res, 201, json{{"node", node}, {"token", token}});
+         }));
+  s.Post("/v1/agent/register", route("/v1/agent/register", [=, this](const Request& req, Response& res) {
+           auto node = agent_auth(req, res);
+           if (!node) return;
+           auto j = body(req, res);
+           if (!j) return;
+           auto r = ParseRegisterRequest(*j);
+           if (!r.ok()) return SendError(res, r.error);
+           if (r.value->node != *node) {
+             return SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
+           }
+           const Reply reply = core_.Call(RegisterAgentCmd{std::move(*r.value)});
+           if (reply_failed(res, reply)) return;
+           SendJson(res, 200, reply.detail);
+         }));
+  s.Post("/v1/agent/heartbeat", route("/v1/agent/heartbeat", [=, this](const Request& req, Response& res) {
+           auto node = agent_auth(req, res);
+           if (!node) return;
+           auto j = body(req, res);
+           if (!j) return;
+           auto r = ParseHeartbeatRequest(*j);
+           if (!r.ok()) return SendError(res, r.error);
+           if (r.value->node != *node) {
+             return SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
+           }
+           // Logs first (they are not engine state): the reply says how much is held.
+           json acks = json::array();
+           for (const LogChunk& c : r.value->logs) {
+             auto held = core_.logs().Append(c);
+             if (!held) {
+               LogError("task log not stored", {{"error", held.error().message}});
+               continue;
+             }
+             acks.push_back(json{{"job", c.job}, {"replica", c.replica}, {"attempt", c.attempt}, {"bytes", *held}});
+           }
+           r.value->logs.clear();
+           const Reply reply = core_.Call(AgentHeartbeatCmd{std::move(*r.value)});
+           if (reply_failed(res, reply)) return;
+           json out = reply.detail;
+           out["logs"] = std::move(acks);
+           SendJson(res, 200, out);
          }));
   s.Get("/v1/nodes", route("/v1/nodes", [=, this](const Request& req, Response& res) {
           if (!auth(req, res, true)) return;

@@ -6,7 +6,7 @@ namespace gpupool {
 namespace {
 
 constexpr uint32_t kMagic = 0x47505252;  // "GPRR"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: jobs carry their task
 
 void PutDemand(ByteWriter& w, const Demand& d) {
   w.Put(d.cpu_milli);
@@ -58,6 +58,17 @@ void PutSpec(ByteWriter& w, const JobSpec& s) {
   w.Put(s.labels);
   w.Put(s.affinity);
   w.Put(s.anti_affinity);
+  w.Put<uint64_t>(s.task.command.size());
+  for (const std::string& a : s.task.command) w.PutString(a);
+  w.Put<uint64_t>(s.task.env.size());
+  for (const auto& [k, v] : s.task.env) {
+    w.PutString(k);
+    w.PutString(v);
+  }
+  w.PutString(s.task.working_dir);
+  w.Put(s.task.checkpoint_signal);
+  w.Put<int64_t>(ToMillis(s.task.checkpoint_timeout));
+  w.Put<int64_t>(ToMillis(s.task.stop_grace));
 }
 
 JobSpec GetSpec(ByteReader& r) {
@@ -85,6 +96,17 @@ JobSpec GetSpec(ByteReader& r) {
   s.labels = r.Get<LabelMask>();
   s.affinity = r.Get<LabelMask>();
   s.anti_affinity = r.Get<LabelMask>();
+  const uint64_t args = r.GetCount(8);
+  for (uint64_t i = 0; i < args && !r.failed(); ++i) s.task.command.push_back(r.GetString());
+  const uint64_t env = r.GetCount(16);
+  for (uint64_t i = 0; i < env && !r.failed(); ++i) {
+    std::string k = r.GetString();
+    s.task.env.emplace_back(std::move(k), r.GetString());
+  }
+  s.task.working_dir = r.GetString();
+  s.task.checkpoint_signal = r.Get<int32_t>();
+  s.task.checkpoint_timeout = Duration(r.Get<int64_t>());
+  s.task.stop_grace = Duration(r.Get<int64_t>());
   return s;
 }
 

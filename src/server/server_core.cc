@@ -102,7 +102,8 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
   std::unique_ptr<ServerCore> core(new ServerCore());
   core->options_ = options;
   Result<Scenario> config = options.config_path.empty()
-                                ? ParseScenario(kDefaultServerConfig, "embedded default configuration", ".", true)
+                                ? ParseScenario(options.config_text.empty() ? kDefaultServerConfig : options.config_text,
+                                                "embedded configuration", ".", true)
                                 : [&]() -> Result<Scenario> {
     std::ifstream in(options.config_path);
     if (!in) return IoError(options.config_path + ": cannot open");
@@ -125,6 +126,8 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
   for (const ScenarioPool& p : s.pools) core->names_.pools.push_back(p.name);
   core->names_.priorities = s.priorities;
   core->names_.max_replicas = s.engine.max_replicas;
+  core->agents_ = std::make_unique<AgentService>(s.engine.reclaim.poll);
+  core->logs_ = std::make_unique<LogStore>(options.data_dir + "/logs");
   if (auto ok = core->Recover(); !ok) return std::unexpected(ok.error());
   return core;
 }
@@ -181,6 +184,7 @@ Status ServerCore::Recover() {
         return false;
       }
       engine_->Replay(*e);
+      agents_->OnEvent(*e, engine_->state());
       ++replayed_events_;
     }
     if (e->seq > read_model_.last_seq()) read_model_.Apply(*e);
@@ -219,6 +223,7 @@ Status ServerCore::Recover() {
                                 "; they cannot change once the server has state");
     }
   }
+  agents_->Rebuild(engine_->state());
   {
     std::unique_lock lock(read_model_.mu());
     read_model_.set_summary(Summarize());
@@ -406,6 +411,25 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
           auto id = e.AddNode(cmd.spec, cmd.region, cmd.zone, cmd.rack, now, sink);
           if (!id) return engine_error(id.error());
           return Reply{std::nullopt, *id};
+        } else if constexpr (std::is_same_v<T, IssueNodeTokenCmd>) {
+          item.batch.tokens.push_back(TokenRecord{cmd.token_hash, std::string(kNodeTokenPrefix) + cmd.node,
+                                                  ToMillis(now)});
+          return Reply{};
+        } else if constexpr (std::is_same_v<T, RegisterAgentCmd>) {
+          AgentService::Outcome o = agents_->Register(e, cmd.request, node_classes_, now, sink);
+          if (o.error) return Reply{o.error};
+          setup = true;  // a new node changes capacity
+          Reply r;
+          r.id = o.reply.node_index;
+          r.detail = ToJson(o.reply);
+          return r;
+        } else if constexpr (std::is_same_v<T, AgentHeartbeatCmd>) {
+          AgentService::Outcome o = agents_->Heartbeat(e, cmd.request, now, sink);
+          if (o.error) return Reply{o.error};
+          Reply r;
+          r.id = o.reply.node_index;
+          r.detail = ToJson(o.reply);
+          return r;
         } else if constexpr (std::is_same_v<T, ExplainCmd>) {
           const Engine::PendingExplanation why = e.WhyPending(cmd.job);
           if (!why.pending) return Reply{};
@@ -469,6 +493,7 @@ void ServerCore::EngineLoop() {
     const Engine::Sink sink = [&](const Event& e) {
       item.batch.events.push_back(JournalEvent{e.seq, ToMillis(e.at), EventName(e.body), ToJsonLine(e)});
       item.events.push_back(e);
+      agents_->OnEvent(e, engine_->state());
     };
     bool setup = false;
     for (Pending& p : work) {
@@ -487,6 +512,7 @@ void ServerCore::EngineLoop() {
       engine_->Tick(now, sink);
       next_tick = now + tick;
     }
+    agents_->Settle(*engine_, now, sink);
     events_since_snapshot_ += static_cast<int64_t>(item.events.size());
     if (events_since_snapshot_ >= snapshot_every && !item.engine_snapshot) {
       item.batch.snapshots.push_back(

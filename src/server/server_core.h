@@ -32,8 +32,10 @@
 #include "src/api/job_request.h"
 #include "src/api/json_fields.h"
 #include "src/engine/engine.h"
+#include "src/server/agent_service.h"
 #include "src/server/auth.h"
 #include "src/server/journal.h"
+#include "src/server/log_store.h"
 #include "src/server/metrics.h"
 #include "src/server/read_model.h"
 #include "src/sim/scenario.h"
@@ -42,8 +44,9 @@ namespace gpupool {
 
 struct ServerOptions {
   std::string data_dir;
-  std::string config_path;       // empty: the embedded default configuration
+  std::string config_path;       // empty: config_text
   std::string admin_token_file;  // empty: DIR/admin.token
+  std::string config_text;       // empty: the embedded default configuration
 };
 
 // --- commands -------------------------------------------------------------------
@@ -72,8 +75,21 @@ struct ExplainCmd {  // read-only: why a pending job waits
   JobId job = -1;
 };
 struct SnapshotCmd {};  // take a snapshot now (tests, shutdown)
+// A node token (the agent's credential), journaled as its hash.
+struct IssueNodeTokenCmd {
+  std::string node;
+  std::string token_hash;
+};
+// The agent protocol (src/server/agent_service.h); the reply's detail is
+// the AgentReply as JSON.
+struct RegisterAgentCmd {
+  RegisterRequest request;
+};
+struct AgentHeartbeatCmd {
+  HeartbeatRequest request;
+};
 using Command = std::variant<CreateTenantCmd, SetQuotaCmd, SubmitJobCmd, CancelJobCmd, AddNodeCmd, ExplainCmd,
-                             SnapshotCmd>;
+                             SnapshotCmd, IssueNodeTokenCmd, RegisterAgentCmd, AgentHeartbeatCmd>;
 
 struct Reply {
   std::optional<ApiError> error;
@@ -100,6 +116,7 @@ class ServerCore {
   const ApiNames& names() const { return names_; }
   const std::map<std::string, uint16_t>& node_classes() const { return node_classes_; }
   Metrics& metrics() { return metrics_; }
+  LogStore& logs() { return *logs_; }
   const ServerSettings& settings() const { return config_.server; }
   const std::string& admin_token() const { return admin_token_; }
   // How long start-up took (snapshot load + replay), for logs and benchmarks.
@@ -137,6 +154,8 @@ class ServerCore {
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<Engine> engine_;
   ReadModel read_model_;
+  std::unique_ptr<AgentService> agents_;  // engine thread only
+  std::unique_ptr<LogStore> logs_;
   AuthStore auth_;
   Metrics metrics_;
   std::string admin_token_;

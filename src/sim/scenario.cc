@@ -449,12 +449,11 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   }
   if (server_) {
     if (auto* n = f.Find("server")) SCENARIO_TRY(ParseServer(*n, "server", s));
-    if (s.engine.heartbeat_timeout > Duration(0)) {
-      const YAML::Node& e = *f.Find("engine");
-      return Fail(e["heartbeat_timeout"], "engine.heartbeat_timeout",
-                  "not yet for the server: nodes send no heartbeats until agents run on them (every node would be "
-                  "marked down)");
-    }
+    // Agents heartbeat every reclaim.poll: a node silent for six of them
+    // (30 s by default) is down, unless the configuration says otherwise
+    // (0s: no failure detection, e.g. nodes without agents).
+    const YAML::Node* engine = f.Find("engine");
+    if (!engine || !(*engine)["heartbeat_timeout"]) s.engine.heartbeat_timeout = 6 * s.engine.reclaim.poll;
     return s;
   }
   if (auto* n = f.Find("workload")) SCENARIO_TRY(ParseWorkloads(*n, "workload", s));

@@ -1,0 +1,542 @@
+#include "src/agent/agent.h"
+
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "src/base/time_text.h"
+
+namespace gpupool {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr int64_t kMaxLogChunk = 64 << 10;  // per task per heartbeat
+
+int64_t MachineMemoryMib() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemTotal:") return kib / 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return 1024;
+}
+
+std::string Join(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
+}
+
+bool Overlaps(const std::vector<int>& a, const std::vector<int>& b) {
+  for (int x : a) {
+    for (int y : b) {
+      if (x == y) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, std::unique_ptr<DeviceBackend> backend)
+    : options_(std::move(options)), backend_(std::move(backend)) {
+  // Absolute: tasks run in their own directories.
+  options_.work_dir = fs::absolute(options_.work_dir).lexically_normal().string();
+  if (options_.checkpoint_root.empty()) options_.checkpoint_root = options_.work_dir + "/checkpoints";
+  options_.checkpoint_root = fs::absolute(options_.checkpoint_root).lexically_normal().string();
+  if (options_.cpu_milli <= 0) options_.cpu_milli = int64_t{std::max(1u, std::thread::hardware_concurrency())} * 1000;
+  if (options_.memory_mib <= 0) options_.memory_mib = MachineMemoryMib();
+  http_ = std::make_unique<httplib::Client>(options_.server_url);
+  http_->set_bearer_token_auth(options_.token);
+  http_->set_connection_timeout(5);
+  http_->set_read_timeout(30);
+  http_->set_write_timeout(30);
+  // No keep-alive: a heartbeat every few seconds from each of many nodes
+  // would otherwise hold a server thread per node between heartbeats.
+  http_->set_tcp_nodelay(true);
+}
+
+Agent::~Agent() = default;
+
+void Agent::Log(const std::string& action, std::vector<std::pair<std::string, std::string>> fields) const {
+  json line{{"unix_ms", ToMillis(WallNow())}, {"node", options_.node}, {"action", action}};
+  for (auto& [k, v] : fields) line[k] = v;
+  const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::ofstream(options_.work_dir + "/agent.log", std::ios::app) << text << "\n";
+  if (!options_.quiet) std::cerr << text << std::endl;
+}
+
+Result<json> Agent::Post(const std::string& path, const json& body, int* status) {
+  *status = 0;
+  auto res = http_->Post(path, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  if (!res) return IoError("POST " + path + ": " + httplib::to_string(res.error()));
+  *status = res->status;
+  json j = json::parse(res->body, nullptr, false);
+  if (res->status != 200) {
+    std::string message = res->body.substr(0, 500);
+    if (!j.is_discarded() && j.contains("error")) message = j["error"].value("message", message);
+    return FailedPrecondition("POST " + path + ": HTTP " + std::to_string(res->status) + ": " + message);
+  }
+  if (j.is_discarded()) return IoError("POST " + path + ": the reply is not JSON");
+  return j;
+}
+
+Status Agent::Register() {
+  auto gpus = backend_->Discover();
+  if (!gpus) return std::unexpected(gpus.error());
+  gpus_ = *gpus;
+  RegisterRequest r;
+  r.node = options_.node;
+  r.backend = backend_->name();
+  r.node_class = options_.node_class;
+  r.region = options_.region;
+  r.zone = options_.zone;
+  r.rack = options_.rack;
+  r.cpu_milli = options_.cpu_milli;
+  r.memory_mib = options_.memory_mib;
+  r.gpus = gpus_;
+  int status = 0;
+  auto reply = Post("/v1/agent/register", ToJson(r), &status);
+  if (!reply) return std::unexpected(Error{status >= 400 && status < 500 ? ErrorCode::kFailedPrecondition
+                                                                         : ErrorCode::kIo,
+                                           reply.error().message});
+  auto parsed = ParseAgentReply(*reply);
+  if (!parsed.ok()) return IoError("register: bad reply: " + parsed.error.field + ": " + parsed.error.message);
+  registered_ = true;
+  Log("registered", {{"server", options_.server_url}, {"gpus", std::to_string(gpus_.size())},
+                     {"backend", backend_->name()}});
+  Apply(*parsed.value);
+  return {};
+}
+
+void Agent::Apply(const AgentReply& reply) {
+  interval_ = std::chrono::milliseconds(reply.heartbeat_interval_ms);
+  std::set<Key> desired;
+  for (const TaskOrder& o : reply.tasks) {
+    const Key key{o.job, o.replica, o.attempt};
+    desired.insert(key);
+    auto it = tasks_.find(key);
+    if (it == tasks_.end()) {
+      LocalTask t;
+      t.order = o;
+      tasks_.emplace(key, std::move(t));
+    } else {
+      it->second.order = o;  // action and notice may change
+    }
+  }
+  for (auto& [key, t] : tasks_) {
+    const bool want = desired.count(key) > 0;
+    if (t.desired && !want) {
+      t.desired = false;
+      BeginStop(t);
+    }
+  }
+  scrub_orders_ = reply.scrubs;
+  std::set<int64_t> orders;
+  for (const ScrubOrder& s : scrub_orders_) orders.insert(s.id);
+  for (auto it = scrubs_done_.begin(); it != scrubs_done_.end();) {
+    // Done and acknowledged (the order left), or failed: retried at the next pass.
+    it = (!orders.count(it->first) || !it->second.ok) ? scrubs_done_.erase(it) : std::next(it);
+  }
+  for (const LogAck& a : reply.logs) {
+    auto it = tasks_.find(Key{a.job, a.replica, a.attempt});
+    if (it != tasks_.end()) it->second.log_uploaded = a.bytes;
+  }
+}
+
+void Agent::BeginStop(LocalTask& t) {
+  if (t.state == LocalTask::State::kRunning) {
+    t.state = LocalTask::State::kStopping;
+    t.proc->Signal(SIGTERM);
+    t.kill_at = SteadyClock::now() + t.order.task.stop_grace;
+    Log("stop", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
+                 {"attempt", std::to_string(t.order.attempt)}, {"signal", "SIGTERM"}});
+  } else if (t.state == LocalTask::State::kWaiting) {
+    t.state = LocalTask::State::kDone;
+  } else if (t.state == LocalTask::State::kExited || t.state == LocalTask::State::kStartFailed) {
+    t.state = LocalTask::State::kDone;
+  }
+}
+
+bool Agent::GpusBusy(const std::vector<int>& gpus, const LocalTask* except) const {
+  for (const auto& [key, t] : tasks_) {
+    if (&t == except || t.desired) continue;
+    if (t.state == LocalTask::State::kStopping && Overlaps(t.order.gpus, gpus)) return true;
+  }
+  return false;
+}
+
+bool Agent::ScrubPending(const std::vector<int>& gpus) const {
+  for (const ScrubOrder& s : scrub_orders_) {
+    auto done = scrubs_done_.find(s.id);
+    if ((done == scrubs_done_.end() || !done->second.ok) && Overlaps(s.gpus, gpus)) return true;
+  }
+  return false;
+}
+
+void Agent::RunScrubs() {
+  for (const ScrubOrder& s : scrub_orders_) {
+    if (scrubs_done_.count(s.id)) continue;
+    if (GpusBusy(s.gpus, nullptr)) continue;  // a stopping task still holds memory there
+    ScrubReport r;
+    r.id = s.id;
+    for (int g : s.gpus) {
+      auto done = backend_->Scrub(g, "");
+      if (!done) {
+        r.ok = false;
+        r.error = done.error().message;
+        break;
+      }
+      r.bytes += done->bytes;
+      r.seconds += done->seconds;
+    }
+    Log(r.ok ? "scrub" : "scrub_failed",
+        {{"order", std::to_string(s.id)}, {"gpus", Join(s.gpus)}, {"bytes", std::to_string(r.bytes)},
+         {"seconds", std::to_string(r.seconds)}, {"error", r.error}});
+    scrubs_done_[s.id] = r;
+  }
+}
+
+void Agent::StartTask(LocalTask& t) {
+  const TaskOrder& o = t.order;
+  const std::string id = std::to_string(o.job) + "." + std::to_string(o.replica) + "." + std::to_string(o.attempt);
+  t.dir = options_.work_dir + "/tasks/job-" + std::to_string(o.job) + "/replica-" + std::to_string(o.replica);
+  t.checkpoint_dir =
+      options_.checkpoint_root + "/job-" + std::to_string(o.job) + "/replica-" + std::to_string(o.replica);
+  t.log_file = options_.work_dir + "/logs/" + id + ".log";
+  t.notice_file = t.dir + "/notice";
+  std::error_code ec;
+  for (const std::string& d : {t.dir, t.checkpoint_dir, options_.work_dir + "/logs"}) fs::create_directories(d, ec);
+
+  LaunchSpec spec;
+  spec.argv = o.task.command;
+  spec.env = o.task.env;
+  spec.working_dir = o.task.working_dir.empty() ? t.dir : o.task.working_dir;
+  spec.log_file = t.log_file;
+  spec.unset = {"CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"};
+  std::string visible;
+  for (int g : o.gpus) {
+    if (g < 0 || g >= static_cast<int>(gpus_.size())) {
+      t.state = LocalTask::State::kStartFailed;
+      t.error = "GPU " + std::to_string(g) + " is not on this node";
+      return;
+    }
+    std::string uuid = gpus_[g].uuid;
+    if (o.gpu_mode == "mig") {
+      std::string mig;
+      for (const MigInstance& m : gpus_[g].mig) {
+        if (m.profile == o.mig_profile && m.start == o.mig_start) mig = m.uuid;
+      }
+      if (mig.empty() && backend_->name() != "fake") {
+        t.state = LocalTask::State::kStartFailed;
+        t.error = "GPU " + std::to_string(g) + " has no MIG instance " + o.mig_profile + " at memory slice " +
+                  std::to_string(o.mig_start) + " (the agent does not create MIG instances)";
+        return;
+      }
+      uuid = mig.empty() ? "MIG-" + uuid.substr(4) + "-" + o.mig_profile + "-" + std::to_string(o.mig_start) : mig;
+    }
+    visible += (visible.empty() ? "" : ",") + uuid;
+  }
+  spec.env.emplace_back("CUDA_VISIBLE_DEVICES", visible);  // empty for CPU-only jobs: no GPU visible
+  if (o.gpu_mode == "mps") {
+    spec.env.emplace_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(std::max(1, o.gpu_milli / 10)));
+    if (o.gpu_memory_mib > 0) {
+      spec.env.emplace_back("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=" + std::to_string(o.gpu_memory_mib) + "M");
+    }
+  }
+  spec.env.emplace_back("GPUPOOL_JOB_ID", std::to_string(o.job));
+  spec.env.emplace_back("GPUPOOL_JOB_NAME", o.name);
+  spec.env.emplace_back("GPUPOOL_TENANT", o.tenant);
+  spec.env.emplace_back("GPUPOOL_REPLICA", std::to_string(o.replica));
+  spec.env.emplace_back("GPUPOOL_ATTEMPT", std::to_string(o.attempt));
+  spec.env.emplace_back("GPUPOOL_NODE", options_.node);
+  spec.env.emplace_back("GPUPOOL_GPU_MODE", o.gpu_mode);
+  spec.env.emplace_back("GPUPOOL_CHECKPOINT_DIR", t.checkpoint_dir);
+  spec.env.emplace_back("GPUPOOL_NOTICE_FILE", t.notice_file);
+  auto p = ChildProcess::Spawn(spec);
+  if (!p) {
+    t.state = LocalTask::State::kStartFailed;
+    t.error = p.error().message;
+    Log("start_failed", {{"job", std::to_string(o.job)}, {"replica", std::to_string(o.replica)},
+                         {"attempt", std::to_string(o.attempt)}, {"error", t.error}});
+    return;
+  }
+  t.proc = std::move(*p);
+  t.state = LocalTask::State::kRunning;
+  Log("start", {{"job", std::to_string(o.job)}, {"replica", std::to_string(o.replica)},
+                {"attempt", std::to_string(o.attempt)}, {"pid", std::to_string(t.proc->pid())},
+                {"tenant", o.tenant}, {"gpus", Join(o.gpus)}, {"gpu_mode", o.gpu_mode},
+                {"cuda_visible_devices", visible}});
+  SavePids();
+}
+
+void Agent::Step() {
+  const auto now = SteadyClock::now();
+  // Reap and escalate.
+  for (auto& [key, t] : tasks_) {
+    if (!t.proc || t.proc->reaped()) continue;
+    if (auto st = t.proc->Poll()) {
+      t.exit = *st;
+      t.proc->Signal(SIGKILL);  // whatever it left in its group
+      if (t.state == LocalTask::State::kStopping || !t.desired) {
+        t.state = LocalTask::State::kDone;
+      } else {
+        t.state = LocalTask::State::kExited;
+        if (t.order.action == TaskAction::kCheckpoint && t.checkpoint_requested && !t.checkpoint_done) {
+          t.checkpoint_done = true;
+          t.checkpoint_acked = fs::exists(t.checkpoint_dir + "/ack");
+        }
+      }
+      Log("exit", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
+                   {"attempt", std::to_string(t.order.attempt)}, {"exit_code", std::to_string(st->exit_code)},
+                   {"signal", std::to_string(st->signal)}});
+      SavePids();
+    } else if (t.state == LocalTask::State::kStopping && !t.killed && now >= t.kill_at) {
+      t.proc->Signal(SIGKILL);
+      t.killed = true;
+      Log("kill", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
+                   {"attempt", std::to_string(t.order.attempt)}, {"signal", "SIGKILL"}});
+    }
+  }
+  RunScrubs();
+  for (auto& [key, t] : tasks_) {
+    if (!t.desired) continue;
+    if (t.order.action == TaskAction::kCheckpoint && !t.checkpoint_done && t.state != LocalTask::State::kRunning) {
+      t.checkpoint_done = true;  // nothing runs: nothing to save
+      t.checkpoint_acked = false;
+    }
+    if (t.state == LocalTask::State::kWaiting && t.order.action == TaskAction::kRun) {
+      if (t.order.task.command.empty() || ScrubPending(t.order.gpus) || GpusBusy(t.order.gpus, &t)) continue;
+      StartTask(t);
+    }
+    if (t.state == LocalTask::State::kRunning && t.order.action == TaskAction::kCheckpoint) {
+      if (!t.checkpoint_requested) {
+        std::error_code ec;
+        fs::remove(t.checkpoint_dir + "/ack", ec);
+        t.checkpoint_requested = true;
+        t.checkpoint_deadline = now + t.order.task.checkpoint_timeout;
+        t.proc->SignalLeader(t.order.task.checkpoint_signal);
+        Log("checkpoint", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
+                           {"attempt", std::to_string(t.order.attempt)},
+                           {"signal", std::to_string(t.order.task.checkpoint_signal)}});
+      } else if (!t.checkpoint_done) {
+        const bool acked = fs::exists(t.checkpoint_dir + "/ack");
+        if (acked || now >= t.checkpoint_deadline) {
+          t.checkpoint_done = true;
+          t.checkpoint_acked = acked;
+          Log(acked ? "checkpointed" : "checkpoint_timeout",
+              {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
+               {"attempt", std::to_string(t.order.attempt)}});
+        }
+      }
+    }
+    if (t.state == LocalTask::State::kRunning && t.order.idle_notice != t.notice_written) {
+      t.notice_written = t.order.idle_notice;
+      std::ofstream(t.notice_file, std::ios::app)
+          << json{{"unix_ms", ToMillis(WallNow())},
+                  {"notice", t.notice_written ? "idle" : "busy"},
+                  {"message", t.notice_written
+                                  ? "GPU utilization has stayed low: the job will be reclaimed (checkpointed and "
+                                    "stopped) after the grace period unless it gets busy"
+                                  : "the job is busy again: reclamation is off"}}
+                 .dump()
+          << "\n";
+      Log(t.notice_written ? "idle_notice" : "busy_notice",
+          {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)}});
+    }
+  }
+  // Forget finished tasks whose logs are all uploaded.
+  for (auto it = tasks_.begin(); it != tasks_.end();) {
+    LocalTask& t = it->second;
+    std::error_code ec;
+    const auto size = t.log_file.empty() ? 0 : fs::file_size(t.log_file, ec);
+    const bool uploaded = t.log_file.empty() || ec || static_cast<int64_t>(size) <= t.log_uploaded;
+    it = (t.state == LocalTask::State::kDone && uploaded) ? tasks_.erase(it) : std::next(it);
+  }
+}
+
+Status Agent::Heartbeat() {
+  HeartbeatRequest r;
+  r.node = options_.node;
+  if (auto s = backend_->Sample()) {
+    r.gpus = std::move(*s);
+  } else {
+    for (const GpuDevice& g : gpus_) {
+      GpuSample x;
+      x.index = g.index;
+      x.healthy = false;
+      x.health_detail = s.error().message;
+      r.gpus.push_back(x);
+    }
+  }
+  std::vector<TaskProbe> probes;
+  for (const auto& [key, t] : tasks_) {
+    if (t.state == LocalTask::State::kRunning) {
+      probes.push_back(TaskProbe{std::to_string(t.order.job) + "." + std::to_string(t.order.replica) + "." +
+                                     std::to_string(t.order.attempt),
+                                 t.proc->pid(), t.order.gpus});
+    }
+  }
+  const auto usage = backend_->SampleTasks(probes);
+  for (auto& [key, t] : tasks_) {
+    if (t.desired) {
+      TaskReport x;
+      x.job = t.order.job;
+      x.replica = t.order.replica;
+      x.attempt = t.order.attempt;
+      bool report = true;
+      if (t.order.action == TaskAction::kCheckpoint && t.checkpoint_done) {
+        x.phase = TaskPhase::kCheckpointed;
+        x.checkpoint_acked = t.checkpoint_acked;
+      } else if (t.state == LocalTask::State::kRunning) {
+        x.phase = TaskPhase::kRunning;
+        x.pid = t.proc->pid();
+        auto u = usage.find(std::to_string(t.order.job) + "." + std::to_string(t.order.replica) + "." +
+                            std::to_string(t.order.attempt));
+        if (u != usage.end()) {
+          x.util_pct = u->second.util_pct;
+          x.gpu_memory_mib = u->second.memory_mib;
+        }
+      } else if (t.state == LocalTask::State::kExited) {
+        x.phase = TaskPhase::kExited;
+        x.exit_code = t.exit.exit_code;
+        x.signal = t.exit.signal;
+      } else if (t.state == LocalTask::State::kStartFailed) {
+        x.phase = TaskPhase::kStartFailed;
+        x.error = t.error;
+      } else {
+        report = false;  // waiting to start
+      }
+      if (report) r.tasks.push_back(std::move(x));
+    }
+    // New log bytes.
+    if (!t.log_file.empty()) {
+      std::ifstream in(t.log_file, std::ios::binary);
+      if (in) {
+        in.seekg(0, std::ios::end);
+        const int64_t size = static_cast<int64_t>(in.tellg());
+        if (size > t.log_uploaded) {
+          std::string data(static_cast<size_t>(std::min(kMaxLogChunk, size - t.log_uploaded)), '\0');
+          in.seekg(t.log_uploaded);
+          in.read(data.data(), static_cast<std::streamsize>(data.size()));
+          data.resize(static_cast<size_t>(in.gcount()));
+          LogChunk c{t.order.job, t.order.replica, t.order.attempt, t.log_uploaded, SanitizeUtf8(data)};
+          if (!c.data.empty()) r.logs.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  for (const auto& [id, s] : scrubs_done_) r.scrubs.push_back(s);
+  int status = 0;
+  auto reply = Post("/v1/agent/heartbeat", ToJson(r), &status);
+  if (!reply) {
+    if (status == 404) registered_ = false;  // the server does not know the node (e.g. a new data directory)
+    return std::unexpected(reply.error());
+  }
+  auto parsed = ParseAgentReply(*reply);
+  if (!parsed.ok()) return IoError("heartbeat: bad reply: " + parsed.error.field + ": " + parsed.error.message);
+  Apply(*parsed.value);
+  return {};
+}
+
+void Agent::SavePids() const {
+  std::string text;
+  for (const auto& [key, t] : tasks_) {
+    if (t.proc && !t.proc->reaped()) text += std::to_string(t.proc->pid()) + "\n";
+  }
+  const std::string file = options_.work_dir + "/tasks.pids";
+  std::ofstream(file + ".tmp", std::ios::trunc) << text;
+  std::error_code ec;
+  fs::rename(file + ".tmp", file, ec);
+}
+
+void Agent::KillLeftovers() {
+  std::ifstream in(options_.work_dir + "/tasks.pids");
+  for (int pid = 0; in >> pid;) {
+    if (pid <= 1) continue;
+    // Only a process that still leads its own session (as the executor
+    // started it) is ours; a reused pid is left alone.
+    if (::getsid(pid) == pid) {
+      ::kill(-pid, SIGKILL);
+      Log("kill_leftover", {{"pid", std::to_string(pid)}});
+    }
+  }
+}
+
+int Agent::Run() {
+  std::error_code ec;
+  fs::create_directories(options_.work_dir, ec);
+  if (ec) {
+    std::cerr << "agent: cannot create " << options_.work_dir << ": " << ec.message() << "\n";
+    return 2;
+  }
+  KillLeftovers();
+  SavePids();
+  auto next_heartbeat = SteadyClock::now();
+  std::chrono::milliseconds backoff(500);
+  while (!stop_) {
+    if (!registered_) {
+      if (auto ok = Register(); !ok) {
+        Log("register_failed", {{"error", ok.error().message}});
+        if (ok.error().code == ErrorCode::kFailedPrecondition) {
+          const std::string& m = ok.error().message;
+          if (m.find("HTTP 401") != std::string::npos || m.find("HTTP 403") != std::string::npos) return 3;
+          if (m.find("HTTP 400") != std::string::npos || m.find("HTTP 409") != std::string::npos) return 4;
+        }
+        for (auto until = SteadyClock::now() + backoff; !stop_ && SteadyClock::now() < until;) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
+        continue;
+      }
+      backoff = std::chrono::milliseconds(500);
+      next_heartbeat = SteadyClock::now() + interval_;
+    }
+    Step();
+    if (SteadyClock::now() >= next_heartbeat) {
+      if (auto ok = Heartbeat(); !ok) Log("heartbeat_failed", {{"error", ok.error().message}});
+      next_heartbeat = SteadyClock::now() + interval_;
+      Step();  // act on the reply at once
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Leaving: the node's tasks stop with the agent (SIGTERM, then SIGKILL
+  // after their grace); the server re-places them once the node is down.
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
+  for (auto& [key, t] : tasks_) {
+    if (t.state == LocalTask::State::kRunning) {
+      t.desired = false;
+      BeginStop(t);
+    }
+  }
+  for (bool running = true; running;) {
+    running = false;
+    for (auto& [key, t] : tasks_) {
+      if (!t.proc || t.proc->reaped()) continue;
+      if (t.proc->Poll()) {
+        t.proc->Signal(SIGKILL);
+        continue;
+      }
+      running = true;
+      if (SteadyClock::now() >= std::min(deadline, t.kill_at)) t.proc->Signal(SIGKILL);
+    }
+    if (running) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  SavePids();
+  Log("stopped", {});
+  return 0;
+}
+
+}  // namespace gpupool

@@ -1,0 +1,92 @@
+// What the agent needs from a node's accelerators (OPS-1), behind one
+// interface with two implementations:
+//  - NVML (src/agent/nvml_backend.h): the NVIDIA driver's management library,
+//    loaded at run time with dlopen, so the binary has no build-time
+//    dependency on the driver and runs on machines without one;
+//  - fake (src/agent/fake_backend.h): GPUs described on the command line
+//    ("4xH100"), whose per-task utilization is the task's own CPU activity,
+//    so that idle reclamation can be exercised with real processes.
+//
+// Thread-safety: none; the agent calls one backend from one thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace gpupool {
+
+// A MIG instance (GPU instance + its compute instance) as the driver lists it.
+struct MigInstance {
+  std::string uuid;     // "MIG-...": what CUDA_VISIBLE_DEVICES takes
+  std::string profile;  // "3g.40gb"
+  int start = 0;        // first memory slice (the GPU instance placement start)
+  int64_t memory_mib = 0;
+};
+
+struct GpuDevice {
+  int index = 0;
+  std::string uuid;     // "GPU-...": what CUDA_VISIBLE_DEVICES takes
+  std::string product;  // as the driver names it: "NVIDIA H100 80GB HBM3"
+  std::string model;    // the catalog's name ("H100"); empty when no catalog model matches
+  int64_t memory_mib = 0;
+  bool mig_enabled = false;
+  std::vector<MigInstance> mig;
+  std::vector<int> nvlink_peers;  // indexes of this node's GPUs reached by an active NVLink, ascending
+};
+
+struct GpuProcess {
+  int pid = 0;
+  int64_t memory_mib = 0;
+};
+
+struct GpuSample {
+  int index = 0;
+  double util_pct = 0;  // SM activity over the driver's last sample period
+  int64_t memory_used_mib = 0;
+  int64_t memory_total_mib = 0;
+  int temperature_c = -1;  // -1: unknown
+  bool healthy = true;
+  std::string health_detail;  // why not healthy
+  std::vector<GpuProcess> processes;
+};
+
+// One running task, for per-task utilization: `pid` leads the task's
+// process group (the executor starts every task in its own session), so
+// the task's processes are those whose process group is `pid`.
+struct TaskProbe {
+  std::string key;  // the caller's name for the task
+  int pid = 0;
+  std::vector<int> gpus;  // GPU indexes the task was given
+};
+struct TaskUsage {
+  double util_pct = 0;     // GPU utilization attributed to the task, 0..100
+  int64_t memory_mib = 0;  // GPU memory its processes hold
+};
+
+struct ScrubResult {
+  int64_t bytes = 0;  // bytes zeroed
+  double seconds = 0;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual std::string name() const = 0;  // "nvml" or "fake"
+  // The node's GPUs, by index. Fails with the driver's reason.
+  virtual Result<std::vector<GpuDevice>> Discover() = 0;
+  // Utilization, memory, temperature, health and processes, per GPU.
+  virtual Result<std::vector<GpuSample>> Sample() = 0;
+  // Per task, the utilization since the previous call that named the same
+  // key (the first call: since the task started). Keys not named are
+  // forgotten.
+  virtual std::map<std::string, TaskUsage> SampleTasks(const std::vector<TaskProbe>& tasks) = 0;
+  // Zeroes the free memory of GPU `gpu`, or of the MIG instance `mig_uuid`
+  // on it when non-empty (RECLAIM-4), before another tenant's task starts.
+  virtual Result<ScrubResult> Scrub(int gpu, const std::string& mig_uuid) = 0;
+};
+
+}  // namespace gpupool

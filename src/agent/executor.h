@@ -1,0 +1,56 @@
+// Task processes (OPS-1): each replica is a real child process in its own
+// session (so its process group holds everything it starts), with its
+// output appended to a log file. Signals go to the whole process group.
+//
+// Spawned with posix_spawn (safe in the multi-threaded dev mode, unlike a
+// bare fork), with POSIX_SPAWN_SETSID and a chdir file action.
+//
+// Thread-safety: a ChildProcess is used by one thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace gpupool {
+
+struct LaunchSpec {
+  std::vector<std::string> argv;  // argv[0] is looked up on PATH
+  // Set in the child on top of the agent's environment (replacing names
+  // already there); names in `unset` are removed first.
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> unset;
+  std::string working_dir;  // must exist
+  std::string log_file;     // stdout and stderr, opened for append (created 0640)
+};
+
+struct ExitStatus {
+  int exit_code = 0;  // when it exited normally
+  int signal = 0;     // the signal that killed it, 0 if none
+  bool ok() const { return exit_code == 0 && signal == 0; }
+};
+
+class ChildProcess {
+ public:
+  // Starts the process. Fails (naming the program and the reason) when the
+  // log file cannot be opened or the program cannot be executed.
+  static Result<ChildProcess> Spawn(const LaunchSpec& spec);
+
+  int pid() const { return pid_; }
+  // Reaps the process if it has exited; nullopt while it runs.
+  std::optional<ExitStatus> Poll();
+  // Sends `sig` to its process group, which may outlive the process itself.
+  void Signal(int sig) const;
+  // Sends `sig` to the process only (nothing once it has been reaped).
+  void SignalLeader(int sig) const;
+  bool reaped() const { return reaped_; }
+
+ private:
+  int pid_ = -1;
+  bool reaped_ = false;
+};
+
+}  // namespace gpupool

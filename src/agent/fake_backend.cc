@@ -1,0 +1,148 @@
+#include "src/agent/fake_backend.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "src/base/sha256.h"
+#include "src/base/time_text.h"
+#include "src/model/cluster.h"
+#include "src/model/gpu_catalog.h"
+
+namespace gpupool {
+
+Result<std::vector<GpuDevice>> ParseFakeGpus(const std::string& spec, const std::string& node) {
+  std::vector<std::string> models;
+  if (spec.empty()) return InvalidArgument("--fake-gpus: empty (expected e.g. 4xH100 or H100,H100)");
+  if (const size_t x = spec.find('x'); x != std::string::npos && x > 0 &&
+                                       std::all_of(spec.begin(), spec.begin() + x, ::isdigit)) {
+    const int n = std::stoi(spec.substr(0, std::min<size_t>(x, 3)));
+    if (x > 3 || n < 1 || n > kMaxGpusPerNode) {
+      return InvalidArgument("--fake-gpus: '" + spec + "': the count must be 1 to " + std::to_string(kMaxGpusPerNode));
+    }
+    models.assign(n, spec.substr(x + 1));
+  } else {
+    std::stringstream in(spec);
+    for (std::string m; std::getline(in, m, ',');) models.push_back(m);
+    if (models.size() > static_cast<size_t>(kMaxGpusPerNode)) {
+      return InvalidArgument("--fake-gpus: at most " + std::to_string(kMaxGpusPerNode) + " GPUs per node");
+    }
+  }
+  std::vector<GpuDevice> gpus;
+  for (size_t i = 0; i < models.size(); ++i) {
+    const auto id = Catalog::Builtin().Find(models[i]);
+    if (!id) {
+      return InvalidArgument("--fake-gpus: unknown GPU model '" + models[i] + "' (known: " + Catalog::Builtin().Names() +
+                             ")");
+    }
+    if (i > 0 && models[i] != models[0]) {
+      return InvalidArgument("--fake-gpus: a node holds GPUs of one model (got " + models[0] + " and " + models[i] + ")");
+    }
+    const GpuModel& m = Catalog::Builtin().Get(*id);
+    GpuDevice g;
+    g.index = static_cast<int>(i);
+    Sha256 hasher;
+    hasher.Update(node + "/" + std::to_string(i));
+    const std::string h = hasher.HexDigest();
+    g.uuid = "GPU-" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" +
+             h.substr(20, 12);
+    g.product = "fake " + m.name;
+    g.model = m.name;
+    g.memory_mib = m.memory_mib;
+    gpus.push_back(std::move(g));
+  }
+  // NVLink-class models get an all-to-all NVLink domain, like an SXM board.
+  for (GpuDevice& g : gpus) {
+    const GpuModel& m = Catalog::Builtin().Get(*Catalog::Builtin().Find(g.model));
+    if (m.interconnect_gbps < 300) continue;
+    for (const GpuDevice& p : gpus) {
+      if (p.index != g.index) g.nvlink_peers.push_back(p.index);
+    }
+  }
+  return gpus;
+}
+
+double ProcessGroupCpuSeconds(int pgid) {
+  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  double total = 0;
+  DIR* d = opendir("/proc");
+  if (!d) return 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    std::ifstream in(path);
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    const size_t close = line.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream fields(line.substr(close + 2));
+    std::string state;
+    long long ppid = 0, pgrp = 0, session = 0, tty = 0, tpgid = 0;
+    unsigned long long flags = 0, minflt = 0, cminflt = 0, majflt = 0, cmajflt = 0, utime = 0, stime = 0;
+    fields >> state >> ppid >> pgrp >> session >> tty >> tpgid >> flags >> minflt >> cminflt >> majflt >> cmajflt >>
+        utime >> stime;
+    if (!fields || pgrp != pgid) continue;
+    total += static_cast<double>(utime + stime) / ticks;
+  }
+  closedir(d);
+  return total;
+}
+
+FakeBackend::FakeBackend(std::vector<GpuDevice> gpus, std::string scrub_record_file)
+    : gpus_(std::move(gpus)), record_file_(std::move(scrub_record_file)), gpu_util_(gpus_.size(), 0) {}
+
+Result<std::vector<GpuSample>> FakeBackend::Sample() {
+  std::vector<GpuSample> out;
+  for (const GpuDevice& g : gpus_) {
+    GpuSample s;
+    s.index = g.index;
+    s.util_pct = std::min(100.0, gpu_util_[g.index]);
+    s.memory_total_mib = g.memory_mib;
+    s.temperature_c = 30 + static_cast<int>(s.util_pct / 2);
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::map<std::string, TaskUsage> FakeBackend::SampleTasks(const std::vector<TaskProbe>& tasks) {
+  const auto now = std::chrono::steady_clock::now();
+  std::map<std::string, TaskUsage> out;
+  std::map<std::string, CpuMark> marks;
+  std::fill(gpu_util_.begin(), gpu_util_.end(), 0.0);
+  for (const TaskProbe& t : tasks) {
+    const double cpu = ProcessGroupCpuSeconds(t.pid);
+    auto it = marks_.find(t.key);
+    TaskUsage u;
+    if (it != marks_.end()) {
+      const double wall = std::chrono::duration<double>(now - it->second.at).count();
+      if (wall > 0) u.util_pct = std::clamp((cpu - it->second.cpu_seconds) / wall * 100.0, 0.0, 100.0);
+    }
+    marks[t.key] = CpuMark{cpu, now};
+    for (int g : t.gpus) {
+      if (g >= 0 && g < static_cast<int>(gpu_util_.size())) gpu_util_[g] += u.util_pct;
+    }
+    out[t.key] = u;
+  }
+  marks_.swap(marks);
+  return out;
+}
+
+Result<ScrubResult> FakeBackend::Scrub(int gpu, const std::string& mig_uuid) {
+  if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) return InvalidArgument("scrub: no GPU " + std::to_string(gpu));
+  ScrubRecord r{gpu, mig_uuid, ToMillis(WallNow())};
+  scrubs_.push_back(r);
+  if (!record_file_.empty()) {
+    std::ofstream out(record_file_, std::ios::app);
+    out << "{\"gpu\":" << gpu << ",\"mig_uuid\":\"" << mig_uuid << "\",\"unix_ms\":" << r.unix_ms << "}\n";
+    if (!out) return IoError("scrub: cannot append to " + record_file_);
+  }
+  return ScrubResult{gpus_[gpu].memory_mib << 20, 0.0};
+}
+
+}  // namespace gpupool

@@ -1,0 +1,60 @@
+// Fake GPUs for machines without them (development, tests, demos): the
+// devices come from a spec, and a task's GPU utilization is its own CPU
+// activity, so a busy task looks busy and a sleeping one idle, and idle
+// reclamation works on real processes.
+//
+// Spec: "4xH100", "2xA100-80GB", or a comma list "H100,H100" (one model per
+// node); the models are catalog names (src/model/gpu_catalog.h). UUIDs are
+// derived from the node name and index, so they are stable across restarts.
+//
+// Scrubs are recorded (Scrubs()) and, when a record file is given, appended
+// to it as JSON lines {"gpu":0,"unix_ms":...} for tests and demos.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/agent/device_backend.h"
+
+namespace gpupool {
+
+// The devices of a spec; an Error names the bad part ("--fake-gpus: ...").
+Result<std::vector<GpuDevice>> ParseFakeGpus(const std::string& spec, const std::string& node);
+
+struct ScrubRecord {
+  int gpu = 0;
+  std::string mig_uuid;
+  int64_t unix_ms = 0;
+};
+
+class FakeBackend : public DeviceBackend {
+ public:
+  FakeBackend(std::vector<GpuDevice> gpus, std::string scrub_record_file = "");
+  std::string name() const override { return "fake"; }
+  Result<std::vector<GpuDevice>> Discover() override { return gpus_; }
+  Result<std::vector<GpuSample>> Sample() override;
+  std::map<std::string, TaskUsage> SampleTasks(const std::vector<TaskProbe>& tasks) override;
+  Result<ScrubResult> Scrub(int gpu, const std::string& mig_uuid) override;
+  const std::vector<ScrubRecord>& Scrubs() const { return scrubs_; }
+
+ private:
+  struct CpuMark {
+    double cpu_seconds = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::vector<GpuDevice> gpus_;
+  std::string record_file_;
+  std::map<std::string, CpuMark> marks_;
+  std::vector<double> gpu_util_;  // from the last SampleTasks
+  std::vector<ScrubRecord> scrubs_;
+};
+
+// CPU seconds (user + system) used so far by the live processes whose
+// process group is `pgid`, from /proc. Processes that exited are not
+// counted (their time went to their reaped parent, if any).
+double ProcessGroupCpuSeconds(int pgid);
+
+}  // namespace gpupool

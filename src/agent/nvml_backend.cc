@@ -1,0 +1,872 @@
+#include "src/agent/nvml_backend.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "src/model/gpu_catalog.h"
+#include "src/model/mig.h"
+
+extern char** environ;
+
+namespace gpupool {
+namespace {
+
+// ---------------------------------------------------------------------------
+// The slice of NVML's C ABI this backend uses, declared here so that nothing
+// at build time depends on nvml.h. Values and layouts are those of NVIDIA's
+// NVML API reference; C enums are passed as int (same size and calling
+// convention on the platforms the driver supports).
+
+using nvmlReturn_t = int;
+constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
+constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
+constexpr nvmlReturn_t NVML_ERROR_NO_PERMISSION = 4;
+constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
+constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
+
+struct nvmlDevice_st;
+using nvmlDevice_t = nvmlDevice_st*;
+struct nvmlGpuInstance_st;
+using nvmlGpuInstance_t = nvmlGpuInstance_st*;
+
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+struct nvmlUtilization_t {
+  unsigned int gpu;
+  unsigned int memory;
+};
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];  // NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];  // NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE
+};
+// The layout nvmlDeviceGetComputeRunningProcesses_v3 fills (nvmlProcessInfo_v2_t).
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // bytes, or NVML_VALUE_NOT_AVAILABLE
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+struct nvmlProcessUtilizationSample_t {
+  unsigned int pid;
+  unsigned long long timeStamp;  // CPU time, microseconds
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+};
+struct nvmlGpuInstancePlacement_t {
+  unsigned int start;  // first memory slice
+  unsigned int size;   // memory slices
+};
+struct nvmlGpuInstanceInfo_t {
+  nvmlDevice_t device;
+  unsigned int id;
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;
+};
+
+constexpr int NVML_TEMPERATURE_GPU = 0;               // nvmlTemperatureSensors_t
+constexpr int NVML_FEATURE_ENABLED = 1;               // nvmlEnableState_t
+constexpr unsigned int NVML_DEVICE_MIG_ENABLE = 1;
+constexpr int NVML_NVLINK_DEVICE_TYPE_SWITCH = 2;     // nvmlIntNvLinkDeviceType_t
+constexpr unsigned int kNvlinkMaxLinks = 18;          // NVML_NVLINK_MAX_LINKS (Hopper)
+constexpr unsigned int kUuidBufferSize = 96;          // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+constexpr unsigned int kNameBufferSize = 96;          // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+constexpr unsigned long long kValueNotAvailable = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE
+
+// The resolved entry points. Required ones are non-null once OpenNvmlBackend
+// succeeds; optional ones are null when the driver predates them.
+struct NvmlApi {
+  nvmlReturn_t (*Init)();
+  nvmlReturn_t (*Shutdown)();
+  const char* (*ErrorString)(nvmlReturn_t);
+  nvmlReturn_t (*DeviceGetCount)(unsigned int*);
+  nvmlReturn_t (*DeviceGetHandleByIndex)(unsigned int, nvmlDevice_t*);
+  nvmlReturn_t (*DeviceGetUUID)(nvmlDevice_t, char*, unsigned int);
+  nvmlReturn_t (*DeviceGetName)(nvmlDevice_t, char*, unsigned int);
+  nvmlReturn_t (*DeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemory_t*);
+  nvmlReturn_t (*DeviceGetPciInfo)(nvmlDevice_t, nvmlPciInfo_t*);
+  nvmlReturn_t (*DeviceGetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*);
+  nvmlReturn_t (*DeviceGetTemperature)(nvmlDevice_t, int, unsigned int*);
+  nvmlReturn_t (*DeviceGetComputeRunningProcesses)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*);
+  nvmlReturn_t (*DeviceGetMigMode)(nvmlDevice_t, unsigned int*, unsigned int*);
+  nvmlReturn_t (*DeviceGetMaxMigDeviceCount)(nvmlDevice_t, unsigned int*);
+  nvmlReturn_t (*DeviceGetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
+  nvmlReturn_t (*DeviceGetGpuInstanceId)(nvmlDevice_t, unsigned int*);
+  nvmlReturn_t (*DeviceGetGpuInstanceById)(nvmlDevice_t, unsigned int, nvmlGpuInstance_t*);
+  nvmlReturn_t (*GpuInstanceGetInfo)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*);
+  nvmlReturn_t (*DeviceGetNvLinkState)(nvmlDevice_t, unsigned int, int*);
+  nvmlReturn_t (*DeviceGetNvLinkRemotePciInfo)(nvmlDevice_t, unsigned int, nvmlPciInfo_t*);
+  // Optional.
+  nvmlReturn_t (*DeviceGetProcessUtilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,
+                                              unsigned long long);
+  nvmlReturn_t (*DeviceGetNvLinkRemoteDeviceType)(nvmlDevice_t, unsigned int, int*);
+  nvmlReturn_t (*DeviceGetRemappedRows)(nvmlDevice_t, unsigned int*, unsigned int*, unsigned int*, unsigned int*);
+};
+
+// A PCI function as (domain, bus, device, function): how NVLink remote ends
+// are matched to this node's GPUs. Parsed from busId, whose domain width
+// differs between APIs ("00000000:17:00.0" vs "0000:17:00.0").
+using PciAddress = std::tuple<unsigned, unsigned, unsigned, unsigned>;
+PciAddress PciAddressOf(const nvmlPciInfo_t& pci) {
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  std::string id(pci.busId, strnlen(pci.busId, sizeof(pci.busId)));
+  if (std::sscanf(id.c_str(), "%x:%x:%x.%x", &domain, &bus, &device, &function) == 4) {
+    return {domain, bus, device, function};
+  }
+  return {pci.domain, pci.bus, pci.device, 0};
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+// Process group of `pid` (field 5 of /proc/PID/stat), or nullopt when the
+// process is gone. The command name (field 2) may hold spaces and ')', so
+// fields are counted after the last ')'.
+std::optional<int> ProcessGroupOf(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!in || !std::getline(in, stat)) return std::nullopt;
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string state;
+  long ppid = 0, pgrp = 0;
+  if (!(rest >> state >> ppid >> pgrp)) return std::nullopt;
+  return static_cast<int>(pgrp);
+}
+
+struct ChildRun {
+  int status = 0;  // as waitpid reports it
+  bool timed_out = false;
+  std::string out, err;
+};
+
+// Runs `argv` (argv[0] is the executable's path; no shell) with environment
+// `env`, stdin from /dev/null, and captures stdout and stderr. Kills it with
+// SIGKILL after `timeout_s`.
+Result<ChildRun> RunChild(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          double timeout_s) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return IoError(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    const int e = errno;
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return IoError(std::string("pipe: ") + std::strerror(e));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (rc != 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    return IoError("cannot run " + argv[0] + ": " + std::strerror(rc));
+  }
+
+  ChildRun run;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&run.out, &run.err};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    using std::chrono::milliseconds;
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      run.timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    const int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2 && n > 0; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[4096];
+      const ssize_t got = read(fds[i].fd, buf, sizeof(buf));
+      if (got > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(got));
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        close(fds[i].fd);
+        fds[i].fd = -1;  // poll ignores negative descriptors
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds) {
+    if (f.fd >= 0) close(f.fd);
+  }
+  while (waitpid(pid, &run.status, 0) < 0 && errno == EINTR) {
+  }
+  return run;
+}
+
+std::string DirectoryOfSelf() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+class NvmlBackend final : public DeviceBackend {
+ public:
+  NvmlBackend(void* library, const NvmlApi& api, NvmlOptions options)
+      : library_(library), api_(api), options_(std::move(options)) {}
+  ~NvmlBackend() override {
+    api_.Shutdown();
+    dlclose(library_);
+  }
+  NvmlBackend(const NvmlBackend&) = delete;
+  NvmlBackend& operator=(const NvmlBackend&) = delete;
+
+  std::string name() const override { return "nvml"; }
+  Result<std::vector<GpuDevice>> Discover() override;
+  Result<std::vector<GpuSample>> Sample() override;
+  std::map<std::string, TaskUsage> SampleTasks(const std::vector<TaskProbe>& tasks) override;
+  Result<ScrubResult> Scrub(int gpu, const std::string& mig_uuid) override;
+
+ private:
+  // "nvmlDeviceGetTemperature (GPU 3): Unknown Error"
+  std::string Why(const char* call, nvmlReturn_t rc, int gpu = -1) const {
+    std::string s = call;
+    if (gpu >= 0) s += " (GPU " + std::to_string(gpu) + ")";
+    const char* text = api_.ErrorString(rc);
+    return s + ": " + (text ? text : ("NVML error " + std::to_string(rc)));
+  }
+  Result<unsigned int> Count() const;
+  Result<nvmlDevice_t> Handle(int index) const;
+  Result<std::string> UuidOf(nvmlDevice_t d, int gpu) const;
+  Result<std::string> NameOf(nvmlDevice_t d, int gpu) const;
+  // MIG device handles under `parent` (those that exist; the index range has gaps).
+  Result<std::vector<nvmlDevice_t>> MigHandles(nvmlDevice_t parent, int gpu) const;
+  Result<std::vector<MigInstance>> MigInstancesOf(nvmlDevice_t parent, int gpu, const std::string& model) const;
+  // Two-call pattern: ask for the count, then fill; retries when processes
+  // appear in between.
+  nvmlReturn_t Processes(nvmlDevice_t d, std::vector<nvmlProcessInfo_t>* out) const;
+  nvmlReturn_t ProcessUtilization(nvmlDevice_t d, unsigned long long since_us,
+                                  std::vector<nvmlProcessUtilizationSample_t>* out) const;
+
+  void* library_;
+  NvmlApi api_;
+  NvmlOptions options_;
+  // Per GPU index, the newest process-utilization sample already read
+  // (NVML's lastSeenTimeStamp, CPU microseconds).
+  std::map<int, unsigned long long> last_seen_us_;
+};
+
+Result<unsigned int> NvmlBackend::Count() const {
+  unsigned int n = 0;
+  if (const nvmlReturn_t rc = api_.DeviceGetCount(&n); rc != NVML_SUCCESS) {
+    return FailedPrecondition(Why("nvmlDeviceGetCount_v2", rc));
+  }
+  return n;
+}
+
+Result<nvmlDevice_t> NvmlBackend::Handle(int index) const {
+  nvmlDevice_t d = nullptr;
+  if (const nvmlReturn_t rc = api_.DeviceGetHandleByIndex(static_cast<unsigned>(index), &d); rc != NVML_SUCCESS) {
+    return FailedPrecondition(Why("nvmlDeviceGetHandleByIndex_v2", rc, index));
+  }
+  return d;
+}
+
+Result<std::string> NvmlBackend::UuidOf(nvmlDevice_t d, int gpu) const {
+  char buf[kUuidBufferSize] = {};
+  if (const nvmlReturn_t rc = api_.DeviceGetUUID(d, buf, sizeof(buf)); rc != NVML_SUCCESS) {
+    return FailedPrecondition(Why("nvmlDeviceGetUUID", rc, gpu));
+  }
+  return std::string(buf, strnlen(buf, sizeof(buf)));
+}
+
+Result<std::string> NvmlBackend::NameOf(nvmlDevice_t d, int gpu) const {
+  char buf[kNameBufferSize] = {};
+  if (const nvmlReturn_t rc = api_.DeviceGetName(d, buf, sizeof(buf)); rc != NVML_SUCCESS) {
+    return FailedPrecondition(Why("nvmlDeviceGetName", rc, gpu));
+  }
+  return std::string(buf, strnlen(buf, sizeof(buf)));
+}
+
+Result<std::vector<nvmlDevice_t>> NvmlBackend::MigHandles(nvmlDevice_t parent, int gpu) const {
+  unsigned int max = 0;
+  if (const nvmlReturn_t rc = api_.DeviceGetMaxMigDeviceCount(parent, &max); rc != NVML_SUCCESS) {
+    return FailedPrecondition(Why("nvmlDeviceGetMaxMigDeviceCount", rc, gpu));
+  }
+  std::vector<nvmlDevice_t> out;
+  for (unsigned int k = 0; k < max; ++k) {
+    nvmlDevice_t m = nullptr;
+    const nvmlReturn_t rc = api_.DeviceGetMigDeviceHandleByIndex(parent, k, &m);
+    if (rc == NVML_ERROR_NOT_FOUND || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // no MIG device there
+    if (rc != NVML_SUCCESS) return FailedPrecondition(Why("nvmlDeviceGetMigDeviceHandleByIndex", rc, gpu));
+    out.push_back(m);
+  }
+  return out;
+}
+
+// Profile: the MIG device's name carries it ("... MIG 3g.40gb"), as
+// nvidia-smi shows it; that holds for compute instances smaller than their
+// GPU instance too ("1c.3g.40gb"), which a lookup by GPU-instance profile
+// would not tell apart. Only when the name carries none is it derived from
+// the built-in MIG table: the one profile of the model that occupies the
+// placement's number of memory slices (an error when several do). Start:
+// the GPU instance's placement, which NVML reveals to privileged users only.
+Result<std::vector<MigInstance>> NvmlBackend::MigInstancesOf(nvmlDevice_t parent, int gpu,
+                                                             const std::string& model) const {
+  auto handles = MigHandles(parent, gpu);
+  if (!handles) return std::unexpected(handles.error());
+  std::vector<MigInstance> out;
+  for (nvmlDevice_t m : *handles) {
+    MigInstance mi;
+    auto uuid = UuidOf(m, gpu);
+    if (!uuid) return std::unexpected(uuid.error());
+    mi.uuid = *uuid;
+    auto name = NameOf(m, gpu);
+    if (!name) return std::unexpected(name.error());
+    nvmlMemory_t mem{};
+    if (const nvmlReturn_t rc = api_.DeviceGetMemoryInfo(m, &mem); rc != NVML_SUCCESS) {
+      return FailedPrecondition(Why("nvmlDeviceGetMemoryInfo", rc, gpu) + " for MIG device " + mi.uuid);
+    }
+    mi.memory_mib = static_cast<int64_t>(mem.total >> 20);
+    unsigned int gi_id = 0;
+    if (const nvmlReturn_t rc = api_.DeviceGetGpuInstanceId(m, &gi_id); rc != NVML_SUCCESS) {
+      return FailedPrecondition(Why("nvmlDeviceGetGpuInstanceId", rc, gpu) + " for MIG device " + mi.uuid);
+    }
+    nvmlGpuInstance_t gi = nullptr;
+    if (const nvmlReturn_t rc = api_.DeviceGetGpuInstanceById(parent, gi_id, &gi); rc != NVML_SUCCESS) {
+      std::string why = Why("nvmlDeviceGetGpuInstanceById", rc, gpu) + " for MIG device " + mi.uuid;
+      if (rc == NVML_ERROR_NO_PERMISSION) why += " (MIG placements are visible to root only)";
+      return FailedPrecondition(why);
+    }
+    nvmlGpuInstanceInfo_t info{};
+    if (const nvmlReturn_t rc = api_.GpuInstanceGetInfo(gi, &info); rc != NVML_SUCCESS) {
+      return FailedPrecondition(Why("nvmlGpuInstanceGetInfo", rc, gpu) + " for MIG device " + mi.uuid);
+    }
+    mi.start = static_cast<int>(info.placement.start);
+    mi.profile = MigProfileFromDeviceName(*name);
+    if (mi.profile.empty()) {
+      const MigTable* table = FindMigTable(model);
+      std::vector<std::string> fits;
+      if (table) {
+        for (const auto& p : table->profiles) {
+          if (!p.media_extensions && p.memory_slices == info.placement.size) fits.push_back(p.name);
+        }
+      }
+      if (fits.size() != 1) {
+        return FailedPrecondition("GPU " + std::to_string(gpu) + ": cannot tell the MIG profile of " + mi.uuid +
+                                  " from its name '" + *name + "' (" + std::to_string(info.placement.size) +
+                                  " memory slices)");
+      }
+      mi.profile = fits[0];
+    }
+    out.push_back(std::move(mi));
+  }
+  std::sort(out.begin(), out.end(), [](const MigInstance& a, const MigInstance& b) {
+    return std::tie(a.start, a.uuid) < std::tie(b.start, b.uuid);
+  });
+  return out;
+}
+
+Result<std::vector<GpuDevice>> NvmlBackend::Discover() {
+  auto count = Count();
+  if (!count) return std::unexpected(count.error());
+  const int n = static_cast<int>(*count);
+  std::vector<GpuDevice> gpus(n);
+  std::vector<PciAddress> address(n);
+  std::vector<std::vector<PciAddress>> remote(n);  // GPU-side ends of active links
+  std::vector<bool> on_switch(n, false);           // an active link ends at an NVSwitch
+  for (int i = 0; i < n; ++i) {
+    GpuDevice& g = gpus[i];
+    g.index = i;
+    auto h = Handle(i);
+    if (!h) return std::unexpected(h.error());
+    auto uuid = UuidOf(*h, i);
+    if (!uuid) return std::unexpected(uuid.error());
+    g.uuid = *uuid;
+    auto name = NameOf(*h, i);
+    if (!name) return std::unexpected(name.error());
+    g.product = *name;
+    nvmlMemory_t mem{};
+    if (const nvmlReturn_t rc = api_.DeviceGetMemoryInfo(*h, &mem); rc != NVML_SUCCESS) {
+      return FailedPrecondition(Why("nvmlDeviceGetMemoryInfo", rc, i));
+    }
+    g.memory_mib = static_cast<int64_t>(mem.total >> 20);
+    g.model = CatalogModelForProduct(g.product, g.memory_mib);
+
+    unsigned int current = 0, pending = 0;
+    const nvmlReturn_t mig_rc = api_.DeviceGetMigMode(*h, &current, &pending);
+    if (mig_rc == NVML_SUCCESS) {
+      g.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
+    } else if (mig_rc != NVML_ERROR_NOT_SUPPORTED) {
+      return FailedPrecondition(Why("nvmlDeviceGetMigMode", mig_rc, i));
+    }
+    if (g.mig_enabled) {
+      auto mig = MigInstancesOf(*h, i, g.model);
+      if (!mig) return std::unexpected(mig.error());
+      g.mig = std::move(*mig);
+    }
+
+    nvmlPciInfo_t pci{};
+    if (const nvmlReturn_t rc = api_.DeviceGetPciInfo(*h, &pci); rc != NVML_SUCCESS) {
+      return FailedPrecondition(Why("nvmlDeviceGetPciInfo_v3", rc, i));
+    }
+    address[i] = PciAddressOf(pci);
+    // Links a GPU lacks answer "not supported" or "invalid argument"; any
+    // error on one link only leaves that link out.
+    for (unsigned int link = 0; link < kNvlinkMaxLinks; ++link) {
+      int state = 0;
+      if (api_.DeviceGetNvLinkState(*h, link, &state) != NVML_SUCCESS || state != NVML_FEATURE_ENABLED) continue;
+      if (api_.DeviceGetNvLinkRemoteDeviceType) {
+        int type = -1;
+        if (api_.DeviceGetNvLinkRemoteDeviceType(*h, link, &type) == NVML_SUCCESS &&
+            type == NVML_NVLINK_DEVICE_TYPE_SWITCH) {
+          on_switch[i] = true;
+          continue;
+        }
+      }
+      nvmlPciInfo_t far{};
+      if (api_.DeviceGetNvLinkRemotePciInfo(*h, link, &far) != NVML_SUCCESS) continue;
+      remote[i].push_back(PciAddressOf(far));
+    }
+  }
+  // Peers: a GPU whose PCI address ends one of our active links; and, on
+  // NVSwitch systems (HGX), every GPU with an active link into the switch
+  // fabric reaches every other one.
+  for (int i = 0; i < n; ++i) {
+    std::set<int> peers;
+    for (const PciAddress& far : remote[i]) {
+      for (int j = 0; j < n; ++j) {
+        if (j != i && address[j] == far) peers.insert(j);
+      }
+    }
+    if (on_switch[i]) {
+      for (int j = 0; j < n; ++j) {
+        if (j != i && on_switch[j]) peers.insert(j);
+      }
+    }
+    gpus[i].nvlink_peers.assign(peers.begin(), peers.end());
+  }
+  return gpus;
+}
+
+nvmlReturn_t NvmlBackend::Processes(nvmlDevice_t d, std::vector<nvmlProcessInfo_t>* out) const {
+  out->clear();
+  unsigned int n = 0;
+  nvmlReturn_t rc = api_.DeviceGetComputeRunningProcesses(d, &n, nullptr);
+  if (rc == NVML_SUCCESS) return rc;  // none
+  for (int attempt = 0; attempt < 4 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
+    out->resize(n + 8);  // room for processes starting between the calls
+    unsigned int cap = static_cast<unsigned int>(out->size());
+    rc = api_.DeviceGetComputeRunningProcesses(d, &cap, out->data());
+    if (rc == NVML_SUCCESS) {
+      out->resize(std::min<size_t>(cap, out->size()));
+      return rc;
+    }
+    n = std::max(cap, n * 2);
+  }
+  out->clear();
+  return rc;
+}
+
+nvmlReturn_t NvmlBackend::ProcessUtilization(nvmlDevice_t d, unsigned long long since_us,
+                                             std::vector<nvmlProcessUtilizationSample_t>* out) const {
+  out->clear();
+  if (!api_.DeviceGetProcessUtilization) return NVML_ERROR_NOT_SUPPORTED;
+  unsigned int n = 0;
+  nvmlReturn_t rc = api_.DeviceGetProcessUtilization(d, nullptr, &n, since_us);
+  if (rc == NVML_SUCCESS && n == 0) return NVML_ERROR_NOT_FOUND;
+  for (int attempt = 0; attempt < 4 && (rc == NVML_ERROR_INSUFFICIENT_SIZE || rc == NVML_SUCCESS); ++attempt) {
+    out->resize(n + 8);
+    unsigned int cap = static_cast<unsigned int>(out->size());
+    rc = api_.DeviceGetProcessUtilization(d, out->data(), &cap, since_us);
+    if (rc == NVML_SUCCESS) {
+      out->resize(std::min<size_t>(cap, out->size()));
+      return rc;
+    }
+    n = std::max(cap, n * 2);
+  }
+  out->clear();
+  return rc;
+}
+
+Result<std::vector<GpuSample>> NvmlBackend::Sample() {
+  auto count = Count();
+  if (!count) return std::unexpected(count.error());
+  const int n = static_cast<int>(*count);
+  std::vector<GpuSample> samples(n);
+  for (int i = 0; i < n; ++i) {
+    GpuSample& s = samples[i];
+    s.index = i;
+    auto unhealthy = [&s](const std::string& why) {
+      s.healthy = false;
+      s.health_detail += (s.health_detail.empty() ? "" : "; ") + why;
+    };
+    auto h = Handle(i);
+    if (!h) {
+      unhealthy(h.error().message);
+      continue;
+    }
+    // "Not supported" is a missing feature, not a fault: utilization in MIG
+    // mode, temperature on some boards, row remapping before Ampere.
+    nvmlUtilization_t util{};
+    if (const nvmlReturn_t rc = api_.DeviceGetUtilizationRates(*h, &util); rc == NVML_SUCCESS) {
+      s.util_pct = std::min(100u, util.gpu);
+    } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
+      unhealthy(Why("nvmlDeviceGetUtilizationRates", rc, i));
+    }
+    nvmlMemory_t mem{};
+    if (const nvmlReturn_t rc = api_.DeviceGetMemoryInfo(*h, &mem); rc == NVML_SUCCESS) {
+      s.memory_used_mib = static_cast<int64_t>(mem.used >> 20);
+      s.memory_total_mib = static_cast<int64_t>(mem.total >> 20);
+    } else {
+      unhealthy(Why("nvmlDeviceGetMemoryInfo", rc, i));
+    }
+    unsigned int temp = 0;
+    if (const nvmlReturn_t rc = api_.DeviceGetTemperature(*h, NVML_TEMPERATURE_GPU, &temp); rc == NVML_SUCCESS) {
+      s.temperature_c = static_cast<int>(temp);
+    } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
+      unhealthy(Why("nvmlDeviceGetTemperature", rc, i));
+    }
+    std::vector<nvmlProcessInfo_t> procs;
+    if (const nvmlReturn_t rc = Processes(*h, &procs); rc == NVML_SUCCESS) {
+      for (const auto& p : procs) {
+        s.processes.push_back(
+            {static_cast<int>(p.pid),
+             p.usedGpuMemory == kValueNotAvailable ? 0 : static_cast<int64_t>(p.usedGpuMemory >> 20)});
+      }
+    } else if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_NO_PERMISSION) {
+      unhealthy(Why("nvmlDeviceGetComputeRunningProcesses_v3", rc, i));
+    }
+    if (api_.DeviceGetRemappedRows) {
+      unsigned int corrected = 0, uncorrected = 0, pending = 0, failed = 0;
+      const nvmlReturn_t rc = api_.DeviceGetRemappedRows(*h, &corrected, &uncorrected, &pending, &failed);
+      if (rc == NVML_SUCCESS) {
+        if (failed) unhealthy("GPU " + std::to_string(i) + ": a memory row remapping failed");
+        if (pending) unhealthy("GPU " + std::to_string(i) + ": memory row remapping pending (needs a GPU reset)");
+      } else if (rc != NVML_ERROR_NOT_SUPPORTED) {
+        unhealthy(Why("nvmlDeviceGetRemappedRows", rc, i));
+      }
+    }
+  }
+  return samples;
+}
+
+// Per GPU: util(task, g) = min(100, sum over the task's processes p on g of
+// sm(p)), where sm(p) is the mean SM utilization of p's samples newer than
+// the last one read; processes without a new sample were idle (NVML lists
+// only processes with non-zero utilization). Where the driver keeps no
+// per-process samples, util(task, g) = the device's utilization. A task's
+// util_pct is the mean over its GPUs; memory is the sum of its processes'
+// used memory on every GPU. A task none of whose GPUs could be measured is
+// left out of the result.
+std::map<std::string, TaskUsage> NvmlBackend::SampleTasks(const std::vector<TaskProbe>& tasks) {
+  std::map<std::string, TaskUsage> result;
+  auto count = Count();
+  if (!count) return result;
+  const int n = static_cast<int>(*count);
+
+  struct GpuView {
+    bool measured = false;
+    bool per_process = false;
+    double device_util = 0;
+    std::map<int, double> sm_by_pid;
+    std::vector<nvmlProcessInfo_t> processes;
+  };
+  std::vector<GpuView> view(n);
+  std::map<int, std::optional<int>> group_of;  // pid -> process group, read once per call
+  auto group = [&group_of](int pid) {
+    auto it = group_of.find(pid);
+    if (it == group_of.end()) it = group_of.emplace(pid, ProcessGroupOf(pid)).first;
+    return it->second;
+  };
+
+  for (int i = 0; i < n; ++i) {
+    auto h = Handle(i);
+    if (!h) continue;
+    GpuView& v = view[i];
+    if (Processes(*h, &v.processes) != NVML_SUCCESS) v.processes.clear();
+    std::vector<nvmlProcessUtilizationSample_t> samples;
+    unsigned long long& last_seen = last_seen_us_[i];
+    const nvmlReturn_t rc = ProcessUtilization(*h, last_seen, &samples);
+    if (rc == NVML_SUCCESS || rc == NVML_ERROR_NOT_FOUND) {
+      v.measured = v.per_process = true;
+      std::map<int, std::pair<double, int>> sum;  // pid -> (sum of sm, samples)
+      for (const auto& s : samples) {
+        if (s.timeStamp <= last_seen) continue;  // the driver should not return these
+        auto& [total, k] = sum[static_cast<int>(s.pid)];
+        total += std::min(100u, s.smUtil);
+        ++k;
+      }
+      unsigned long long newest = last_seen;
+      for (const auto& s : samples) newest = std::max(newest, s.timeStamp);
+      last_seen = newest;
+      for (const auto& [pid, tk] : sum) v.sm_by_pid[pid] = tk.first / tk.second;
+    } else {
+      nvmlUtilization_t util{};
+      if (api_.DeviceGetUtilizationRates(*h, &util) == NVML_SUCCESS) {
+        v.measured = true;
+        v.device_util = std::min(100u, util.gpu);
+      }
+    }
+  }
+
+  for (const TaskProbe& t : tasks) {
+    TaskUsage u;
+    for (int i = 0; i < n; ++i) {
+      for (const auto& p : view[i].processes) {
+        if (p.usedGpuMemory == kValueNotAvailable) continue;
+        if (group(static_cast<int>(p.pid)) == t.pid) u.memory_mib += static_cast<int64_t>(p.usedGpuMemory >> 20);
+      }
+    }
+    double util_sum = 0;
+    int measured = 0;
+    for (int g : t.gpus) {
+      if (g < 0 || g >= n || !view[g].measured) continue;
+      ++measured;
+      if (!view[g].per_process) {
+        util_sum += view[g].device_util;
+        continue;
+      }
+      double on_gpu = 0;
+      for (const auto& [pid, sm] : view[g].sm_by_pid) {
+        if (group(pid) == t.pid) on_gpu += sm;
+      }
+      util_sum += std::min(100.0, on_gpu);
+    }
+    if (!t.gpus.empty() && measured == 0) continue;
+    u.util_pct = measured > 0 ? util_sum / measured : 0;
+    result[t.key] = u;
+  }
+  return result;
+}
+
+Result<ScrubResult> NvmlBackend::Scrub(int gpu, const std::string& mig_uuid) {
+  auto count = Count();
+  if (!count) return std::unexpected(count.error());
+  if (gpu < 0 || gpu >= static_cast<int>(*count)) {
+    return InvalidArgument("scrub: no GPU " + std::to_string(gpu) + " (the node has " + std::to_string(*count) + ")");
+  }
+  auto h = Handle(gpu);
+  if (!h) return std::unexpected(h.error());
+  auto gpu_uuid = UuidOf(*h, gpu);
+  if (!gpu_uuid) return std::unexpected(gpu_uuid.error());
+  std::string target = *gpu_uuid;
+  if (!mig_uuid.empty()) {
+    auto handles = MigHandles(*h, gpu);
+    if (!handles) return std::unexpected(handles.error());
+    bool found = false;
+    for (nvmlDevice_t m : *handles) {
+      auto u = UuidOf(m, gpu);
+      if (u && *u == mig_uuid) found = true;
+    }
+    if (!found) return NotFound("scrub: GPU " + std::to_string(gpu) + " has no MIG device " + mig_uuid);
+    target = mig_uuid;
+  }
+
+  const std::string tool = options_.scrub_tool.empty() ? DirectoryOfSelf() + "/gpupool-scrub" : options_.scrub_tool;
+  if (access(tool.c_str(), X_OK) != 0) {
+    return NotFound("scrub tool " + tool + " is missing or not executable: " + std::strerror(errno));
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0) env.emplace_back(*e);
+  }
+  env.push_back("CUDA_VISIBLE_DEVICES=" + target);
+  auto run = RunChild({tool}, env, options_.scrub_timeout_s);
+  if (!run) return std::unexpected(run.error());
+
+  const std::string what = "scrub of GPU " + std::to_string(gpu) + " (" + target + ") by " + tool;
+  std::string err = Trim(run->err);
+  if (err.size() > 2000) err = "..." + err.substr(err.size() - 2000);
+  if (run->timed_out) {
+    return FailedPrecondition(what + " did not finish within " + std::to_string(options_.scrub_timeout_s) +
+                              " s and was killed" + (err.empty() ? "" : ": " + err));
+  }
+  if (!WIFEXITED(run->status) || WEXITSTATUS(run->status) != 0) {
+    const std::string how = WIFEXITED(run->status) ? "exit status " + std::to_string(WEXITSTATUS(run->status))
+                                                   : "signal " + std::to_string(WTERMSIG(run->status));
+    return FailedPrecondition(what + " failed (" + how + ")" + (err.empty() ? "" : ": " + err));
+  }
+  // The last non-empty line of stdout: {"bytes":N,"seconds":S,...}
+  std::string line;
+  std::istringstream out(run->out);
+  for (std::string l; std::getline(out, l);) {
+    if (!Trim(l).empty()) line = Trim(l);
+  }
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("bytes") || !j["bytes"].is_number_integer() || !j.contains("seconds") ||
+      !j["seconds"].is_number() || j["bytes"].get<int64_t>() < 0 || j["seconds"].get<double>() < 0) {
+    return FailedPrecondition(what + ": expected one JSON line {\"bytes\":N,\"seconds\":S} on stdout, got '" +
+                              line.substr(0, 200) + "'");
+  }
+  return ScrubResult{j["bytes"].get<int64_t>(), j["seconds"].get<double>()};
+}
+
+template <class F>
+void Resolve(void* library, const char* symbol, F*& out, std::vector<std::string>* missing) {
+  dlerror();
+  out = reinterpret_cast<F*>(dlsym(library, symbol));
+  if (!out && missing) missing->push_back(symbol);
+}
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DeviceBackend>> OpenNvmlBackend(const NvmlOptions& options) {
+  void* library = dlopen(options.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char* e = dlerror();
+    return NotFound("cannot load " + options.library + ": " + (e ? e : "unknown dlopen error"));
+  }
+  NvmlApi api{};
+  std::vector<std::string> missing;
+  Resolve(library, "nvmlInit_v2", api.Init, &missing);
+  Resolve(library, "nvmlShutdown", api.Shutdown, &missing);
+  Resolve(library, "nvmlErrorString", api.ErrorString, &missing);
+  Resolve(library, "nvmlDeviceGetCount_v2", api.DeviceGetCount, &missing);
+  Resolve(library, "nvmlDeviceGetHandleByIndex_v2", api.DeviceGetHandleByIndex, &missing);
+  Resolve(library, "nvmlDeviceGetUUID", api.DeviceGetUUID, &missing);
+  Resolve(library, "nvmlDeviceGetName", api.DeviceGetName, &missing);
+  Resolve(library, "nvmlDeviceGetMemoryInfo", api.DeviceGetMemoryInfo, &missing);
+  Resolve(library, "nvmlDeviceGetPciInfo_v3", api.DeviceGetPciInfo, &missing);
+  Resolve(library, "nvmlDeviceGetUtilizationRates", api.DeviceGetUtilizationRates, &missing);
+  Resolve(library, "nvmlDeviceGetTemperature", api.DeviceGetTemperature, &missing);
+  Resolve(library, "nvmlDeviceGetComputeRunningProcesses_v3", api.DeviceGetComputeRunningProcesses, &missing);
+  Resolve(library, "nvmlDeviceGetMigMode", api.DeviceGetMigMode, &missing);
+  Resolve(library, "nvmlDeviceGetMaxMigDeviceCount", api.DeviceGetMaxMigDeviceCount, &missing);
+  Resolve(library, "nvmlDeviceGetMigDeviceHandleByIndex", api.DeviceGetMigDeviceHandleByIndex, &missing);
+  Resolve(library, "nvmlDeviceGetGpuInstanceId", api.DeviceGetGpuInstanceId, &missing);
+  Resolve(library, "nvmlDeviceGetGpuInstanceById", api.DeviceGetGpuInstanceById, &missing);
+  Resolve(library, "nvmlGpuInstanceGetInfo", api.GpuInstanceGetInfo, &missing);
+  Resolve(library, "nvmlDeviceGetNvLinkState", api.DeviceGetNvLinkState, &missing);
+  Resolve(library, "nvmlDeviceGetNvLinkRemotePciInfo_v2", api.DeviceGetNvLinkRemotePciInfo, &missing);
+  Resolve(library, "nvmlDeviceGetProcessUtilization", api.DeviceGetProcessUtilization, nullptr);
+  Resolve(library, "nvmlDeviceGetNvLinkRemoteDeviceType", api.DeviceGetNvLinkRemoteDeviceType, nullptr);
+  Resolve(library, "nvmlDeviceGetRemappedRows", api.DeviceGetRemappedRows, nullptr);
+  if (!missing.empty()) {
+    std::string names;
+    for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+    dlclose(library);
+    return NotFound(options.library + " lacks " + names);
+  }
+  if (const nvmlReturn_t rc = api.Init(); rc != NVML_SUCCESS) {
+    const char* text = api.ErrorString(rc);
+    std::string message = "nvmlInit_v2: " + std::string(text ? text : "NVML error " + std::to_string(rc));
+    dlclose(library);
+    return FailedPrecondition(std::move(message));
+  }
+  return std::unique_ptr<DeviceBackend>(std::make_unique<NvmlBackend>(library, api, options));
+}
+
+// Product names seen in the wild: "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe",
+// "NVIDIA H200", "NVIDIA A100-SXM4-80GB", "NVIDIA A100-PCIE-40GB", "NVIDIA
+// A100 80GB PCIe", "Tesla V100-SXM2-32GB", "Tesla V100S-PCIE-32GB", "Tesla
+// T4", "NVIDIA A10", "NVIDIA A30", "NVIDIA L40S". The family is one token
+// of the name (split at anything but letters and digits), so "A10" never
+// matches "A100" and "A10G" or "H800" match nothing rather than a near miss.
+std::string CatalogModelForProduct(std::string_view product, int64_t memory_mib) {
+  std::vector<std::string> tokens;
+  std::string cur;
+  for (char c : Upper(product)) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      cur += c;
+    } else if (!cur.empty()) {
+      tokens.push_back(std::move(cur));
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) tokens.push_back(std::move(cur));
+
+  // Memory in GiB: the device's, else a "<N>GB" token of the name, else 0.
+  double memory_gib = static_cast<double>(memory_mib) / 1024.0;
+  if (memory_mib <= 0) {
+    memory_gib = 0;
+    for (const auto& t : tokens) {
+      if (t.size() > 2 && t.ends_with("GB") &&
+          std::all_of(t.begin(), t.end() - 2, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+        memory_gib = std::stod(t.substr(0, t.size() - 2));
+      }
+    }
+  }
+  std::string model;
+  for (const auto& t : tokens) {
+    if (t == "H200" || t == "H100" || t == "A30" || t == "A10" || t == "L40S" || t == "T4" || t == "P100") {
+      model = t;
+    } else if (t == "A100") {
+      if (memory_gib > 0) model = memory_gib >= 60 ? "A100-80GB" : "A100-40GB";
+    } else if (t == "V100" || t == "V100S") {
+      if (memory_gib > 0) model = memory_gib >= 24 ? "V100M32" : "V100M16";
+    }
+    if (!model.empty()) break;
+  }
+  if (model.empty() || !Catalog::Builtin().Find(model)) return "";
+  return model;
+}
+
+std::string MigProfileFromDeviceName(std::string_view name) {
+  const std::string_view marker = "MIG ";
+  size_t at = std::string_view::npos;
+  for (size_t pos = name.find(marker); pos != std::string_view::npos; pos = name.find(marker, pos + 1)) {
+    if (pos == 0 || name[pos - 1] == ' ') at = pos;  // the last " MIG " word wins
+  }
+  if (at == std::string_view::npos) return "";
+  std::string_view rest = name.substr(at + marker.size());
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  const size_t end = rest.find(' ');
+  const std::string_view token = rest.substr(0, end);
+  // "3g.40gb", "1g.10gb+me", "1c.3g.40gb": compute slices, then memory.
+  if (token.find("g.") == std::string_view::npos || token.find("gb") == std::string_view::npos) return "";
+  return std::string(token);
+}
+
+}  // namespace gpupool

@@ -1,0 +1,173 @@
+#include "src/api/task_request.h"
+
+#include <csignal>
+
+#include "src/base/time_text.h"
+
+namespace gpupool {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxArgs = 256;
+constexpr size_t kMaxArgBytes = 4096;
+constexpr size_t kMaxEnv = 256;
+constexpr size_t kMaxEnvValueBytes = 16384;
+constexpr size_t kMaxPathBytes = 4096;
+
+struct NamedSignal {
+  const char* name;
+  int signal;
+};
+constexpr NamedSignal kSignals[] = {{"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGHUP", SIGHUP},
+                                    {"SIGINT", SIGINT},   {"SIGTERM", SIGTERM}, {"SIGQUIT", SIGQUIT},
+                                    {"SIGWINCH", SIGWINCH}};
+
+bool ValidEnvName(std::string_view n) {
+  if (n.empty() || n.size() > 255 || (n[0] >= '0' && n[0] <= '9')) return false;
+  for (char c : n) {
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+bool NoNul(const std::string& s) { return s.find('\0') == std::string::npos; }
+
+bool TaskDuration(const FieldReader& f, std::string_view key, Duration& out, ApiError* err) {
+  const json* v = f.Find(key);
+  if (!v) return true;
+  if (!v->is_string()) {
+    *err = BadField(f.PathOf(key), "expected a duration string such as \"30s\", got " + JsonTypeName(*v));
+    return false;
+  }
+  auto d = ParseDurationText(v->get_ref<const std::string&>());
+  if (!d) {
+    *err = BadField(f.PathOf(key), d.error().message);
+    return false;
+  }
+  if (*d <= Duration(0) || *d > std::chrono::hours(24)) {
+    *err = BadField(f.PathOf(key), "must be positive and at most 24h");
+    return false;
+  }
+  out = *d;
+  return true;
+}
+
+}  // namespace
+
+std::optional<int> SignalFromName(std::string_view name) {
+  for (const NamedSignal& s : kSignals) {
+    const std::string_view full = s.name;
+    if (name == full || name == full.substr(3)) return s.signal;
+  }
+  return std::nullopt;
+}
+
+std::string SignalName(int signal) {
+  for (const NamedSignal& s : kSignals) {
+    if (s.signal == signal) return s.name;
+  }
+  return std::to_string(signal);
+}
+
+bool ParseTaskFields(const FieldReader& f, TaskSpec& task, ApiError* err) {
+  if (const json* c = f.Find("command")) {
+    if (!c->is_array()) {
+      *err = BadField(f.PathOf("command"), "expected an array of strings (argv), got " + JsonTypeName(*c));
+      return false;
+    }
+    if (c->empty() || c->size() > kMaxArgs) {
+      *err = BadField(f.PathOf("command"), "expected 1 to " + std::to_string(kMaxArgs) + " strings");
+      return false;
+    }
+    for (size_t i = 0; i < c->size(); ++i) {
+      const std::string path = f.PathOf("command") + "[" + std::to_string(i) + "]";
+      const json& a = (*c)[i];
+      if (!a.is_string()) {
+        *err = BadField(path, "expected a string, got " + JsonTypeName(a));
+        return false;
+      }
+      const std::string& s = a.get_ref<const std::string&>();
+      if (s.size() > kMaxArgBytes || !NoNul(s) || (i == 0 && s.empty())) {
+        *err = BadField(path, i == 0 && s.empty() ? "the program must not be empty"
+                                                  : "at most " + std::to_string(kMaxArgBytes) + " bytes, without NUL");
+        return false;
+      }
+      task.command.push_back(s);
+    }
+  }
+  const bool has_command = !task.command.empty();
+  for (std::string_view key : kTaskKeys) {
+    if (key != "command" && f.Has(key) && !has_command) {
+      *err = BadField(f.PathOf(key), "only for jobs that run a command (set command)");
+      return false;
+    }
+  }
+  if (const json* e = f.Find("env")) {
+    if (!e->is_object()) {
+      *err = BadField(f.PathOf("env"), "expected an object of NAME: value strings, got " + JsonTypeName(*e));
+      return false;
+    }
+    if (e->size() > kMaxEnv) {
+      *err = BadField(f.PathOf("env"), "at most " + std::to_string(kMaxEnv) + " variables");
+      return false;
+    }
+    for (const auto& [name, value] : e->items()) {  // nlohmann's objects iterate in key order
+      const std::string path = f.PathOf("env") + "." + name;
+      if (!ValidEnvName(name)) {
+        *err = BadField(path, "a variable name is letters, digits and _, not starting with a digit");
+        return false;
+      }
+      if (name == "CUDA_VISIBLE_DEVICES" || name.rfind("CUDA_MPS_", 0) == 0 || name.rfind("GPUPOOL_", 0) == 0) {
+        *err = BadField(path, "set by the agent from the job's placement; a job may not set it");
+        return false;
+      }
+      if (!value.is_string()) {
+        *err = BadField(path, "expected a string, got " + JsonTypeName(value));
+        return false;
+      }
+      const std::string& v = value.get_ref<const std::string&>();
+      if (v.size() > kMaxEnvValueBytes || !NoNul(v)) {
+        *err = BadField(path, "at most " + std::to_string(kMaxEnvValueBytes) + " bytes, without NUL");
+        return false;
+      }
+      task.env.emplace_back(name, v);
+    }
+  }
+  if (!f.String("working_dir", task.working_dir, kMaxPathBytes, err)) return false;
+  if (f.Has("working_dir") && (task.working_dir.empty() || task.working_dir[0] != '/' || !NoNul(task.working_dir))) {
+    *err = BadField(f.PathOf("working_dir"), "expected an absolute path");
+    return false;
+  }
+  std::string signal;
+  if (!f.String("checkpoint_signal", signal, 16, err)) return false;
+  if (f.Has("checkpoint_signal")) {
+    auto s = SignalFromName(signal);
+    if (!s) {
+      std::string known;
+      for (const NamedSignal& n : kSignals) known += (known.empty() ? "" : ", ") + std::string(n.name);
+      *err = BadField(f.PathOf("checkpoint_signal"), "unknown signal '" + signal + "' (known: " + known + ")");
+      return false;
+    }
+    task.checkpoint_signal = *s;
+  }
+  if (!TaskDuration(f, "checkpoint_timeout", task.checkpoint_timeout, err)) return false;
+  if (!TaskDuration(f, "stop_grace", task.stop_grace, err)) return false;
+  return true;
+}
+
+void TaskToRequest(const TaskSpec& task, json& request) {
+  if (task.empty()) return;
+  request["command"] = task.command;
+  if (!task.env.empty()) {
+    json env = json::object();
+    for (const auto& [k, v] : task.env) env[k] = v;
+    request["env"] = std::move(env);
+  }
+  if (!task.working_dir.empty()) request["working_dir"] = task.working_dir;
+  request["checkpoint_signal"] = SignalName(task.checkpoint_signal);
+  request["checkpoint_timeout"] = FormatDuration(task.checkpoint_timeout);
+  request["stop_grace"] = FormatDuration(task.stop_grace);
+}
+
+}  // namespace gpupool

@@ -1,0 +1,234 @@
+#include "src/cli/agent_cmd.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "src/agent/agent.h"
+#include "src/agent/fake_backend.h"
+#include "src/agent/nvml_backend.h"
+#include "src/server/auth.h"
+#include "src/server/dev_config.h"
+#include "src/server/http_api.h"
+#include "src/server/log.h"
+#include "src/server/server_core.h"
+
+namespace gpupool {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct AgentFlags {
+  std::string server, token_file, node, fake_gpus, scrub_record, nvml_library, scrub_tool;
+  std::string node_class, region = "region-1", zone = "zone-1", rack = "rack-1";
+  std::string work_dir, checkpoint_root;
+  double cpu_cores = 0, memory_gib = 0;
+  bool quiet = false;
+};
+
+// SIGINT and SIGTERM are taken by one thread (sigwait); the others block them.
+sigset_t BlockStopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+Result<std::unique_ptr<DeviceBackend>> MakeBackend(const AgentFlags& f) {
+  if (!f.fake_gpus.empty()) {
+    auto gpus = ParseFakeGpus(f.fake_gpus, f.node);
+    if (!gpus) return std::unexpected(gpus.error());
+    return std::unique_ptr<DeviceBackend>(std::make_unique<FakeBackend>(std::move(*gpus), f.scrub_record));
+  }
+  NvmlOptions o;
+  if (!f.nvml_library.empty()) o.library = f.nvml_library;
+  o.scrub_tool = f.scrub_tool;
+  return OpenNvmlBackend(o);
+}
+
+AgentOptions OptionsOf(const AgentFlags& f) {
+  AgentOptions o;
+  o.server_url = f.server;
+  o.node = f.node;
+  o.node_class = f.node_class;
+  o.region = f.region;
+  o.zone = f.zone;
+  o.rack = f.rack;
+  o.work_dir = f.work_dir.empty() ? (fs::temp_directory_path() / ("gpupool-agent-" + f.node)).string() : f.work_dir;
+  o.checkpoint_root = f.checkpoint_root;
+  o.cpu_milli = std::llround(f.cpu_cores * 1000);
+  o.memory_mib = std::llround(f.memory_gib * 1024);
+  o.quiet = f.quiet;
+  return o;
+}
+
+int RunAgent(const AgentFlags& f) {
+  const sigset_t signals = BlockStopSignals();
+  std::ifstream in(f.token_file);
+  std::string token;
+  if (!(in >> token) || token.empty()) {
+    std::cerr << "error: --token-file: " << f.token_file << " holds no token\n";
+    return 2;
+  }
+  auto backend = MakeBackend(f);
+  if (!backend) {
+    std::cerr << "error: " << backend.error().message << "\n";
+    return 1;
+  }
+  AgentOptions o = OptionsOf(f);
+  o.token = token;
+  Agent agent(o, std::move(*backend));
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    agent.Stop();
+  });
+  const int rc = agent.Run();
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return rc;
+}
+
+struct DevFlags {
+  std::string data_dir = "gpupool-dev";
+  std::string listen = "127.0.0.1:7070";
+  std::string config;
+  std::string fake_gpus = "4xH100";
+  std::string node = "dev-node-0";
+};
+
+int RunDev(const DevFlags& f) {
+  const size_t colon = f.listen.rfind(':');
+  int port = -1;
+  try {
+    if (colon != std::string::npos && colon > 0) port = std::stoi(f.listen.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  if (port < 0 || port > 65535) {
+    std::cerr << "error: --listen: expected HOST:PORT such as 127.0.0.1:7070, got '" << f.listen << "'\n";
+    return 2;
+  }
+  const std::string host = f.listen.substr(0, colon);
+  auto gpus = ParseFakeGpus(f.fake_gpus, f.node);
+  if (!gpus) {
+    std::cerr << "error: " << gpus.error().message << "\n";
+    return 2;
+  }
+  const sigset_t signals = BlockStopSignals();
+  ::setenv("GPUPOOL_LOG_REQUESTS", "0", /*overwrite=*/0);  // heartbeats would drown the rest
+
+  ServerOptions so;
+  so.data_dir = f.data_dir;
+  so.config_path = f.config;
+  if (f.config.empty()) so.config_text = kDevConfig;
+  auto core = ServerCore::Open(so);
+  if (!core) {
+    std::cerr << "error: " << core.error().message << "\n";
+    return 1;
+  }
+  HttpApi api(**core);
+  auto bound = api.Bind(host, port);
+  if (!bound) {
+    std::cerr << "error: --listen: " << bound.error().message << "\n";
+    return 1;
+  }
+  (*core)->Start();
+  const std::string url = "http://" + host + ":" + std::to_string(*bound);
+  {
+    std::ofstream(fs::path(f.data_dir) / "server.url") << url << "\n";
+  }
+  // The local agent's node token (a new one each start; only its hash is kept).
+  const std::string token = NewToken();
+  if (const Reply r = (*core)->Call(IssueNodeTokenCmd{f.node, HashToken(token)}); r.error) {
+    std::cerr << "error: cannot issue the agent's token: " << r.error->message << "\n";
+    return 1;
+  }
+  AgentOptions o;
+  o.server_url = url;
+  o.token = token;
+  o.node = f.node;
+  o.node_class = "nvlink";
+  o.work_dir = (fs::path(f.data_dir) / "agent").string();
+  o.checkpoint_root = (fs::path(f.data_dir) / "checkpoints").string();
+  Agent agent(o, std::make_unique<FakeBackend>(std::move(*gpus)));
+
+  std::thread http([&] { api.Serve(); });
+  std::thread agent_thread([&] { agent.Run(); });
+  const std::string admin = (fs::path(f.data_dir) / "admin.token").string();
+  std::cout << "gpupool dev: server and one agent (" << f.node << ", fake GPUs " << f.fake_gpus << ")\n"
+            << "  address:      " << url << "\n"
+            << "  admin token:  " << admin << "\n"
+            << "  team-a token: " << (fs::path(f.data_dir) / "tokens" / "team-a.token").string()
+            << " (created with an empty data folder)\n"
+            << "  agent log:    " << o.work_dir << "/agent.log\n"
+            << "  try:\n"
+            << "    export GPUPOOL_ADDR=" << url << " GPUPOOL_TOKEN=$(cat " << admin << ")\n"
+            << "    build/gpupool job submit -f examples/dev-training.yaml\n"
+            << "    build/gpupool job submit -f examples/dev-idle-notebook.yaml   # goes idle, is reclaimed\n"
+            << "    build/gpupool job list; build/gpupool job logs 1; build/gpupool node list\n"
+            << "  Ctrl-C stops everything." << std::endl;
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    LogInfo("stopping", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+    agent.Stop();
+    api.Stop();
+  });
+  agent_thread.join();
+  http.join();
+  (*core)->Stop();
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  LogInfo("stopped", {});
+  return 0;
+}
+
+}  // namespace
+
+void AddAgentCommand(CLI::App& app) {
+  auto f = std::make_shared<AgentFlags>();
+  CLI::App* cmd = app.add_subcommand("agent", "Run a node agent: register the node, heartbeat, run its tasks");
+  cmd->add_option("--server", f->server, "Server URL, e.g. http://10.0.0.1:7070")->required();
+  cmd->add_option("--token-file", f->token_file, "File holding the node token (POST /v1/nodes/NAME/token)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--node", f->node, "This node's name (the token's node)")->required();
+  cmd->add_option("--fake-gpus", f->fake_gpus, "Fake GPUs instead of NVML: 4xH100, or a list H100,H100");
+  cmd->add_option("--scrub-record", f->scrub_record, "Fake GPUs: append each scrub to this file (JSON lines)");
+  cmd->add_option("--nvml-library", f->nvml_library, "NVML library to load (default libnvidia-ml.so.1)");
+  cmd->add_option("--scrub-tool", f->scrub_tool, "gpupool-scrub executable (default: beside this binary)");
+  cmd->add_option("--class", f->node_class, "Node class of the server configuration (e.g. nvlink)");
+  cmd->add_option("--region", f->region, "Region")->capture_default_str();
+  cmd->add_option("--zone", f->zone, "Zone")->capture_default_str();
+  cmd->add_option("--rack", f->rack, "Rack")->capture_default_str();
+  cmd->add_option("--work-dir", f->work_dir, "Task directories and logs (default: TMPDIR/gpupool-agent-NODE)");
+  cmd->add_option("--checkpoint-root", f->checkpoint_root,
+                  "Checkpoint directories, shared by the nodes (default: WORK/checkpoints)");
+  cmd->add_option("--cpu-cores", f->cpu_cores, "CPU cores to offer (default: the machine's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--memory-gib", f->memory_gib, "Memory to offer in GiB (default: the machine's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--quiet", f->quiet, "Log actions to WORK/agent.log only");
+  cmd->callback([f] { std::exit(RunAgent(*f)); });
+}
+
+void AddDevCommand(CLI::App& app) {
+  auto f = std::make_shared<DevFlags>();
+  CLI::App* cmd = app.add_subcommand("dev", "Run a server and one local agent with fake GPUs (the quickest start)");
+  cmd->add_option("--data", f->data_dir, "Data directory (journal, tokens, agent work)")->capture_default_str();
+  cmd->add_option("--listen", f->listen, "HOST:PORT to serve on (port 0: any free port)")->capture_default_str();
+  cmd->add_option("--config", f->config, "Server configuration (default: the embedded dev one)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--fake-gpus", f->fake_gpus, "The local node's fake GPUs")->capture_default_str();
+  cmd->callback([f] { std::exit(RunDev(*f)); });
+}
+
+}  // namespace gpupool

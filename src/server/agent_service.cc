@@ -1,0 +1,310 @@
+#include "src/server/agent_service.h"
+
+#include <algorithm>
+
+#include "src/model/gpu_catalog.h"
+#include "src/model/mig.h"
+
+namespace gpupool {
+namespace {
+
+constexpr size_t kMaxScrubsPerNode = 64;
+
+bool Live(const Job* j) { return j && (j->state == JobState::kRunning || j->state == JobState::kCheckpointing); }
+
+std::string SpecText(const NodeSpec& s, const std::string& cls) {
+  std::string t = std::to_string(s.gpu_count) + " GPUs";
+  if (s.gpu_count > 0) t += " (" + Catalog::Builtin().Get(s.gpu_model).name + ")";
+  t += ", " + std::to_string(s.cpu_milli) + " CPU milli, " + std::to_string(s.memory_mib) + " MiB";
+  if (!cls.empty()) t += ", class " + cls;
+  return t;
+}
+
+}  // namespace
+
+std::optional<NodeIndex> AgentService::FindNode(const std::string& name) const {
+  auto it = node_by_name_.find(name);
+  if (it == node_by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+void AgentService::Rebuild(const EngineState& st) {
+  node_by_name_.clear();
+  const int n = st.cluster.node_count();
+  for (NodeIndex i = 0; i < n; ++i) node_by_name_[st.cluster.node_name(i)] = i;
+  jobs_on_node_.assign(n, {});
+  scrubs_.resize(n);
+  nodes_of_job_.clear();
+  for (const auto& [id, j] : st.running) {
+    std::vector<NodeIndex>& nodes = nodes_of_job_[id];
+    for (const ReplicaPlacement& p : j->placements) {
+      jobs_on_node_[p.node].insert(id);
+      nodes.push_back(p.node);
+    }
+    if (j->state == JobState::kCheckpointing && j->spec.task.empty()) settle_.push_back(id);
+  }
+  progress_.clear();
+}
+
+void AgentService::Forget(JobId job) {
+  auto it = nodes_of_job_.find(job);
+  if (it != nodes_of_job_.end()) {
+    for (NodeIndex n : it->second) jobs_on_node_[n].erase(job);
+    nodes_of_job_.erase(it);
+  }
+  progress_.erase(job);
+}
+
+void AgentService::AddScrub(NodeIndex node, int64_t id, GpuMask gpus) {
+  std::vector<Scrub>& v = scrubs_[node];
+  v.push_back({id, gpus});
+  if (v.size() > kMaxScrubsPerNode) {  // an agent that never reports: one order covers them all
+    Scrub merged{v.back().id, 0};
+    for (const Scrub& s : v) merged.gpus |= s.gpus;
+    v.assign(1, merged);
+  }
+}
+
+void AgentService::OnEvent(const Event& e, const EngineState& st) {
+  std::visit(
+      [&](const auto& b) {
+        using T = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<T, NodeAdded>) {
+          const NodeIndex n = st.cluster.node_count() - 1;
+          node_by_name_[b.spec.name] = n;
+          jobs_on_node_.resize(st.cluster.node_count());
+          scrubs_.resize(st.cluster.node_count());
+        } else if constexpr (std::is_same_v<T, JobPlaced>) {
+          Forget(b.job);
+          std::vector<NodeIndex>& nodes = nodes_of_job_[b.job];
+          for (const PlacedReplica& r : b.replicas) {
+            jobs_on_node_[r.node].insert(b.job);
+            nodes.push_back(r.node);
+          }
+        } else if constexpr (std::is_same_v<T, JobFinished> || std::is_same_v<T, JobCancelled> ||
+                             std::is_same_v<T, JobReclaimed> || std::is_same_v<T, JobInterrupted>) {
+          Forget(b.job);
+        } else if constexpr (std::is_same_v<T, JobPreempted>) {
+          Forget(b.victim);
+        } else if constexpr (std::is_same_v<T, GpusScrubbed>) {
+          AddScrub(b.node, e.seq, b.gpus);
+        } else if constexpr (std::is_same_v<T, NodeUp>) {
+          const int gpus = st.cluster.node(b.node).gpu_count;
+          if (gpus > 0) AddScrub(b.node, e.seq, static_cast<GpuMask>((1u << gpus) - 1));
+        } else if constexpr (std::is_same_v<T, PreemptionStarted>) {
+          const Job* j = st.find_job(b.victim);
+          if (b.checkpoint && j && j->spec.task.empty()) settle_.push_back(b.victim);
+        } else if constexpr (std::is_same_v<T, ReclaimStarted>) {
+          const Job* j = st.find_job(b.job);
+          if (b.checkpoint && j && j->spec.task.empty()) settle_.push_back(b.job);
+        }
+      },
+      e.body);
+}
+
+void AgentService::Settle(Engine& engine, Instant now, const Engine::Sink& sink) {
+  while (!settle_.empty()) {
+    std::vector<JobId> jobs;
+    jobs.swap(settle_);
+    for (JobId id : jobs) {
+      const Job* j = engine.state().find_job(id);
+      if (j && j->state == JobState::kCheckpointing) (void)engine.CheckpointDone(id, now, sink);
+    }
+  }
+}
+
+AgentService::Outcome AgentService::Register(Engine& engine, const RegisterRequest& r,
+                                             const std::map<std::string, uint16_t>& node_classes, Instant now,
+                                             const Engine::Sink& sink) {
+  Outcome out;
+  NodeSpec spec;
+  spec.name = r.node;
+  spec.cpu_milli = r.cpu_milli;
+  spec.memory_mib = r.memory_mib;
+  spec.gpu_count = static_cast<int>(r.gpus.size());
+  if (spec.gpu_count > kMaxGpusPerNode) {
+    out.error = BadField("gpus", "at most " + std::to_string(kMaxGpusPerNode) + " GPUs per node (got " +
+                                     std::to_string(spec.gpu_count) + ")");
+    return out;
+  }
+  for (size_t i = 0; i < r.gpus.size(); ++i) {
+    const GpuDevice& g = r.gpus[i];
+    const std::string path = "gpus[" + std::to_string(i) + "]";
+    if (g.index != static_cast<int>(i)) {
+      out.error = BadField(path + ".index", "GPUs must be listed by index from 0 (got " + std::to_string(g.index) + ")");
+      return out;
+    }
+    const auto id = Catalog::Builtin().Find(g.model);
+    if (!id) {
+      out.error = BadField(path + ".model", "GPU '" + g.product + "' is not a catalog model (got '" + g.model +
+                                                "'; known: " + Catalog::Builtin().Names() + ")");
+      return out;
+    }
+    if (i > 0 && *id != spec.gpu_model) {
+      out.error = BadField(path + ".model", "a node holds GPUs of one model (GPU 0 is " +
+                                                Catalog::Builtin().Get(spec.gpu_model).name + ", this one " + g.model +
+                                                ")");
+      return out;
+    }
+    spec.gpu_model = *id;
+  }
+  if (!r.node_class.empty()) {
+    auto it = node_classes.find(r.node_class);
+    if (it == node_classes.end()) {
+      std::string known;
+      for (const auto& [n, v] : node_classes) known += (known.empty() ? "" : ", ") + n;
+      out.error = BadField("class", "unknown node class '" + r.node_class + "' (known: " +
+                                        (known.empty() ? "none configured" : known) + ")");
+      return out;
+    }
+    spec.attr_class = it->second;
+  }
+  const EngineState& st = engine.state();
+  NodeIndex node = -1;
+  if (auto found = FindNode(r.node)) {
+    node = *found;
+    const Node& have = st.cluster.node(node);
+    const bool same = have.cpu_milli_total == spec.cpu_milli && have.memory_mib_total == spec.memory_mib &&
+                      have.gpu_count == spec.gpu_count && (spec.gpu_count == 0 || have.gpu_model == spec.gpu_model) &&
+                      have.attr_class == spec.attr_class;
+    if (!same) {
+      NodeSpec was;
+      was.cpu_milli = have.cpu_milli_total;
+      was.memory_mib = have.memory_mib_total;
+      was.gpu_count = have.gpu_count;
+      was.gpu_model = have.gpu_model;
+      std::string was_class, now_class = r.node_class;
+      for (const auto& [n, v] : node_classes) was_class = v == have.attr_class && have.attr_class ? n : was_class;
+      out.error = MakeApiError(409, "conflict",
+                               "node '" + r.node + "' is registered with " + SpecText(was, was_class) +
+                                   "; this agent reports " + SpecText(spec, now_class) +
+                                   " (a node's resources cannot change under a running pool)");
+      return out;
+    }
+  } else {
+    auto added = engine.AddNode(spec, r.region, r.zone, r.rack, now, sink);
+    if (!added) {
+      out.error = BadField("node", added.error().message);
+      return out;
+    }
+    node = *added;
+  }
+  (void)engine.Heartbeat(node, now, sink);
+  out.reply = Desired(engine.state(), node);
+  return out;
+}
+
+AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatRequest& r, Instant now,
+                                              const Engine::Sink& sink) {
+  Outcome out;
+  const auto found = FindNode(r.node);
+  if (!found) {
+    out.error = MakeApiError(404, "not_found", "node '" + r.node + "' is not registered (the agent registers first)");
+    return out;
+  }
+  const NodeIndex node = *found;
+  (void)engine.Heartbeat(node, now, sink);
+  const EngineState& st = engine.state();
+  std::map<JobId, double> util;  // highest utilization of the job's replicas here
+  std::set<JobId> failed, maybe_done, maybe_checkpointed;
+  for (const TaskReport& t : r.tasks) {
+    const Job* j = st.find_job(t.job);
+    if (!Live(j) || Attempt(*j) != t.attempt || t.replica < 0 ||
+        t.replica >= static_cast<int32_t>(j->placements.size()) || j->placements[t.replica].node != node) {
+      continue;  // stale: no longer desired here, the agent stops it
+    }
+    Progress& p = progress_[t.job];
+    if (p.attempt != t.attempt) p = Progress{t.attempt, {}, {}};
+    switch (t.phase) {
+      case TaskPhase::kRunning:
+        if (t.util_pct >= 0) util[t.job] = std::max(util[t.job], t.util_pct);
+        break;
+      case TaskPhase::kExited:
+        if (t.exit_code != 0 || t.signal != 0) failed.insert(t.job);
+        p.exited.insert(t.replica);
+        maybe_done.insert(t.job);
+        break;
+      case TaskPhase::kStartFailed:
+        failed.insert(t.job);
+        break;
+      case TaskPhase::kCheckpointed:
+        p.checkpointed.insert(t.replica);
+        maybe_checkpointed.insert(t.job);
+        break;
+    }
+  }
+  for (const auto& [job, pct] : util) (void)engine.ReportUtilization(job, pct, now, sink);
+  for (JobId job : maybe_checkpointed) {
+    const Job* j = st.find_job(job);
+    if (!j || j->state != JobState::kCheckpointing) continue;
+    if (progress_[job].checkpointed.size() == j->placements.size()) (void)engine.CheckpointDone(job, now, sink);
+  }
+  for (JobId job : maybe_done) {
+    const Job* j = st.find_job(job);
+    if (!Live(j) || failed.count(job)) continue;
+    if (j->state == JobState::kCheckpointing) continue;  // it stops anyway
+    if (progress_[job].exited.size() == j->placements.size()) (void)engine.Finish(job, true, now, sink);
+  }
+  for (JobId job : failed) {
+    const Job* j = st.find_job(job);
+    if (Live(j)) (void)engine.Finish(job, false, now, sink);
+  }
+  for (const ScrubReport& s : r.scrubs) {
+    if (!s.ok) continue;  // the order stays; the agent retries and no task starts on those GPUs
+    std::vector<Scrub>& v = scrubs_[node];
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const Scrub& x) { return x.id == s.id; }), v.end());
+  }
+  Settle(engine, now, sink);
+  out.reply = Desired(engine.state(), node);
+  return out;
+}
+
+AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
+  AgentReply r;
+  r.node_index = node;
+  r.heartbeat_interval_ms = ToMillis(interval_);
+  const Node& n = st.cluster.node(node);
+  for (JobId id : jobs_on_node_[node]) {
+    const Job* j = st.find_job(id);
+    if (!Live(j) || j->spec.task.empty()) continue;
+    for (size_t i = 0; i < j->placements.size(); ++i) {
+      const ReplicaPlacement& p = j->placements[i];
+      if (p.node != node) continue;
+      TaskOrder t;
+      t.job = id;
+      t.replica = static_cast<int32_t>(i);
+      t.attempt = Attempt(*j);
+      t.name = j->spec.name;
+      t.tenant = st.tenants[j->spec.tenant].name;
+      t.action = j->state == JobState::kCheckpointing ? TaskAction::kCheckpoint : TaskAction::kRun;
+      t.idle_notice = j->idle_suspected;
+      for (int g = 0; g < n.gpu_count; ++g) {
+        if (p.gpus >> g & 1) t.gpus.push_back(g);
+      }
+      const Demand d = j->spec.replica_demand(static_cast<int>(i));
+      t.gpu_mode = t.gpus.empty() ? "none" : GpuModeName(n.gpu_mode[t.gpus[0]]);
+      t.gpu_milli = std::min<int32_t>(d.gpu_milli, kMilliPerGpu);
+      t.gpu_memory_mib = d.gpu_memory_mib;
+      if (t.gpu_mode == "mig" && p.allocation >= 0 && n.mig_table > 0) {
+        const Allocation& a = st.cluster.allocation(p.allocation);
+        const MigTable& table = MigTables()[n.mig_table - 1];
+        if (a.mig_profile >= 0 && a.mig_profile < static_cast<int>(table.profiles.size())) {
+          t.mig_profile = table.profiles[a.mig_profile].name;
+          t.mig_start = a.mig_start;
+        }
+      }
+      t.task = j->spec.task;
+      r.tasks.push_back(std::move(t));
+    }
+  }
+  for (const Scrub& s : scrubs_[node]) {
+    ScrubOrder o{s.id, {}};
+    for (int g = 0; g < n.gpu_count; ++g) {
+      if (s.gpus >> g & 1) o.gpus.push_back(g);
+    }
+    r.scrubs.push_back(std::move(o));
+  }
+  return r;
+}
+
+}  // namespace gpupool

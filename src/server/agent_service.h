@@ -1,0 +1,88 @@
+// The server's side of the agent protocol (src/api/agent_protocol.h): node
+// registration, heartbeats, and each node's desired state.
+//
+// Lives on the engine thread and is driven by it: every event the Engine
+// decides (or replays at start-up) passes through OnEvent, and the agent
+// commands call the Engine's own entry points, so nothing here decides
+// scheduling:
+//  - Register: AddNode for a new node (its spec from the reported devices),
+//    or a check that the reported node matches the registered one; then
+//    Engine::Heartbeat.
+//  - Heartbeat: Engine::Heartbeat; per running job, ReportUtilization with
+//    the highest utilization of its replicas on the node (RECLAIM-1);
+//    Finish when every replica has exited (failed as soon as one exits
+//    non-zero or cannot start); CheckpointDone when every replica has
+//    acknowledged its checkpoint (or timed out waiting for it).
+//  - The desired state of a node: one task per replica of each running or
+//    checkpointing job placed there that has a command (attempt = 1 + the
+//    job's preemptions + interruptions, so it survives restarts of either
+//    side), and the scrub orders (GpusScrubbed, and every GPU of a node
+//    that comes back up) the agent has not yet reported done.
+//  - Jobs without a command have nothing to checkpoint: Settle completes
+//    their checkpoints at once.
+//
+// Scrub orders are soft state: they are rebuilt from the events replayed
+// at start-up (those after the newest snapshot); an order decided before
+// that snapshot and never done is forgotten.
+//
+// Thread-safety: none (the engine thread only).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/api/agent_protocol.h"
+#include "src/engine/engine.h"
+
+namespace gpupool {
+
+class AgentService {
+ public:
+  // heartbeat_interval: what replies tell agents (the engine's utilization poll).
+  explicit AgentService(Duration heartbeat_interval) : interval_(heartbeat_interval) {}
+
+  // Indexes nodes and placed jobs from the state (after start-up).
+  void Rebuild(const EngineState& st);
+  // Every event, after the engine applied it.
+  void OnEvent(const Event& e, const EngineState& st);
+  // Completes the checkpoints of jobs that run nothing (after each batch of commands).
+  void Settle(Engine& engine, Instant now, const Engine::Sink& sink);
+
+  struct Outcome {
+    std::optional<ApiError> error;
+    AgentReply reply;
+  };
+  Outcome Register(Engine& engine, const RegisterRequest& r, const std::map<std::string, uint16_t>& node_classes,
+                   Instant now, const Engine::Sink& sink);
+  Outcome Heartbeat(Engine& engine, const HeartbeatRequest& r, Instant now, const Engine::Sink& sink);
+
+  // The node's desired state (the reply without log acknowledgements).
+  AgentReply Desired(const EngineState& st, NodeIndex node) const;
+  std::optional<NodeIndex> FindNode(const std::string& name) const;
+
+ private:
+  static int32_t Attempt(const Job& j) { return 1 + j.preemptions + j.interruptions; }
+  void Forget(JobId job);
+  void AddScrub(NodeIndex node, int64_t id, GpuMask gpus);
+
+  Duration interval_;
+  std::map<std::string, NodeIndex, std::less<>> node_by_name_;
+  std::vector<std::set<JobId>> jobs_on_node_;  // running or checkpointing jobs with a replica there
+  std::map<JobId, std::vector<NodeIndex>> nodes_of_job_;
+  struct Scrub {
+    int64_t id = 0;
+    GpuMask gpus = 0;
+  };
+  std::vector<std::vector<Scrub>> scrubs_;  // per node, oldest first
+  // Per (job, attempt): replicas that exited or acknowledged a checkpoint.
+  struct Progress {
+    int32_t attempt = 0;
+    std::set<int32_t> exited, checkpointed;
+  };
+  std::map<JobId, Progress> progress_;
+  std::vector<JobId> settle_;  // checkpointing jobs with nothing to run
+};
+
+}  // namespace gpupool

@@ -1,0 +1,51 @@
+// Task logs uploaded by agents (stdout and stderr of each replica attempt),
+// kept as files DIR/logs/JOB/REPLICA.ATTEMPT.log for `gpupool job logs`.
+//
+// Appends are idempotent by offset: a chunk that repeats bytes already
+// held adds only what is new, and a chunk beyond the end (bytes lost in
+// between) adds nothing; either way the answer is the size held, where the
+// agent's next chunk starts. Logs are diagnostics, not acknowledged state:
+// they are written without fsync. A file stops growing at kMaxLogBytes.
+//
+// Thread-safety: safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "src/api/agent_protocol.h"
+#include "src/base/status.h"
+
+namespace gpupool {
+
+inline constexpr int64_t kMaxLogBytes = int64_t{64} << 20;
+
+class LogStore {
+ public:
+  explicit LogStore(std::string dir) : dir_(std::move(dir)) {}
+
+  // Returns the number of bytes held for the chunk's (job, replica,
+  // attempt) afterwards; past kMaxLogBytes, chunks are counted as held
+  // (so the agent moves on) but not stored.
+  Result<int64_t> Append(const LogChunk& chunk);
+
+  struct Part {
+    int32_t replica = 0, attempt = 0;
+    int64_t bytes = 0;     // the file's size
+    std::string text;      // its last max_bytes
+  };
+  // Every log of a job, by attempt then replica. Empty when none arrived.
+  Result<std::vector<Part>> Read(JobId job, int64_t max_bytes) const;
+
+ private:
+  std::string FileOf(JobId job, int32_t replica, int32_t attempt) const;
+  std::string dir_;
+  mutable std::mutex mu_;
+  std::map<std::tuple<JobId, int32_t, int32_t>, int64_t> sizes_;  // bytes held (files seen or written)
+};
+
+}  // namespace gpupool

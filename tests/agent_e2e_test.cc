@@ -1,0 +1,317 @@
+// End to end: a real server, real agents (fake GPUs) and real task
+// processes on loopback (issue 6's acceptance): a job runs with the right
+// CUDA_VISIBLE_DEVICES and completes; an idle task is notified,
+// checkpointed and reclaimed on the configured timeline; a killed agent's
+// node goes down and its task resumes from its checkpoint on another node;
+// a GPU freed by one tenant is scrubbed before another tenant's task starts
+// on it. Short intervals keep it to seconds.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "src/agent/fake_backend.h"
+#include "tests/agent_process.h"
+#include "tests/run_binary.h"
+#include "tests/server_process.h"
+
+namespace gpupool {
+namespace {
+
+using nlohmann::json;
+using testing::AgentProcess;
+using testing::Http;
+using testing::ServerProcess;
+
+constexpr const char* kConfig = R"(name: e2e
+engine:
+  reclaim: {idle: true, poll: 500ms, idle_below_pct: 10, idle_polls: 2, grace: 1500ms}
+  heartbeat_timeout: 3s
+pools:
+  - name: gpu
+server:
+  tick: 100ms
+)";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return pred();
+}
+
+class AgentE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = testing::MakeTempDir();
+    std::ofstream(root_ + "/config.yaml") << kConfig;
+    server_ = std::make_unique<ServerProcess>(root_ + "/data", std::vector<std::string>{"--config", root_ + "/config.yaml"});
+    ASSERT_TRUE(server_->Start()) << server_->log();
+    admin_ = server_->admin_token();
+  }
+  void TearDown() override {
+    agents_.clear();  // SIGTERM: each stops its tasks
+    server_->Stop();
+    std::filesystem::remove_all(root_);
+  }
+
+  // Issues a node token and starts an agent with fake GPUs.
+  AgentProcess& StartAgent(const std::string& node, const std::string& gpus) {
+    auto t = Http(*server_, "POST", "/v1/nodes/" + node + "/token", admin_, json::object());
+    EXPECT_EQ(t.status, 201) << t.text;
+    const std::string token_file = root_ + "/" + node + ".token";
+    std::ofstream(token_file) << t.body.value("token", "") << "\n";
+    agents_.push_back(std::make_unique<AgentProcess>(
+        server_->url(), token_file, node, root_ + "/agent-" + node,
+        std::vector<std::string>{"--fake-gpus", gpus, "--cpu-cores", "8", "--memory-gib", "16", "--checkpoint-root",
+                                 root_ + "/checkpoints", "--scrub-record", root_ + "/scrubs-" + node + ".jsonl",
+                                 "--quiet"}));
+    agents_.back()->Start();
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          auto nodes = Http(*server_, "GET", "/v1/nodes", admin_);
+          for (const json& n : nodes.body.value("nodes", json::array())) {
+            if (n.value("name", "") == node && n.value("condition", "") == "ready") return true;
+          }
+          return false;
+        },
+        std::chrono::seconds(20)))
+        << agents_.back()->log();
+    return *agents_.back();
+  }
+
+  void CreateTenant(const std::string& name, double guaranteed, double limit) {
+    auto t = Http(*server_, "POST", "/v1/tenants", admin_,
+                  json{{"name", name},
+                       {"quota", {{"gpu", {{"guaranteed_gpus", guaranteed}, {"limit_gpus", limit}}}}}});
+    ASSERT_EQ(t.status, 201) << t.text;
+  }
+
+  int64_t Submit(json request) {
+    request["cpu_cores"] = 1;
+    request["memory_gib"] = 1;
+    auto r = Http(*server_, "POST", "/v1/jobs", admin_, request);
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("id", int64_t{-1});
+  }
+  json Job(int64_t id) { return Http(*server_, "GET", "/v1/jobs/" + std::to_string(id), admin_).body; }
+  std::string State(int64_t id) { return Job(id).value("state", ""); }
+  bool WaitState(int64_t id, const std::string& state, std::chrono::milliseconds timeout) {
+    return WaitFor([&] { return State(id) == state; }, timeout);
+  }
+  std::string Logs(int64_t id) { return Http(*server_, "GET", "/v1/jobs/" + std::to_string(id) + "/logs", admin_).text; }
+  // The journal's events of these types, in order.
+  std::vector<json> Events(const std::vector<std::string>& types) {
+    std::vector<json> out;
+    auto e = Http(*server_, "GET", "/v1/events?since=0&limit=10000", admin_);
+    for (const json& ev : e.body.value("events", json::array())) {
+      if (std::find(types.begin(), types.end(), ev.value("type", "")) != types.end()) out.push_back(ev);
+    }
+    return out;
+  }
+
+  std::string root_;
+  std::unique_ptr<ServerProcess> server_;
+  std::string admin_;
+  std::vector<std::unique_ptr<AgentProcess>> agents_;
+};
+
+TEST_F(AgentE2eTest, JobRunsWithItsGpusAndCompletes) {
+  StartAgent("node-a", "2xH100");
+  CreateTenant("team-a", 2, 2);
+  const int64_t ok = Submit({{"name", "hello"}, {"tenant", "team-a"}, {"gpus", 1},
+                             {"command", {"sh", "-c", "echo CVD=$CUDA_VISIBLE_DEVICES JOB=$GPUPOOL_JOB_ID "
+                                                      "REPLICA=$GPUPOOL_REPLICA; echo to-stderr >&2"}}});
+  ASSERT_TRUE(WaitState(ok, "succeeded", std::chrono::seconds(20))) << Job(ok).dump() << agents_[0]->log();
+  // Its placement (an ended job's view no longer lists one): the GPU mask of the JobPlaced event.
+  const auto placed = Events({"JobPlaced"});
+  ASSERT_EQ(placed.size(), 1u);
+  const int mask = placed[0]["replicas"][0]["gpus"];
+  ASSERT_TRUE(mask == 1 || mask == 2) << placed[0].dump();
+  const int gpu = mask == 1 ? 0 : 1;
+  const auto devices = ParseFakeGpus("2xH100", "node-a");
+  ASSERT_TRUE(devices.has_value());
+  ASSERT_TRUE(WaitFor([&] { return Logs(ok).find("to-stderr") != std::string::npos; }, std::chrono::seconds(10)));
+  const std::string logs = Logs(ok);
+  EXPECT_NE(logs.find("CVD=" + (*devices)[gpu].uuid + " JOB=" + std::to_string(ok) + " REPLICA=0"), std::string::npos)
+      << logs;
+
+  // A task that exits non-zero fails its job; a CPU-only job sees no GPU.
+  const int64_t bad = Submit({{"name", "bad"}, {"tenant", "team-a"}, {"gpus", 0},
+                              {"command", {"sh", "-c", "echo \"CVD=[$CUDA_VISIBLE_DEVICES]\"; exit 3"}}});
+  ASSERT_TRUE(WaitState(bad, "failed", std::chrono::seconds(20))) << Job(bad).dump();
+  ASSERT_TRUE(WaitFor([&] { return Logs(bad).find("CVD=[]") != std::string::npos; }, std::chrono::seconds(10)))
+      << Logs(bad);
+  // A program that does not exist fails at start.
+  const int64_t missing = Submit({{"name", "missing"}, {"tenant", "team-a"}, {"gpus", 1},
+                                  {"command", {"/no/such/program"}}});
+  EXPECT_TRUE(WaitState(missing, "failed", std::chrono::seconds(20))) << Job(missing).dump();
+}
+
+TEST_F(AgentE2eTest, IdleTaskIsNotifiedCheckpointedAndReclaimed) {
+  StartAgent("node-a", "1xH100");
+  CreateTenant("team-a", 1, 1);
+  // Sleeps (looks idle); on SIGUSR1 saves its state and acknowledges.
+  const int64_t id = Submit(
+      {{"name", "notebook"},
+       {"tenant", "team-a"},
+       {"gpus", 1},
+       {"checkpointable", true},
+       {"command",
+        {"sh", "-c",
+         "trap 'echo saved > \"$GPUPOOL_CHECKPOINT_DIR/state\"; touch \"$GPUPOOL_CHECKPOINT_DIR/ack\"; echo "
+         "got-checkpoint-signal' USR1; echo started; while true; do sleep 0.2; done"}}});
+  ASSERT_TRUE(WaitState(id, "evicted", std::chrono::seconds(30))) << Job(id).dump() << agents_[0]->log();
+  // The tenant was notified, the task checkpointed, then the job was reclaimed, in that order.
+  const auto events = Events({"JobPlaced", "JobIdleSuspected", "ReclaimStarted", "JobReclaimed"});
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0]["type"], "JobPlaced");
+  EXPECT_EQ(events[1]["type"], "JobIdleSuspected");
+  EXPECT_EQ(events[2]["type"], "ReclaimStarted");
+  EXPECT_EQ(events[2]["checkpoint"], true);
+  EXPECT_EQ(events[3]["type"], "JobReclaimed");
+  // Timeline: suspected after idle_polls low polls (2 x 500 ms, plus the
+  // start), reclaimed once the 1.5 s grace has passed.
+  const int64_t placed = events[0]["at"], suspected = events[1]["at"], started = events[2]["at"];
+  EXPECT_GE(suspected - placed, 500);
+  EXPECT_LE(suspected - placed, 6000);
+  EXPECT_GE(started - suspected, 1500);
+  EXPECT_LE(started - suspected, 4000);
+  const std::string ckpt = root_ + "/checkpoints/job-" + std::to_string(id) + "/replica-0";
+  EXPECT_EQ(ReadFile(ckpt + "/state"), "saved\n");
+  EXPECT_NE(ReadFile(root_ + "/agent-node-a/tasks/job-" + std::to_string(id) + "/replica-0/notice").find("\"idle\""),
+            std::string::npos);
+  ASSERT_TRUE(WaitFor([&] { return Logs(id).find("got-checkpoint-signal") != std::string::npos; },
+                      std::chrono::seconds(10)))
+      << Logs(id);
+  // The agent stopped the task after the reclaim.
+  EXPECT_TRUE(WaitFor([&] { return agents_[0]->action_log().find("\"action\":\"stop\"") != std::string::npos; },
+                      std::chrono::seconds(10)));
+}
+
+TEST_F(AgentE2eTest, KilledAgentsTaskResumesFromItsCheckpointElsewhere) {
+  StartAgent("node-a", "1xH100");
+  StartAgent("node-b", "1xH100");
+  CreateTenant("team-a", 2, 2);
+  // Busy work that saves its step every 20 steps and resumes from it.
+  const int64_t id = Submit(
+      {{"name", "trainer"},
+       {"tenant", "team-a"},
+       {"gpus", 1},
+       {"checkpointable", true},
+       {"command",
+        {"sh", "-c",
+         "f=\"$GPUPOOL_CHECKPOINT_DIR/step\"; step=0; if [ -f \"$f\" ]; then step=$(cat \"$f\"); echo "
+         "resumed-from-step-$step; fi; echo pid=$$ on $GPUPOOL_NODE; while true; do i=0; while [ $i -lt 2000 ]; do "
+         "i=$((i+1)); done; step=$((step+1)); if [ $((step % 20)) -eq 0 ]; then echo $step > \"$f.tmp\"; mv "
+         "\"$f.tmp\" \"$f\"; fi; done"}}});
+  ASSERT_TRUE(WaitState(id, "running", std::chrono::seconds(20)));
+  const std::string first = Job(id)["placements"][0]["node"];
+  const std::string step_file = root_ + "/checkpoints/job-" + std::to_string(id) + "/replica-0/step";
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(step_file); }, std::chrono::seconds(20)))
+      << Logs(id) << agents_[0]->log();
+  // The node dies: its agent and its task.
+  AgentProcess& victim = *agents_[first == "node-a" ? 0 : 1];
+  const std::string pids = ReadFile(victim.work_dir() + "/tasks.pids");
+  victim.Kill();
+  for (std::istringstream in(pids); !in.eof();) {
+    int pid = 0;
+    if (in >> pid && pid > 1) ::kill(-pid, SIGKILL);
+  }
+  const int saved = std::stoi(ReadFile(step_file));
+  ASSERT_GT(saved, 0);
+  // Marked down after the 3 s timeout, re-placed on the other node, resumed.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json j = Job(id);
+        return j.value("state", "") == "running" && j["placements"][0]["node"] != first;
+      },
+      std::chrono::seconds(30)))
+      << Job(id).dump();
+  EXPECT_EQ(Events({"NodeDown"}).size(), 1u);
+  EXPECT_EQ(Events({"JobInterrupted"}).size(), 1u);
+  ASSERT_TRUE(WaitFor([&] { return Logs(id).find("resumed-from-step-") != std::string::npos; },
+                      std::chrono::seconds(20)))
+      << Logs(id);
+  const std::string logs = Logs(id);
+  const size_t at = logs.find("resumed-from-step-");
+  EXPECT_GE(std::stoi(logs.substr(at + 18)), saved) << logs;
+}
+
+TEST_F(AgentE2eTest, GpuFreedByOneTenantIsScrubbedBeforeAnothersTaskStarts) {
+  StartAgent("node-a", "1xH100");
+  CreateTenant("team-a", 0, 1);
+  CreateTenant("team-b", 0, 1);
+  const int64_t a = Submit({{"name", "a"}, {"tenant", "team-a"}, {"gpus", 1},
+                            {"command", {"sh", "-c", "echo secret > /dev/null"}}});
+  ASSERT_TRUE(WaitState(a, "succeeded", std::chrono::seconds(20))) << Job(a).dump();
+  const int64_t b = Submit({{"name", "b"}, {"tenant", "team-b"}, {"gpus", 1},
+                            {"command", {"sh", "-c", "echo started-at-ms=$(date +%s%3N)"}}});
+  ASSERT_TRUE(WaitState(b, "succeeded", std::chrono::seconds(20))) << Job(b).dump();
+  // The engine decided the scrub right before b's placement ...
+  const auto events = Events({"GpusScrubbed", "JobPlaced"});
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[1]["type"], "GpusScrubbed");
+  EXPECT_EQ(events[2]["job"], b);
+  // ... and the agent scrubbed the GPU before b's task started.
+  const std::string scrubs = ReadFile(root_ + "/scrubs-node-a.jsonl");
+  ASSERT_FALSE(scrubs.empty());
+  const int64_t scrubbed_ms = json::parse(scrubs.substr(0, scrubs.find('\n')))["unix_ms"];
+  ASSERT_TRUE(WaitFor([&] { return Logs(b).find("started-at-ms=") != std::string::npos; }, std::chrono::seconds(10)));
+  const std::string logs = Logs(b);
+  const int64_t started_ms = std::stoll(logs.substr(logs.find("started-at-ms=") + 14));
+  EXPECT_LE(scrubbed_ms, started_ms);
+  const std::string actions = agents_[0]->action_log();
+  const size_t scrub_at = actions.find("\"action\":\"scrub\"");
+  const size_t start_b = actions.find("\"action\":\"start\"", actions.find("\"job\":\"" + std::to_string(b) + "\""));
+  ASSERT_NE(scrub_at, std::string::npos) << actions;
+  EXPECT_LT(scrub_at, actions.rfind("\"action\":\"start\"")) << actions;
+  (void)start_b;
+}
+
+TEST_F(AgentE2eTest, TokensAreScopedToTheirRole) {
+  auto t = Http(*server_, "POST", "/v1/nodes/node-a/token", admin_, json::object());
+  ASSERT_EQ(t.status, 201);
+  const std::string node_token = t.body["token"];
+  // A node token reaches only the agent endpoints, and only for its node.
+  EXPECT_EQ(Http(*server_, "GET", "/v1/jobs", node_token).status, 403);
+  json reg{{"node", "node-b"}, {"cpu_milli", 1000}, {"memory_mib", 1024}, {"gpus", json::array()}};
+  EXPECT_EQ(Http(*server_, "POST", "/v1/agent/register", node_token, reg).status, 403);
+  // The admin token is not an agent's.
+  reg["node"] = "node-a";
+  EXPECT_EQ(Http(*server_, "POST", "/v1/agent/register", admin_, reg).status, 403);
+  // Bad registrations name the field.
+  reg["gpus"] = json::array({json{{"index", 0}, {"uuid", "GPU-x"}, {"model", "NoSuchGpu"}, {"memory_mib", 1}}});
+  auto bad = Http(*server_, "POST", "/v1/agent/register", node_token, reg);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["field"], "gpus[0].model") << bad.text;
+  // A heartbeat before registering is refused, naming why.
+  auto hb = Http(*server_, "POST", "/v1/agent/heartbeat", node_token, json{{"node", "node-a"}});
+  EXPECT_EQ(hb.status, 404) << hb.text;
+  // Node names are checked when the token is issued.
+  EXPECT_EQ(Http(*server_, "POST", "/v1/nodes/Bad_Name/token", admin_, json::object()).status, 400);
+  // A registered node may not change its resources under the pool.
+  reg["gpus"] = json::array();
+  EXPECT_EQ(Http(*server_, "POST", "/v1/agent/register", node_token, reg).status, 200);
+  reg["cpu_milli"] = 2000;
+  auto changed = Http(*server_, "POST", "/v1/agent/register", node_token, reg);
+  EXPECT_EQ(changed.status, 409);
+  EXPECT_NE(changed.text.find("registered with"), std::string::npos) << changed.text;
+}
+
+}  // namespace
+}  // namespace gpupool
