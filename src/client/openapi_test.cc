@@ -92,7 +92,11 @@ const std::map<std::string, std::set<std::string>> kContract = {
     {"/v1/tenants/{name}/quota", {"put"}},
     {"/v1/jobs", {"get", "post"}},
     {"/v1/jobs/{id}", {"get", "delete"}},
+    {"/v1/jobs/{id}/logs", {"get"}},
     {"/v1/nodes", {"get", "post"}},
+    {"/v1/nodes/{name}/token", {"post"}},
+    {"/v1/agent/register", {"post"}},
+    {"/v1/agent/heartbeat", {"post"}},
     {"/v1/pools", {"get"}},
     {"/v1/events", {"get"}},
     {"/healthz", {"get"}},
@@ -131,8 +135,12 @@ TEST_F(OpenApiTest, EveryOperationSaysWhichRolesMayCallIt) {
       {"get /v1/jobs", {"admin", "tenant"}},
       {"get /v1/jobs/{id}", {"admin", "tenant"}},
       {"delete /v1/jobs/{id}", {"admin", "tenant"}},
+      {"get /v1/jobs/{id}/logs", {"admin", "tenant"}},
       {"post /v1/nodes", {"admin"}},
       {"get /v1/nodes", {"admin"}},
+      {"post /v1/nodes/{name}/token", {"admin"}},
+      {"post /v1/agent/register", {"node"}},
+      {"post /v1/agent/heartbeat", {"node"}},
       {"get /v1/pools", {"admin", "tenant"}},
       {"get /v1/events", {"admin"}},
       {"get /healthz", {"none"}},
@@ -153,10 +161,13 @@ TEST_F(OpenApiTest, EveryOperationSaysWhichRolesMayCallIt) {
       if (!open) {
         EXPECT_TRUE(responses.contains("401")) << name << " must document 401";
       }
-      if (got == std::set<std::string>{"admin"}) {
+      // Admin-only and node-only operations refuse the other roles' tokens.
+      if (got == std::set<std::string>{"admin"} || got == std::set<std::string>{"node"}) {
         EXPECT_TRUE(responses.contains("403")) << name << " must document 403";
       }
-      if (path.find('{') != std::string::npos) {
+      // A path naming an object answers 404 when there is none; a node token
+      // is issued for a node that need not exist yet (its agent registers it).
+      if (path.find('{') != std::string::npos && name != "post /v1/nodes/{name}/token") {
         EXPECT_TRUE(responses.contains("404")) << name << " must document 404";
       }
     }
@@ -204,7 +215,10 @@ TEST_F(OpenApiTest, RequestBodiesRejectUnknownFields) {
       EXPECT_EQ(At(schema, "additionalProperties"), false) << m << " " << path;
     }
   }
-  for (const char* name : {"Quota", "Stage"}) EXPECT_EQ(At(Schema(name), "additionalProperties"), false) << name;
+  for (const char* name : {"Quota", "Stage", "AgentGpu", "AgentMigInstance", "GpuSample", "TaskReport", "ScrubReport",
+                           "LogChunk"}) {
+    EXPECT_EQ(At(Schema(name), "additionalProperties"), false) << name;
+  }
 }
 
 TEST_F(OpenApiTest, JobRequestHasExactlyTheKeysTheClientAccepts) {
@@ -239,6 +253,27 @@ TEST_F(OpenApiTest, SchemasHaveTheContractsFields) {
       {"Event", {"seq", "at", "type"}},
       {"EventList", {"events", "next_since"}},
       {"Health", {"status", "last_seq"}},
+      {"NodeToken", {"node", "token"}},
+      // The agent protocol (src/api/agent_protocol.cc: the keys its parsers accept).
+      {"RegisterRequest",
+       {"node", "backend", "class", "region", "zone", "rack", "cpu_milli", "memory_mib", "gpus"}},
+      {"AgentGpu", {"index", "uuid", "product", "model", "memory_mib", "mig_enabled", "mig", "nvlink_peers"}},
+      {"AgentMigInstance", {"uuid", "profile", "start", "memory_mib"}},
+      {"HeartbeatRequest", {"node", "gpus", "tasks", "scrubs", "logs"}},
+      {"GpuSample",
+       {"index", "util_pct", "memory_used_mib", "memory_total_mib", "temperature_c", "healthy", "health_detail"}},
+      {"TaskReport",
+       {"job", "replica", "attempt", "phase", "pid", "exit_code", "signal", "checkpoint_acked", "error", "util_pct",
+        "gpu_memory_mib"}},
+      {"ScrubReport", {"id", "ok", "bytes", "seconds", "error"}},
+      {"LogChunk", {"job", "replica", "attempt", "offset", "data"}},
+      {"AgentReply", {"node_index", "heartbeat_interval_ms", "tasks", "scrubs", "logs"}},
+      {"TaskOrder",
+       {"job", "replica", "attempt", "name", "tenant", "action", "idle_notice", "gpus", "gpu_mode", "gpu_milli",
+        "gpu_memory_mib", "mig_profile", "mig_start", "task"}},
+      {"TaskSpec", {"command", "env", "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace"}},
+      {"ScrubOrder", {"id", "gpus"}},
+      {"LogAck", {"job", "replica", "attempt", "bytes"}},
   };
   for (const auto& [name, want] : fields) EXPECT_EQ(Keys(At(Schema(name), "properties")), want) << name;
   EXPECT_EQ(Strings(At(Schema("JobState"), "enum")),
@@ -247,6 +282,12 @@ TEST_F(OpenApiTest, SchemasHaveTheContractsFields) {
   EXPECT_EQ(Strings(At(Schema("JobKind"), "enum")),
             (std::set<std::string>{"training", "online-inference", "batch-inference", "development", "cpu"}));
   EXPECT_EQ(Strings(At(Schema("Sharing"), "enum")), (std::set<std::string>{"any", "time-slice", "mps", "mig", "auto"}));
+  EXPECT_EQ(Strings(At(Schema("TaskPhase"), "enum")),
+            (std::set<std::string>{"running", "exited", "checkpointed", "start_failed"}));
+  EXPECT_EQ(Strings(At(At(At(Schema("TaskOrder"), "properties"), "action"), "enum")),
+            (std::set<std::string>{"run", "checkpoint"}));
+  EXPECT_EQ(Strings(At(At(At(Schema("TaskOrder"), "properties"), "gpu_mode"), "enum")),
+            (std::set<std::string>{"whole", "time-slice", "mps", "mig", "none"}));
   // The created tenant carries its token.
   EXPECT_TRUE(Doc().contains(json::json_pointer("/components/schemas/TenantCreated/allOf/1/properties/token")));
 }

@@ -46,6 +46,12 @@ JobSpec RichSpec() {
   s.labels = uint64_t{1} << 63;
   s.affinity = 0b100;
   s.anti_affinity = 0b1000;
+  s.task.command = {"python", "train.py", "--lr=3e-4", ""};
+  s.task.env = {{"A", "1"}, {"WANDB_MODE", "offline \"quoted\""}};
+  s.task.working_dir = "/data/run";
+  s.task.checkpoint_signal = 12;
+  s.task.checkpoint_timeout = 90s;
+  s.task.stop_grace = 5s;
   return s;
 }
 
@@ -114,6 +120,7 @@ TEST(EventJsonTest, EveryEventTypeRoundTripsWithEveryField) {
   EXPECT_EQ(spec.deadline, want.deadline);
   EXPECT_EQ(spec.expected_duration, want.expected_duration);
   EXPECT_EQ(spec.labels, want.labels);
+  EXPECT_EQ(spec.task, want.task);
   auto quota = EventFromJson(ToJsonLine(events[3]));
   ASSERT_TRUE(quota.has_value());
   EXPECT_EQ(std::get<QuotaSet>(quota->body).quota, (Quota{24000, 64000, 0.1 + 0.2, true}));  // bit-exact weight
@@ -130,6 +137,7 @@ TEST(EventJsonTest, AnUnsetReservationKeepsTheCanonicalText) {
   s.demand = Demand{1000, 1024, 1, 1000};
   const std::string line = ToJsonLine(Event{1, InstantFromMillis(0), JobSubmitted{1, s}});
   EXPECT_EQ(line.find("reservation"), std::string::npos) << line;
+  EXPECT_EQ(line.find("task"), std::string::npos) << line;  // nor a job without a command
   auto back = EventFromJson(line);
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_EQ(std::get<JobSubmitted>(back->body).spec.demand.reservation, -1);

@@ -330,6 +330,11 @@ class World {
     if (rng.Below(4) == 0) s.pools = {static_cast<PoolId>(rng.Below(2))};
     if (rng.Below(6) == 0) s.labels = uint64_t{1} << rng.Below(3);
     if (rng.Below(10) == 0) s.anti_affinity = uint64_t{1} << rng.Below(3);
+    if (rng.Below(3) == 0) {  // a task to run (servers with agents)
+      s.task.command = {"sh", "-c", "step " + std::to_string(rng.Below(100))};
+      s.task.env = {{"RUN", std::to_string(rng.Below(10))}};
+      s.task.checkpoint_timeout = Duration(static_cast<int64_t>(1000 + rng.Below(60000)));
+    }
     const bool needs_cuda = rng.Below(8) == 0;
     switch (rng.Below(8)) {
       case 0:
@@ -639,7 +644,7 @@ TEST(SnapshotTest, DamagedBytesAreErrorsOrValidStatesNeverCrashes) {
     EXPECT_NE(r.error().message.find("checksum"), std::string::npos);
   }
   std::string wrong_version = bytes;
-  wrong_version[8] = 2;
+  wrong_version[8] = static_cast<char>(kSnapshotVersion + 1);
   auto v = DecodeSnapshot(wrong_version, lending);
   ASSERT_FALSE(v.has_value());
   EXPECT_EQ(v.error().code, ErrorCode::kFailedPrecondition);

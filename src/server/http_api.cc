@@ -627,8 +627,12 @@ void HttpApi::Routes() {
              acks.push_back(json{{"job", c.job}, {"replica", c.replica}, {"attempt", c.attempt}, {"bytes", *held}});
            }
            r.value->logs.clear();
+           const std::vector<GpuSample> gpus = r.value->gpus;
            const Reply reply = core_.Call(AgentHeartbeatCmd{std::move(*r.value)});
            if (reply_failed(res, reply)) return;
+           for (const GpuSample& g : gpus) {
+             core_.metrics().SetGpuUtilization(static_cast<int32_t>(reply.id), g.index, g.util_pct);
+           }
            json out = reply.detail;
            out["logs"] = std::move(acks);
            SendJson(res, 200, out);
