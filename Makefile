@@ -3,8 +3,10 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 SHARED ?= ../shared
 TRACE_DIR := $(SHARED)/traces/alibaba-gpu-2023
+DEV_DATA ?= gpupool-dev
+DEV_LISTEN ?= 127.0.0.1:7070
 
-.PHONY: all deps configure build run test bench clean
+.PHONY: all deps configure build run sim test bench clean
 
 all: build
 
@@ -21,6 +23,11 @@ build: deps $(BUILD_DIR)/CMakeCache.txt
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 run: build
+	@echo "==> starting dev mode: the server and one agent with fake GPUs (data in $(DEV_DATA); Ctrl-C stops)"
+	@$(BUILD_DIR)/gpupool dev --data $(DEV_DATA) --listen $(DEV_LISTEN)
+
+# The FGD protocol table (the main job before dev mode existed).
+sim: build
 	@if [ -f $(TRACE_DIR)/openb_node_list_gpu_node.csv ]; then \
 	  echo "==> simulating the FGD protocol on the Alibaba GPU 2023 trace ($(TRACE_DIR))"; \
 	  $(BUILD_DIR)/gpupool sim fgd --nodes $(TRACE_DIR)/openb_node_list_gpu_node.csv \
@@ -53,6 +60,8 @@ bench: build
 	fi
 	@echo "==> server load: 32 clients, 10,000 nodes, 100,000 queued jobs, recovery after SIGKILL (bench/server_load)"
 	@$(BUILD_DIR)/gpupool_server_load --binary $(BUILD_DIR)/gpupool --clients 32 --nodes 10000 --queued 100000 --seconds 20
+	@echo "==> agent load: 1,000 simulated agents heartbeating every 5 s with job churn (bench/agent_load)"
+	@$(BUILD_DIR)/gpupool_agent_load --binary $(BUILD_DIR)/gpupool --agents 1000 --seconds 60 --job-rate 20
 
 clean:
 	rm -rf $(BUILD_DIR)

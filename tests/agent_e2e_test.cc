@@ -59,7 +59,9 @@ class AgentE2eTest : public ::testing::Test {
   void SetUp() override {
     root_ = testing::MakeTempDir();
     std::ofstream(root_ + "/config.yaml") << kConfig;
-    server_ = std::make_unique<ServerProcess>(root_ + "/data", std::vector<std::string>{"--config", root_ + "/config.yaml"});
+    // A fixed port, so that a restarted server is where the agents look.
+    server_ = std::make_unique<ServerProcess>(root_ + "/data", std::vector<std::string>{"--config", root_ + "/config.yaml"},
+                                              "127.0.0.1:" + std::to_string(testing::FreePort()));
     ASSERT_TRUE(server_->Start()) << server_->log();
     admin_ = server_->admin_token();
   }
@@ -281,6 +283,75 @@ TEST_F(AgentE2eTest, GpuFreedByOneTenantIsScrubbedBeforeAnothersTaskStarts) {
   ASSERT_NE(scrub_at, std::string::npos) << actions;
   EXPECT_LT(scrub_at, actions.rfind("\"action\":\"start\"")) << actions;
   (void)start_b;
+}
+
+TEST_F(AgentE2eTest, MpsSharesGetTheirLimitsInTheEnvironment) {
+  StartAgent("node-a", "1xH100");
+  CreateTenant("team-a", 1, 1);
+  const int64_t id = Submit({{"name", "mps"}, {"tenant", "team-a"}, {"gpu_fraction", 0.25}, {"sharing", "mps"},
+                             {"gpu_memory_gib", 10},
+                             {"command", {"sh", "-c", "echo pct=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE "
+                                                      "mem=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT mode=$GPUPOOL_GPU_MODE"}}});
+  ASSERT_TRUE(WaitState(id, "succeeded", std::chrono::seconds(20))) << Job(id).dump();
+  ASSERT_TRUE(WaitFor([&] { return !Logs(id).empty(); }, std::chrono::seconds(10)));
+  EXPECT_EQ(Logs(id), "pct=25 mem=0=10240M mode=mps\n");
+}
+
+TEST_F(AgentE2eTest, RestartsOfTheServerOrTheAgentHeal) {
+  AgentProcess& agent = StartAgent("node-a", "1xH100");
+  CreateTenant("team-a", 1, 1);
+  // Saves its step every 10 steps; a restart resumes from it.
+  const int64_t id = Submit(
+      {{"name", "long"},
+       {"tenant", "team-a"},
+       {"gpus", 1},
+       {"checkpointable", true},
+       {"command",
+        {"sh", "-c",
+         "f=\"$GPUPOOL_CHECKPOINT_DIR/step\"; step=0; if [ -f \"$f\" ]; then step=$(cat \"$f\"); echo "
+         "resumed-from-step-$step; fi; while true; do i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; "
+         "step=$((step+1)); if [ $((step % 10)) -eq 0 ]; then echo $step > \"$f\"; fi; done"}}});
+  ASSERT_TRUE(WaitState(id, "running", std::chrono::seconds(20)));
+  auto starts = [&] {
+    size_t n = 0;
+    const std::string log = agent.action_log();
+    for (size_t at = log.find("\"action\":\"start\""); at != std::string::npos;
+         at = log.find("\"action\":\"start\"", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  ASSERT_TRUE(WaitFor([&] { return starts() == 1; }, std::chrono::seconds(10)));
+  // The server dies and comes back: the task keeps running, nothing restarts.
+  server_->Kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // a few heartbeats
+  EXPECT_EQ(State(id), "running");
+  EXPECT_EQ(starts(), 1u) << agent.action_log();
+  EXPECT_TRUE(Events({"NodeDown", "JobInterrupted"}).empty());
+  // The agent dies and comes back before the node's timeout: it kills what
+  // its predecessor left and starts the task again, from its checkpoint.
+  const std::string step_file = root_ + "/checkpoints/job-" + std::to_string(id) + "/replica-0/step";
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(step_file); }, std::chrono::seconds(20)));
+  agent.Kill();
+  agent.Start();
+  ASSERT_TRUE(WaitFor([&] { return starts() == 2; }, std::chrono::seconds(10))) << agent.action_log();
+  EXPECT_NE(agent.action_log().find("kill_leftover"), std::string::npos);
+  ASSERT_TRUE(WaitFor([&] { return Logs(id).find("resumed-from-step-") != std::string::npos; },
+                      std::chrono::seconds(10)))
+      << Logs(id);
+  EXPECT_EQ(State(id), "running");
+  // Cancelling stops the task.
+  EXPECT_EQ(Http(*server_, "DELETE", "/v1/jobs/" + std::to_string(id), admin_).status, 200);
+  EXPECT_TRUE(WaitFor([&] { return agent.action_log().find("\"action\":\"stop\"") != std::string::npos; },
+                      std::chrono::seconds(10)));
+  // The node view shows what the agent reported.
+  const json nodes = Http(*server_, "GET", "/v1/nodes", admin_).body;
+  const json a = nodes["nodes"][0]["agent"];
+  EXPECT_EQ(a["backend"], "fake");
+  EXPECT_EQ(a["gpus"][0]["uuid"], (*ParseFakeGpus("1xH100", "node-a"))[0].uuid);
+  EXPECT_TRUE(a["gpus"][0].contains("util_pct"));
 }
 
 TEST_F(AgentE2eTest, TokensAreScopedToTheirRole) {

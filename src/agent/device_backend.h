@@ -16,43 +16,9 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/model/device.h"
 
 namespace gpupool {
-
-// A MIG instance (GPU instance + its compute instance) as the driver lists it.
-struct MigInstance {
-  std::string uuid;     // "MIG-...": what CUDA_VISIBLE_DEVICES takes
-  std::string profile;  // "3g.40gb"
-  int start = 0;        // first memory slice (the GPU instance placement start)
-  int64_t memory_mib = 0;
-};
-
-struct GpuDevice {
-  int index = 0;
-  std::string uuid;     // "GPU-...": what CUDA_VISIBLE_DEVICES takes
-  std::string product;  // as the driver names it: "NVIDIA H100 80GB HBM3"
-  std::string model;    // the catalog's name ("H100"); empty when no catalog model matches
-  int64_t memory_mib = 0;
-  bool mig_enabled = false;
-  std::vector<MigInstance> mig;
-  std::vector<int> nvlink_peers;  // indexes of this node's GPUs reached by an active NVLink, ascending
-};
-
-struct GpuProcess {
-  int pid = 0;
-  int64_t memory_mib = 0;
-};
-
-struct GpuSample {
-  int index = 0;
-  double util_pct = 0;  // SM activity over the driver's last sample period
-  int64_t memory_used_mib = 0;
-  int64_t memory_total_mib = 0;
-  int temperature_c = -1;  // -1: unknown
-  bool healthy = true;
-  std::string health_detail;  // why not healthy
-  std::vector<GpuProcess> processes;
-};
 
 // One running task, for per-task utilization: `pid` leads the task's
 // process group (the executor starts every task in its own session), so

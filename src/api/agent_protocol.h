@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "src/agent/device_backend.h"
 #include "src/api/json_fields.h"
+#include "src/model/device.h"
 #include "src/model/job.h"
 
 namespace gpupool {

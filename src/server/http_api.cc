@@ -602,8 +602,10 @@ void HttpApi::Routes() {
            if (r.value->node != *node) {
              return SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
            }
+           const RegisterRequest registered = *r.value;
            const Reply reply = core_.Call(RegisterAgentCmd{std::move(*r.value)});
            if (reply_failed(res, reply)) return;
+           core_.agent_status().Registered(registered, ToMillis(WallNow()));
            SendJson(res, 200, reply.detail);
          }));
   s.Post("/v1/agent/heartbeat", route("/v1/agent/heartbeat", [=, this](const Request& req, Response& res) {
@@ -633,6 +635,7 @@ void HttpApi::Routes() {
            for (const GpuSample& g : gpus) {
              core_.metrics().SetGpuUtilization(static_cast<int32_t>(reply.id), g.index, g.util_pct);
            }
+           core_.agent_status().Heartbeat(*node, gpus, ToMillis(WallNow()));
            json out = reply.detail;
            out["logs"] = std::move(acks);
            SendJson(res, 200, out);
@@ -642,7 +645,11 @@ void HttpApi::Routes() {
           std::shared_lock lock(core_.read_model().mu());
           const auto& m = core_.read_model();
           json list = json::array();
-          for (size_t i = 0; i < m.nodes().size(); ++i) list.push_back(NodeView(static_cast<NodeIndex>(i), m));
+          for (size_t i = 0; i < m.nodes().size(); ++i) {
+            json v = NodeView(static_cast<NodeIndex>(i), m);
+            if (auto a = core_.agent_status().Json(v["name"].get<std::string>())) v["agent"] = std::move(*a);
+            list.push_back(std::move(v));
+          }
           SendJson(res, 200, json{{"nodes", list}});
         }));
   s.Get("/v1/pools", route("/v1/pools", [=, this](const Request& req, Response& res) {

@@ -33,6 +33,7 @@
 #include "src/api/json_fields.h"
 #include "src/engine/engine.h"
 #include "src/server/agent_service.h"
+#include "src/server/agent_status.h"
 #include "src/server/auth.h"
 #include "src/server/journal.h"
 #include "src/server/log_store.h"
@@ -117,6 +118,7 @@ class ServerCore {
   const std::map<std::string, uint16_t>& node_classes() const { return node_classes_; }
   Metrics& metrics() { return metrics_; }
   LogStore& logs() { return *logs_; }
+  AgentStatusBoard& agent_status() { return agent_status_; }
   const ServerSettings& settings() const { return config_.server; }
   const std::string& admin_token() const { return admin_token_; }
   // How long start-up took (snapshot load + replay), for logs and benchmarks.
@@ -156,6 +158,7 @@ class ServerCore {
   ReadModel read_model_;
   std::unique_ptr<AgentService> agents_;  // engine thread only
   std::unique_ptr<LogStore> logs_;
+  AgentStatusBoard agent_status_;
   AuthStore auth_;
   Metrics metrics_;
   std::string admin_token_;

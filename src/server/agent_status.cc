@@ -1,0 +1,54 @@
+#include "src/server/agent_status.h"
+
+#include "src/base/time_text.h"
+
+namespace gpupool {
+
+void AgentStatusBoard::Registered(const RegisterRequest& r, int64_t unix_ms) {
+  std::lock_guard lock(mu_);
+  Status& s = nodes_[r.node];
+  s.backend = r.backend;
+  s.registered_ms = unix_ms;
+  s.heartbeat_ms = unix_ms;
+  s.devices = r.gpus;
+  s.samples.clear();
+}
+
+void AgentStatusBoard::Heartbeat(const std::string& node, const std::vector<GpuSample>& gpus, int64_t unix_ms) {
+  std::lock_guard lock(mu_);
+  Status& s = nodes_[node];
+  s.heartbeat_ms = unix_ms;
+  s.samples = gpus;
+}
+
+std::optional<nlohmann::json> AgentStatusBoard::Json(const std::string& node) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return std::nullopt;
+  const Status& s = it->second;
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const GpuDevice& d : s.devices) {
+    nlohmann::json g{{"index", d.index}, {"uuid", d.uuid}, {"product", d.product}, {"mig_enabled", d.mig_enabled},
+                     {"nvlink_peers", d.nvlink_peers}};
+    if (!d.mig.empty()) {
+      nlohmann::json mig = nlohmann::json::array();
+      for (const MigInstance& m : d.mig) mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"start", m.start}});
+      g["mig"] = std::move(mig);
+    }
+    for (const GpuSample& x : s.samples) {
+      if (x.index != d.index) continue;
+      g["util_pct"] = x.util_pct;
+      g["memory_used_mib"] = x.memory_used_mib;
+      if (x.temperature_c >= 0) g["temperature_c"] = x.temperature_c;
+      g["healthy"] = x.healthy;
+      if (!x.health_detail.empty()) g["health_detail"] = x.health_detail;
+    }
+    gpus.push_back(std::move(g));
+  }
+  return nlohmann::json{{"backend", s.backend},
+                        {"registered_at", FormatRfc3339(InstantFromMillis(s.registered_ms))},
+                        {"last_heartbeat_at", FormatRfc3339(InstantFromMillis(s.heartbeat_ms))},
+                        {"gpus", std::move(gpus)}};
+}
+
+}  // namespace gpupool

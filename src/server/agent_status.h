@@ -1,0 +1,42 @@
+// What agents last said about their nodes, for operators (GET /v1/nodes
+// shows it as each node's "agent"): the devices they registered (UUIDs,
+// products, MIG instances, NVLink peers) and the last heartbeat's samples
+// (utilization, memory, temperature, health) with its time.
+//
+// Soft state, kept in memory only: after a server restart it fills again
+// as agents re-register (on their first failed heartbeat) and heartbeat.
+//
+// Thread-safety: safe for concurrent use (HTTP threads).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/api/agent_protocol.h"
+
+namespace gpupool {
+
+class AgentStatusBoard {
+ public:
+  void Registered(const RegisterRequest& r, int64_t unix_ms);
+  void Heartbeat(const std::string& node, const std::vector<GpuSample>& gpus, int64_t unix_ms);
+  // The node's status as JSON, or nullopt when no agent spoke for it since the start.
+  std::optional<nlohmann::json> Json(const std::string& node) const;
+
+ private:
+  struct Status {
+    std::string backend;
+    int64_t registered_ms = 0, heartbeat_ms = 0;
+    std::vector<GpuDevice> devices;
+    std::vector<GpuSample> samples;
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, Status, std::less<>> nodes_;
+};
+
+}  // namespace gpupool
