@@ -36,6 +36,7 @@ pools:
   - name: gpu
 server:
   tick: 100ms
+  snapshot_every_events: 5  # restarts replay from a snapshot taken mid-run
 )";
 
 std::string ReadFile(const std::string& path) {
@@ -230,9 +231,14 @@ TEST_F(AgentE2eTest, KilledAgentsTaskResumesFromItsCheckpointElsewhere) {
   AgentProcess& victim = *agents_[first == "node-a" ? 0 : 1];
   const std::string pids = ReadFile(victim.work_dir() + "/tasks.pids");
   victim.Kill();
-  for (std::istringstream in(pids); !in.eof();) {
-    int pid = 0;
-    if (in >> pid && pid > 1) ::kill(-pid, SIGKILL);
+  // tasks.pids: "boot ID", then "PID START_TIME" per task.
+  std::istringstream in(pids);
+  std::string word, boot;
+  ASSERT_TRUE(in >> word >> boot) << pids;
+  int pid = 0;
+  unsigned long long start = 0;
+  while (in >> pid >> start) {
+    if (pid > 1) ::kill(-pid, SIGKILL);
   }
   const int saved = std::stoi(ReadFile(step_file));
   ASSERT_GT(saved, 0);
@@ -352,6 +358,34 @@ TEST_F(AgentE2eTest, RestartsOfTheServerOrTheAgentHeal) {
   EXPECT_EQ(a["backend"], "fake");
   EXPECT_EQ(a["gpus"][0]["uuid"], (*ParseFakeGpus("1xH100", "node-a"))[0].uuid);
   EXPECT_TRUE(a["gpus"][0].contains("util_pct"));
+}
+
+TEST_F(AgentE2eTest, AnAgentCutOffFromTheServerFencesItsTasks) {
+  AgentProcess& agent = StartAgent("node-a", "1xH100");
+  CreateTenant("team-a", 1, 1);
+  const int64_t id = Submit({{"name", "svc"}, {"tenant", "team-a"}, {"gpus", 1},
+                             {"command", {"sh", "-c", "while true; do i=0; while [ $i -lt 2000 ]; do i=$((i+1)); "
+                                                      "done; done"}}});
+  ASSERT_TRUE(WaitState(id, "running", std::chrono::seconds(20)));
+  ASSERT_TRUE(WaitFor([&] { return agent.action_log().find("\"action\":\"start\"") != std::string::npos; },
+                      std::chrono::seconds(10)));
+  // Past the server's 3 s failure timeout without a heartbeat, the task may
+  // run elsewhere: the agent stops it.
+  server_->Kill();
+  ASSERT_TRUE(WaitFor([&] { return agent.action_log().find("\"action\":\"fenced\"") != std::string::npos; },
+                      std::chrono::seconds(10)))
+      << agent.action_log();
+  EXPECT_TRUE(WaitFor([&] { return agent.action_log().find("\"action\":\"stop\"") != std::string::npos; },
+                      std::chrono::seconds(5)));
+  // The server comes back: the job is still placed there, so it starts again.
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const std::string log = agent.action_log();
+        return log.find("\"action\":\"start\"") != log.rfind("\"action\":\"start\"");
+      },
+      std::chrono::seconds(15)))
+      << agent.action_log();
 }
 
 TEST_F(AgentE2eTest, TokensAreScopedToTheirRole) {

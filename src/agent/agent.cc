@@ -86,7 +86,10 @@ Result<json> Agent::Post(const std::string& path, const json& body, int* status)
   json j = json::parse(res->body, nullptr, false);
   if (res->status != 200) {
     std::string message = res->body.substr(0, 500);
-    if (!j.is_discarded() && j.contains("error")) message = j["error"].value("message", message);
+    if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
+        j["error"]["message"].is_string()) {
+      message = j["error"]["message"].get<std::string>();
+    }
     return FailedPrecondition("POST " + path + ": HTTP " + std::to_string(res->status) + ": " + message);
   }
   if (j.is_discarded()) return IoError("POST " + path + ": the reply is not JSON");
@@ -115,6 +118,8 @@ Status Agent::Register() {
   auto parsed = ParseAgentReply(*reply);
   if (!parsed.ok()) return IoError("register: bad reply: " + parsed.error.field + ": " + parsed.error.message);
   registered_ = true;
+  last_ok_ = SteadyClock::now();
+  fenced_ = false;
   Log("registered", {{"server", options_.server_url}, {"gpus", std::to_string(gpus_.size())},
                      {"backend", backend_->name()}});
   Apply(*parsed.value);
@@ -123,6 +128,7 @@ Status Agent::Register() {
 
 void Agent::Apply(const AgentReply& reply) {
   interval_ = std::chrono::milliseconds(reply.heartbeat_interval_ms);
+  fence_after_ = std::chrono::milliseconds(reply.fence_after_ms);
   std::set<Key> desired;
   for (const TaskOrder& o : reply.tasks) {
     const Key key{o.job, o.replica, o.attempt};
@@ -132,9 +138,10 @@ void Agent::Apply(const AgentReply& reply) {
       LocalTask t;
       t.order = o;
       tasks_.emplace(key, std::move(t));
-    } else {
+    } else if (it->second.desired) {
       it->second.order = o;  // action and notice may change
     }
+    // (A task stopped here, e.g. by fencing, starts again once it is gone.)
   }
   for (auto& [key, t] : tasks_) {
     const bool want = desired.count(key) > 0;
@@ -157,7 +164,8 @@ void Agent::Apply(const AgentReply& reply) {
 }
 
 void Agent::BeginStop(LocalTask& t) {
-  if (t.state == LocalTask::State::kRunning) {
+  const bool leftovers = t.proc && t.proc->reaped() && t.proc->GroupAlive();
+  if (t.state == LocalTask::State::kRunning || leftovers) {
     t.state = LocalTask::State::kStopping;
     t.proc->Signal(SIGTERM);
     t.kill_at = SteadyClock::now() + t.order.task.stop_grace;
@@ -176,6 +184,27 @@ bool Agent::GpusBusy(const std::vector<int>& gpus, const LocalTask* except) cons
     if (t.state == LocalTask::State::kStopping && Overlaps(t.order.gpus, gpus)) return true;
   }
   return false;
+}
+
+bool Agent::PreviousAttemptAlive(const LocalTask& t) const {
+  for (const auto& [key, other] : tasks_) {
+    if (&other == &t || other.order.job != t.order.job || other.order.replica != t.order.replica) continue;
+    if (other.state == LocalTask::State::kStopping) return true;
+  }
+  return false;
+}
+
+void Agent::Fence() {
+  fenced_ = true;
+  Log("fenced", {{"silent_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  SteadyClock::now() - last_ok_)
+                                                  .count())}});
+  for (auto& [key, t] : tasks_) {
+    if (t.desired) {
+      t.desired = false;
+      BeginStop(t);
+    }
+  }
 }
 
 bool Agent::ScrubPending(const std::vector<int>& gpus) const {
@@ -269,6 +298,7 @@ void Agent::StartTask(LocalTask& t) {
   if (!p) {
     t.state = LocalTask::State::kStartFailed;
     t.error = p.error().message;
+    std::ofstream(t.log_file, std::ios::app) << "gpupool agent: " << t.error << "\n";  // what `job logs` shows
     Log("start_failed", {{"job", std::to_string(o.job)}, {"replica", std::to_string(o.replica)},
                          {"attempt", std::to_string(o.attempt)}, {"error", t.error}});
     return;
@@ -286,24 +316,31 @@ void Agent::Step() {
   const auto now = SteadyClock::now();
   // Reap and escalate.
   for (auto& [key, t] : tasks_) {
-    if (!t.proc || t.proc->reaped()) continue;
-    if (auto st = t.proc->Poll()) {
-      t.exit = *st;
-      t.proc->Signal(SIGKILL);  // whatever it left in its group
-      if (t.state == LocalTask::State::kStopping || !t.desired) {
-        t.state = LocalTask::State::kDone;
-      } else {
-        t.state = LocalTask::State::kExited;
-        if (t.order.action == TaskAction::kCheckpoint && t.checkpoint_requested && !t.checkpoint_done) {
-          t.checkpoint_done = true;
-          t.checkpoint_acked = fs::exists(t.checkpoint_dir + "/ack");
+    if (!t.proc) continue;
+    if (!t.proc->reaped()) {
+      if (auto st = t.proc->Poll()) {
+        t.exit = *st;
+        if (t.state != LocalTask::State::kStopping && t.desired) {
+          t.state = LocalTask::State::kExited;
+          // It ended by itself: what it left in its group goes too.
+          t.proc->Signal(SIGKILL);
+          if (t.order.action == TaskAction::kCheckpoint && t.checkpoint_requested && !t.checkpoint_done) {
+            t.checkpoint_done = true;
+            t.checkpoint_acked = fs::exists(t.checkpoint_dir + "/ack");
+          }
         }
+        Log("exit", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
+                     {"attempt", std::to_string(t.order.attempt)}, {"exit_code", std::to_string(st->exit_code)},
+                     {"signal", std::to_string(st->signal)}});
+        SavePids();
       }
-      Log("exit", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
-                   {"attempt", std::to_string(t.order.attempt)}, {"exit_code", std::to_string(st->exit_code)},
-                   {"signal", std::to_string(st->signal)}});
-      SavePids();
-    } else if (t.state == LocalTask::State::kStopping && !t.killed && now >= t.kill_at) {
+    }
+    if (t.state != LocalTask::State::kStopping) continue;
+    // A stopping task holds its GPUs until its whole group is gone; the
+    // rest of the group gets its grace too.
+    if (!t.proc->GroupAlive()) {
+      if (t.proc->reaped()) t.state = LocalTask::State::kDone;
+    } else if (!t.killed && now >= t.kill_at) {
       t.proc->Signal(SIGKILL);
       t.killed = true;
       Log("kill", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
@@ -313,12 +350,15 @@ void Agent::Step() {
   RunScrubs();
   for (auto& [key, t] : tasks_) {
     if (!t.desired) continue;
-    if (t.order.action == TaskAction::kCheckpoint && !t.checkpoint_done && t.state != LocalTask::State::kRunning) {
-      t.checkpoint_done = true;  // nothing runs: nothing to save
+    if (t.order.action == TaskAction::kCheckpoint && !t.checkpoint_done && t.state == LocalTask::State::kWaiting) {
+      t.checkpoint_done = true;  // it never started: nothing to save
       t.checkpoint_acked = false;
     }
     if (t.state == LocalTask::State::kWaiting && t.order.action == TaskAction::kRun) {
-      if (t.order.task.command.empty() || ScrubPending(t.order.gpus) || GpusBusy(t.order.gpus, &t)) continue;
+      if (t.order.task.command.empty() || ScrubPending(t.order.gpus) || GpusBusy(t.order.gpus, &t) ||
+          PreviousAttemptAlive(t)) {
+        continue;
+      }
       StartTask(t);
     }
     if (t.state == LocalTask::State::kRunning && t.order.action == TaskAction::kCheckpoint) {
@@ -421,40 +461,82 @@ Status Agent::Heartbeat() {
       }
       if (report) r.tasks.push_back(std::move(x));
     }
-    // New log bytes.
-    if (!t.log_file.empty()) {
-      std::ifstream in(t.log_file, std::ios::binary);
-      if (in) {
-        in.seekg(0, std::ios::end);
-        const int64_t size = static_cast<int64_t>(in.tellg());
-        if (size > t.log_uploaded) {
-          std::string data(static_cast<size_t>(std::min(kMaxLogChunk, size - t.log_uploaded)), '\0');
-          in.seekg(t.log_uploaded);
-          in.read(data.data(), static_cast<std::streamsize>(data.size()));
-          data.resize(static_cast<size_t>(in.gcount()));
-          LogChunk c{t.order.job, t.order.replica, t.order.attempt, t.log_uploaded, SanitizeUtf8(data)};
-          if (!c.data.empty()) r.logs.push_back(std::move(c));
-        }
-      }
-    }
   }
+  // New log bytes, within the budget, the tasks taking turns to go first.
+  std::vector<LocalTask*> order;
+  for (auto& [key, t] : tasks_) {
+    if (!t.log_file.empty()) order.push_back(&t);
+  }
+  int64_t budget = skip_logs_ ? 0 : kLogBudgetBytes;
+  for (size_t k = 0; k < order.size() && budget > 0; ++k) {
+    LocalTask& t = *order[(log_turn_ + k) % order.size()];
+    std::ifstream in(t.log_file, std::ios::binary);
+    if (!in) continue;
+    in.seekg(0, std::ios::end);
+    const int64_t size = static_cast<int64_t>(in.tellg());
+    if (size <= t.log_uploaded) continue;
+    std::string data(static_cast<size_t>(std::min({kMaxLogChunk, budget, size - t.log_uploaded})), '\0');
+    in.seekg(t.log_uploaded);
+    in.read(data.data(), static_cast<std::streamsize>(data.size()));
+    data.resize(static_cast<size_t>(in.gcount()));
+    std::string clean = SanitizeUtf8(data);
+    const bool finished = !t.proc || t.proc->reaped();
+    if (clean.size() < data.size() && finished && t.log_uploaded + static_cast<int64_t>(data.size()) == size) {
+      clean.append(data.size() - clean.size(), '?');  // a sequence its writer will never complete
+    }
+    budget -= static_cast<int64_t>(clean.size());
+    if (!clean.empty()) r.logs.push_back(LogChunk{t.order.job, t.order.replica, t.order.attempt, t.log_uploaded, clean});
+  }
+  ++log_turn_;
   for (const auto& [id, s] : scrubs_done_) r.scrubs.push_back(s);
   int status = 0;
   auto reply = Post("/v1/agent/heartbeat", ToJson(r), &status);
   if (!reply) {
     if (status == 404) registered_ = false;  // the server does not know the node (e.g. a new data directory)
+    skip_logs_ = status == 400 && !r.logs.empty();  // e.g. too large: the next one goes without logs
     return std::unexpected(reply.error());
   }
+  skip_logs_ = false;
+  last_ok_ = SteadyClock::now();
   auto parsed = ParseAgentReply(*reply);
   if (!parsed.ok()) return IoError("heartbeat: bad reply: " + parsed.error.field + ": " + parsed.error.message);
   Apply(*parsed.value);
   return {};
 }
 
+namespace {
+
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  in >> id;
+  return id;
+}
+
+// Field 22 of /proc/PID/stat (clock ticks after boot); 0 when it is gone.
+unsigned long long StartTime(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(line.substr(close + 2));
+  std::string skip;
+  for (int i = 3; i < 22; ++i) fields >> skip;
+  unsigned long long start = 0;
+  fields >> start;
+  return start;
+}
+
+}  // namespace
+
 void Agent::SavePids() const {
-  std::string text;
+  // Every group that may still live: its leader's pid and start time.
+  std::string text = "boot " + BootId() + "\n";
   for (const auto& [key, t] : tasks_) {
-    if (t.proc && !t.proc->reaped()) text += std::to_string(t.proc->pid()) + "\n";
+    if (t.proc && (!t.proc->reaped() || t.state == LocalTask::State::kStopping)) {
+      text += std::to_string(t.proc->pid()) + " " + std::to_string(StartTime(t.proc->pid())) + "\n";
+    }
   }
   const std::string file = options_.work_dir + "/tasks.pids";
   std::ofstream(file + ".tmp", std::ios::trunc) << text;
@@ -464,14 +546,31 @@ void Agent::SavePids() const {
 
 void Agent::KillLeftovers() {
   std::ifstream in(options_.work_dir + "/tasks.pids");
-  for (int pid = 0; in >> pid;) {
+  std::string word, boot;
+  if (!(in >> word >> boot) || word != "boot" || boot != BootId()) return;  // none, or from before a reboot
+  std::vector<int> killed;
+  int pid = 0;
+  unsigned long long start = 0;
+  while (in >> pid >> start) {
     if (pid <= 1) continue;
-    // Only a process that still leads its own session (as the executor
-    // started it) is ours; a reused pid is left alone.
-    if (::getsid(pid) == pid) {
+    // Ours: the same process (pid and start time), still leading its
+    // session; or, its leader gone, a group that still uses its pid (the
+    // kernel reuses no pid that is still a process group id).
+    const unsigned long long now_start = StartTime(pid);
+    const bool same_leader = now_start != 0 && now_start == start && ::getsid(pid) == pid;
+    const bool orphan_group = now_start == 0 && ::kill(-pid, 0) == 0;
+    if (same_leader || orphan_group) {
       ::kill(-pid, SIGKILL);
+      killed.push_back(pid);
       Log("kill_leftover", {{"pid", std::to_string(pid)}});
     }
+  }
+  // Their GPU memory is free only once they are gone.
+  for (auto until = SteadyClock::now() + std::chrono::seconds(10); SteadyClock::now() < until;) {
+    bool alive = false;
+    for (int p : killed) alive = alive || ::kill(-p, 0) == 0;
+    if (!alive) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
@@ -485,27 +584,33 @@ int Agent::Run() {
   KillLeftovers();
   SavePids();
   auto next_heartbeat = SteadyClock::now();
+  auto next_register = SteadyClock::now();
   std::chrono::milliseconds backoff(500);
+  int rc = 0;
   while (!stop_) {
-    if (!registered_) {
+    const auto now = SteadyClock::now();
+    if (fence_after_.count() > 0 && last_ok_ != SteadyClock::time_point{} && !fenced_ &&
+        now - last_ok_ > fence_after_) {
+      Fence();
+    }
+    if (!registered_ && now >= next_register) {
       if (auto ok = Register(); !ok) {
         Log("register_failed", {{"error", ok.error().message}});
         if (ok.error().code == ErrorCode::kFailedPrecondition) {
           const std::string& m = ok.error().message;
-          if (m.find("HTTP 401") != std::string::npos || m.find("HTTP 403") != std::string::npos) return 3;
-          if (m.find("HTTP 400") != std::string::npos || m.find("HTTP 409") != std::string::npos) return 4;
+          if (m.find("HTTP 401") != std::string::npos || m.find("HTTP 403") != std::string::npos) rc = 3;
+          if (m.find("HTTP 400") != std::string::npos || m.find("HTTP 409") != std::string::npos) rc = 4;
+          if (rc != 0) break;  // refused for good: stop the tasks and leave
         }
-        for (auto until = SteadyClock::now() + backoff; !stop_ && SteadyClock::now() < until;) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
+        next_register = SteadyClock::now() + backoff;
         backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
-        continue;
+      } else {
+        backoff = std::chrono::milliseconds(500);
+        next_heartbeat = SteadyClock::now() + interval_;
       }
-      backoff = std::chrono::milliseconds(500);
-      next_heartbeat = SteadyClock::now() + interval_;
     }
-    Step();
-    if (SteadyClock::now() >= next_heartbeat) {
+    Step();  // reaping and stops go on while the server is away
+    if (registered_ && SteadyClock::now() >= next_heartbeat) {
       if (auto ok = Heartbeat(); !ok) Log("heartbeat_failed", {{"error", ok.error().message}});
       next_heartbeat = SteadyClock::now() + interval_;
       Step();  // act on the reply at once
@@ -536,7 +641,7 @@ int Agent::Run() {
   }
   SavePids();
   Log("stopped", {});
-  return 0;
+  return rc;
 }
 
 }  // namespace gpupool

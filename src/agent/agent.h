@@ -12,16 +12,28 @@
 //    the agent reports the checkpoint once it does, or when it exits, or
 //    after the task's checkpoint timeout;
 //  - a task that is no longer desired gets SIGTERM, then SIGKILL after its
-//    grace period (the whole process group);
+//    grace period (the whole process group); it holds its GPUs until every
+//    process of its group is gone, even after the first one exits;
 //  - a scrub order runs (DeviceBackend::Scrub on each GPU) once no stopping
 //    task holds its GPUs, before any task starts on them;
+//  - a new attempt of a replica starts only once the previous attempt's
+//    processes are gone (they share the replica's checkpoint directory);
 //  - an idle notice is appended to $GPUPOOL_NOTICE_FILE when the job looks
 //    idle (and a "busy" line when it recovers).
 // Reports repeat until the task or order leaves the desired state, so a
 // lost reply or a restarted server heals at the next heartbeat. A
 // restarted agent first kills the task process groups its predecessor
-// left (listed in WORK/tasks.pids), then starts what is desired afresh;
-// tasks resume from their checkpoints.
+// left (WORK/tasks.pids: pid and start time, so a reused pid is left
+// alone), then starts what is desired afresh; tasks resume from their
+// checkpoints. Fencing: without a successful heartbeat for the time the
+// server gives (its failure-detection timeout), the agent stops its tasks,
+// since the server has marked the node down and placed them elsewhere.
+//
+// The checkpoint signal goes to the task's first process only: a wrapper
+// script should `exec` the program that handles it.
+//
+// Each heartbeat carries at most kLogBudgetBytes of log, shared among the
+// tasks in turn, so that a backlog never makes it too large to accept.
 //
 // Every action is logged as a JSON line to WORK/agent.log and stderr.
 //
@@ -97,6 +109,8 @@ class Agent {
   void StartTask(LocalTask& t);
   void BeginStop(LocalTask& t);
   bool GpusBusy(const std::vector<int>& gpus, const LocalTask* except) const;
+  bool PreviousAttemptAlive(const LocalTask& t) const;
+  void Fence();
   bool ScrubPending(const std::vector<int>& gpus) const;
   void RunScrubs();
   void KillLeftovers();
@@ -114,6 +128,13 @@ class Agent {
   std::map<Key, LocalTask> tasks_;
   std::vector<ScrubOrder> scrub_orders_;    // from the last reply
   std::map<int64_t, ScrubReport> scrubs_done_;  // reported until the order leaves the desired state
+  std::chrono::steady_clock::time_point last_ok_{};  // the last successful heartbeat or registration
+  std::chrono::milliseconds fence_after_{0};
+  bool fenced_ = false;
+  bool skip_logs_ = false;  // the last heartbeat was refused: the next one goes without logs
+  size_t log_turn_ = 0;     // which task's log goes first
 };
+
+inline constexpr int64_t kLogBudgetBytes = 128 << 10;
 
 }  // namespace gpupool

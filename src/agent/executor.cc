@@ -19,12 +19,17 @@ Result<ChildProcess> ChildProcess::Spawn(const LaunchSpec& spec) {
   const int log = ::open(spec.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   if (log < 0) return IoError("task log " + spec.log_file + ": " + std::strerror(errno));
 
-  // The child's environment: the agent's, minus `unset`, plus `env`.
+  // The child's environment: the inherited names of the agent's, minus
+  // `unset`, plus `env`.
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
     const std::string kv = *e;
     const size_t eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (eq == std::string::npos) continue;
+    const std::string name = kv.substr(0, eq);
+    bool keep = name.rfind("LC_", 0) == 0;
+    for (const char* n : kInheritedEnv) keep = keep || name == n;
+    if (keep) env[name] = kv.substr(eq + 1);
   }
   for (const std::string& name : spec.unset) env.erase(name);
   for (const auto& [k, v] : spec.env) env[k] = v;
@@ -43,6 +48,7 @@ Result<ChildProcess> ChildProcess::Spawn(const LaunchSpec& spec) {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, log, 1);
   posix_spawn_file_actions_adddup2(&actions, log, 2);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);  // e.g. the dev server's sockets
   if (!spec.working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, spec.working_dir.c_str());
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -94,6 +100,11 @@ namespace gpupool {
 
 void ChildProcess::SignalLeader(int sig) const {
   if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+}
+
+bool ChildProcess::GroupAlive() const {
+  if (pid_ <= 0) return false;
+  return ::kill(-pid_, 0) == 0 || errno == EPERM;
 }
 
 }  // namespace gpupool

@@ -3,7 +3,10 @@
 // output appended to a log file. Signals go to the whole process group.
 //
 // Spawned with posix_spawn (safe in the multi-threaded dev mode, unlike a
-// bare fork), with POSIX_SPAWN_SETSID and a chdir file action.
+// bare fork), with POSIX_SPAWN_SETSID and a chdir file action. The child
+// gets no descriptor of the agent's beyond stdin (/dev/null), stdout and
+// stderr (its log), and of the agent's environment only the names in
+// kInheritedEnv (and LC_*): a node's credentials do not leak into tasks.
 //
 // Thread-safety: a ChildProcess is used by one thread.
 #pragma once
@@ -17,10 +20,13 @@
 
 namespace gpupool {
 
+inline constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG",
+                                                "LANGUAGE", "TZ", "TMPDIR", "TERM"};
+
 struct LaunchSpec {
-  std::vector<std::string> argv;  // argv[0] is looked up on PATH
-  // Set in the child on top of the agent's environment (replacing names
-  // already there); names in `unset` are removed first.
+  std::vector<std::string> argv;  // argv[0] is looked up on the agent's PATH
+  // Set in the child on top of the inherited names (replacing them);
+  // names in `unset` are removed first.
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::string> unset;
   std::string working_dir;  // must exist
@@ -46,6 +52,8 @@ class ChildProcess {
   void Signal(int sig) const;
   // Sends `sig` to the process only (nothing once it has been reaped).
   void SignalLeader(int sig) const;
+  // Does any process of its group still live (the leader may be gone)?
+  bool GroupAlive() const;
   bool reaped() const { return reaped_; }
 
  private:

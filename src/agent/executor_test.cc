@@ -43,10 +43,12 @@ class ExecutorTest : public ::testing::Test {
 };
 
 TEST_F(ExecutorTest, RunsWithEnvironmentDirectoryAndLog) {
-  ::setenv("GPUPOOL_TEST_INHERITED", "yes", 1);
+  ::setenv("GPUPOOL_TEST_SECRET", "leaked", 1);  // not on the inherited list
   ::setenv("CUDA_VISIBLE_DEVICES", "stale", 1);
   LaunchSpec s;
-  s.argv = {"sh", "-c", "echo \"$X $GPUPOOL_TEST_INHERITED [$CUDA_VISIBLE_DEVICES] $(pwd)\"; echo err >&2; exit 7"};
+  s.argv = {"sh", "-c",
+            "echo \"$X [$GPUPOOL_TEST_SECRET] [$CUDA_VISIBLE_DEVICES] $(pwd)\"; [ -n \"$PATH\" ] || exit 9; "
+            "ls /proc/self/fd | wc -l >&2; echo err >&2; exit 7"};
   s.env = {{"X", "hello"}};
   s.unset = {"CUDA_VISIBLE_DEVICES"};
   s.working_dir = dir_;
@@ -57,8 +59,10 @@ TEST_F(ExecutorTest, RunsWithEnvironmentDirectoryAndLog) {
   EXPECT_EQ(st.exit_code, 7);
   EXPECT_EQ(st.signal, 0);
   EXPECT_FALSE(st.ok());
-  EXPECT_EQ(Read(dir_ + "/task.log"), "hello yes [] " + fs::canonical(dir_).string() + "\nerr\n");
+  // stdin, stdout, stderr and the descriptor ls reads: nothing of the agent's.
+  EXPECT_EQ(Read(dir_ + "/task.log"), "hello [] [] " + fs::canonical(dir_).string() + "\n4\nerr\n");
   ::unsetenv("CUDA_VISIBLE_DEVICES");
+  ::unsetenv("GPUPOOL_TEST_SECRET");
 }
 
 TEST_F(ExecutorTest, SignalsReachTheWholeProcessGroup) {

@@ -74,9 +74,7 @@ double ProcessGroupCpuSeconds(int pgid) {
   if (!d) return 0;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    std::ifstream in(path);
+    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
     std::string line;
     if (!std::getline(in, line)) continue;
     const size_t close = line.rfind(')');  // the command name may hold spaces and parentheses
@@ -85,10 +83,14 @@ double ProcessGroupCpuSeconds(int pgid) {
     std::string state;
     long long ppid = 0, pgrp = 0, session = 0, tty = 0, tpgid = 0;
     unsigned long long flags = 0, minflt = 0, cminflt = 0, majflt = 0, cmajflt = 0, utime = 0, stime = 0;
+    long long cutime = 0, cstime = 0;
     fields >> state >> ppid >> pgrp >> session >> tty >> tpgid >> flags >> minflt >> cminflt >> majflt >> cmajflt >>
-        utime >> stime;
+        utime >> stime >> cutime >> cstime;
     if (!fields || pgrp != pgid) continue;
     total += static_cast<double>(utime + stime) / ticks;
+    // The leader also carries its reaped children (a shell running many
+    // short commands is busy too).
+    if (std::atoll(e->d_name) == pgid) total += static_cast<double>(cutime + cstime) / ticks;
   }
   closedir(d);
   return total;

@@ -53,8 +53,8 @@ class FakeBackend : public DeviceBackend {
 };
 
 // CPU seconds (user + system) used so far by the live processes whose
-// process group is `pgid`, from /proc. Processes that exited are not
-// counted (their time went to their reaped parent, if any).
+// process group is `pgid`, from /proc, plus the children the group's
+// leader has reaped. Other processes that exited are not counted.
 double ProcessGroupCpuSeconds(int pgid);
 
 }  // namespace gpupool

@@ -312,6 +312,7 @@ json ToJson(const AgentReply& r) {
   }
   return json{{"node_index", r.node_index},
               {"heartbeat_interval_ms", r.heartbeat_interval_ms},
+              {"fence_after_ms", r.fence_after_ms},
               {"tasks", std::move(tasks)},
               {"scrubs", std::move(scrubs)},
               {"logs", std::move(logs)}};
@@ -322,9 +323,11 @@ ApiResult<AgentReply> ParseAgentReply(const json& j) {
   ApiError* err = &out.error;
   AgentReply r;
   FieldReader f;
-  if (!FieldReader::Open(j, "", {"node_index", "heartbeat_interval_ms", "tasks", "scrubs", "logs"}, &f, err) ||
+  if (!FieldReader::Open(j, "", {"node_index", "heartbeat_interval_ms", "fence_after_ms", "tasks", "scrubs", "logs"},
+                         &f, err) ||
       !IntAs(f, "node_index", r.node_index, 0, INT32_MAX, err) ||
-      !IntAs(f, "heartbeat_interval_ms", r.heartbeat_interval_ms, 1, 86'400'000, err)) {
+      !IntAs(f, "heartbeat_interval_ms", r.heartbeat_interval_ms, 1, 86'400'000, err) ||
+      !IntAs(f, "fence_after_ms", r.fence_after_ms, 0, INT64_MAX, err)) {
     return out;
   }
   const bool ok =

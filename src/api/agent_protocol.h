@@ -117,6 +117,9 @@ struct LogAck {
 struct AgentReply {
   int32_t node_index = -1;
   int64_t heartbeat_interval_ms = 5000;
+  // Without a successful heartbeat for this long, the agent stops its tasks:
+  // the server has marked the node down and placed them elsewhere (0: never).
+  int64_t fence_after_ms = 0;
   std::vector<TaskOrder> tasks;
   std::vector<ScrubOrder> scrubs;
   std::vector<LogAck> logs;

@@ -9,6 +9,7 @@ namespace gpupool {
 namespace {
 
 constexpr size_t kMaxScrubsPerNode = 64;
+constexpr size_t kMaxEndedPlacements = 200000;
 
 bool Live(const Job* j) { return j && (j->state == JobState::kRunning || j->state == JobState::kCheckpointing); }
 
@@ -28,14 +29,28 @@ std::optional<NodeIndex> AgentService::FindNode(const std::string& name) const {
   return it->second;
 }
 
+void AgentService::SizeFor(const EngineState& st) {
+  const size_t n = static_cast<size_t>(st.cluster.node_count());
+  if (jobs_on_node_.size() < n) jobs_on_node_.resize(n);
+  if (scrubs_.size() < n) scrubs_.resize(n);
+}
+
+void AgentService::RememberPlacement(const Job& j) {
+  const int32_t attempt = Attempt(j);
+  for (size_t i = 0; i < j.placements.size(); ++i) {
+    placed_[{j.id, static_cast<int32_t>(i), attempt}] = j.placements[i].node;
+  }
+}
+
 void AgentService::Rebuild(const EngineState& st) {
   node_by_name_.clear();
   const int n = st.cluster.node_count();
   for (NodeIndex i = 0; i < n; ++i) node_by_name_[st.cluster.node_name(i)] = i;
   jobs_on_node_.assign(n, {});
-  scrubs_.resize(n);
+  SizeFor(st);
   nodes_of_job_.clear();
   for (const auto& [id, j] : st.running) {
+    RememberPlacement(*j);
     std::vector<NodeIndex>& nodes = nodes_of_job_[id];
     for (const ReplicaPlacement& p : j->placements) {
       jobs_on_node_[p.node].insert(id);
@@ -47,6 +62,14 @@ void AgentService::Rebuild(const EngineState& st) {
 }
 
 void AgentService::Forget(JobId job) {
+  // Its placements stay known for a while: the last output may still come.
+  for (auto it = placed_.lower_bound({job, 0, 0}); it != placed_.end() && std::get<0>(it->first) == job; ++it) {
+    ended_placements_.push_back(it->first);
+  }
+  while (ended_placements_.size() > kMaxEndedPlacements) {
+    placed_.erase(ended_placements_.front());
+    ended_placements_.pop_front();
+  }
   auto it = nodes_of_job_.find(job);
   if (it != nodes_of_job_.end()) {
     for (NodeIndex n : it->second) jobs_on_node_[n].erase(job);
@@ -66,16 +89,15 @@ void AgentService::AddScrub(NodeIndex node, int64_t id, GpuMask gpus) {
 }
 
 void AgentService::OnEvent(const Event& e, const EngineState& st) {
+  SizeFor(st);  // replay at start-up may come before Rebuild
   std::visit(
       [&](const auto& b) {
         using T = std::decay_t<decltype(b)>;
         if constexpr (std::is_same_v<T, NodeAdded>) {
-          const NodeIndex n = st.cluster.node_count() - 1;
-          node_by_name_[b.spec.name] = n;
-          jobs_on_node_.resize(st.cluster.node_count());
-          scrubs_.resize(st.cluster.node_count());
+          node_by_name_[b.spec.name] = st.cluster.node_count() - 1;
         } else if constexpr (std::is_same_v<T, JobPlaced>) {
           Forget(b.job);
+          if (const Job* j = st.find_job(b.job)) RememberPlacement(*j);
           std::vector<NodeIndex>& nodes = nodes_of_job_[b.job];
           for (const PlacedReplica& r : b.replicas) {
             jobs_on_node_[r.node].insert(b.job);
@@ -205,49 +227,66 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   const NodeIndex node = *found;
   (void)engine.Heartbeat(node, now, sink);
   const EngineState& st = engine.state();
-  std::map<JobId, double> util;  // highest utilization of the job's replicas here
-  std::set<JobId> failed, maybe_done, maybe_checkpointed;
+  // Each engine call below may start a scheduling pass that ends or moves
+  // other jobs: every decision re-checks that the job is still the attempt
+  // the agent reported on.
+  auto current = [&](JobId job, int32_t attempt) -> const Job* {
+    const Job* j = st.find_job(job);
+    return Live(j) && Attempt(*j) == attempt ? j : nullptr;
+  };
+  std::map<JobId, std::pair<int32_t, double>> util;  // attempt, highest utilization of its replicas here
+  std::map<JobId, int32_t> failed, reported;          // job -> attempt
   for (const TaskReport& t : r.tasks) {
-    const Job* j = st.find_job(t.job);
-    if (!Live(j) || Attempt(*j) != t.attempt || t.replica < 0 ||
-        t.replica >= static_cast<int32_t>(j->placements.size()) || j->placements[t.replica].node != node) {
+    const Job* j = current(t.job, t.attempt);
+    if (!j || t.replica < 0 || t.replica >= static_cast<int32_t>(j->placements.size()) ||
+        j->placements[t.replica].node != node) {
       continue;  // stale: no longer desired here, the agent stops it
     }
     Progress& p = progress_[t.job];
     if (p.attempt != t.attempt) p = Progress{t.attempt, {}, {}};
     switch (t.phase) {
       case TaskPhase::kRunning:
-        if (t.util_pct >= 0) util[t.job] = std::max(util[t.job], t.util_pct);
+        if (t.util_pct >= 0) {
+          auto& [attempt, pct] = util[t.job];
+          attempt = t.attempt;
+          pct = std::max(pct, t.util_pct);
+        }
         break;
       case TaskPhase::kExited:
-        if (t.exit_code != 0 || t.signal != 0) failed.insert(t.job);
+        if (t.exit_code != 0 || t.signal != 0) failed[t.job] = t.attempt;
         p.exited.insert(t.replica);
-        maybe_done.insert(t.job);
+        reported[t.job] = t.attempt;
         break;
       case TaskPhase::kStartFailed:
-        failed.insert(t.job);
+        failed[t.job] = t.attempt;
         break;
       case TaskPhase::kCheckpointed:
         p.checkpointed.insert(t.replica);
-        maybe_checkpointed.insert(t.job);
+        reported[t.job] = t.attempt;
         break;
     }
   }
-  for (const auto& [job, pct] : util) (void)engine.ReportUtilization(job, pct, now, sink);
-  for (JobId job : maybe_checkpointed) {
-    const Job* j = st.find_job(job);
-    if (!j || j->state != JobState::kCheckpointing) continue;
-    if (progress_[job].checkpointed.size() == j->placements.size()) (void)engine.CheckpointDone(job, now, sink);
+  for (const auto& [job, attempt] : failed) {
+    if (current(job, attempt)) (void)engine.Finish(job, false, now, sink);
   }
-  for (JobId job : maybe_done) {
-    const Job* j = st.find_job(job);
-    if (!Live(j) || failed.count(job)) continue;
-    if (j->state == JobState::kCheckpointing) continue;  // it stops anyway
-    if (progress_[job].exited.size() == j->placements.size()) (void)engine.Finish(job, true, now, sink);
+  for (const auto& [job, attempt] : reported) {
+    const Job* j = current(job, attempt);
+    if (!j || failed.count(job)) continue;
+    const Progress& p = progress_[job];
+    const size_t replicas = j->placements.size();
+    if (p.exited.size() == replicas) {
+      // Every replica exited 0: the job is done, even if a checkpoint was
+      // asked for meanwhile (Finish takes a checkpointing job).
+      (void)engine.Finish(job, true, now, sink);
+    } else if (j->state == JobState::kCheckpointing) {
+      // A replica that exited has nothing left to save.
+      std::set<int32_t> done = p.checkpointed;
+      done.insert(p.exited.begin(), p.exited.end());
+      if (done.size() == replicas) (void)engine.CheckpointDone(job, now, sink);
+    }
   }
-  for (JobId job : failed) {
-    const Job* j = st.find_job(job);
-    if (Live(j)) (void)engine.Finish(job, false, now, sink);
+  for (const auto& [job, u] : util) {
+    if (current(job, u.first)) (void)engine.ReportUtilization(job, u.second, now, sink);
   }
   for (const ScrubReport& s : r.scrubs) {
     if (!s.ok) continue;  // the order stays; the agent retries and no task starts on those GPUs
@@ -256,13 +295,66 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   }
   Settle(engine, now, sink);
   out.reply = Desired(engine.state(), node);
+  out.reply.logs = StoreLogs(node, r.logs);
   return out;
+}
+
+std::vector<LogAck> AgentService::StoreLogs(NodeIndex node, const std::vector<LogChunk>& chunks) {
+  std::vector<LogAck> acks;
+  for (const LogChunk& c : chunks) {
+    LogAck a{c.job, c.replica, c.attempt, c.offset + static_cast<int64_t>(c.data.size())};
+    auto it = placed_.find({c.job, c.replica, c.attempt});
+    if (it == placed_.end() || it->second != node || !logs_) {
+      acks.push_back(a);  // not this node's task: consumed, not stored
+      continue;
+    }
+    auto held = logs_->Append(c);
+    if (held) a.bytes = *held;  // on a write error the chunk is dropped (logs are diagnostics)
+    acks.push_back(a);
+  }
+  return acks;
+}
+
+std::string AgentService::EncodeScrubs() const {
+  nlohmann::json nodes = nlohmann::json::object();
+  for (size_t n = 0; n < scrubs_.size(); ++n) {
+    if (scrubs_[n].empty()) continue;
+    nlohmann::json orders = nlohmann::json::array();
+    for (const Scrub& s : scrubs_[n]) orders.push_back(nlohmann::json::array({s.id, s.gpus}));
+    nodes[std::to_string(n)] = std::move(orders);
+  }
+  return nlohmann::json{{"version", 1}, {"nodes", std::move(nodes)}}.dump();
+}
+
+Status AgentService::LoadScrubs(const std::string& text, int node_count) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1 || !j.contains("nodes") ||
+      !j["nodes"].is_object()) {
+    return InvalidArgument("agent_scrubs: not a scrub-order record");
+  }
+  if (scrubs_.size() < static_cast<size_t>(node_count)) scrubs_.resize(node_count);
+  for (const auto& [key, orders] : j["nodes"].items()) {
+    int n = -1;
+    try {
+      n = std::stoi(key);
+    } catch (const std::exception&) {
+    }
+    if (n < 0 || n >= node_count || !orders.is_array()) return InvalidArgument("agent_scrubs: bad node '" + key + "'");
+    for (const auto& o : orders) {
+      if (!o.is_array() || o.size() != 2 || !o[0].is_number_integer() || !o[1].is_number_unsigned()) {
+        return InvalidArgument("agent_scrubs: bad order for node " + key);
+      }
+      scrubs_[n].push_back(Scrub{o[0].get<int64_t>(), static_cast<GpuMask>(o[1].get<uint64_t>())});
+    }
+  }
+  return {};
 }
 
 AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
   AgentReply r;
   r.node_index = node;
   r.heartbeat_interval_ms = ToMillis(interval_);
+  r.fence_after_ms = ToMillis(timeout_);
   const Node& n = st.cluster.node(node);
   for (JobId id : jobs_on_node_[node]) {
     const Job* j = st.find_job(id);

@@ -21,13 +21,21 @@
 //  - Jobs without a command have nothing to checkpoint: Settle completes
 //    their checkpoints at once.
 //
-// Scrub orders are soft state: they are rebuilt from the events replayed
-// at start-up (those after the newest snapshot); an order decided before
-// that snapshot and never done is forgotten.
+// Scrub orders survive restarts: the pending ones are saved with every
+// engine snapshot (EncodeScrubs, journal meta "agent_scrubs") and the
+// events replayed after it add theirs; an acknowledgement that arrived
+// after the snapshot is lost with a crash, so such a scrub is ordered again
+// (scrubbing free memory twice is harmless; skipping it is not).
+//
+// Task logs are accepted only for a (job, replica, attempt) placed on the
+// reporting node (the placements of ended jobs are remembered for a while,
+// so that their last output arrives); other chunks are acknowledged as
+// consumed and dropped, so a node cannot write another node's logs.
 //
 // Thread-safety: none (the engine thread only).
 #pragma once
 
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -35,13 +43,17 @@
 
 #include "src/api/agent_protocol.h"
 #include "src/engine/engine.h"
+#include "src/server/log_store.h"
 
 namespace gpupool {
 
 class AgentService {
  public:
   // heartbeat_interval: what replies tell agents (the engine's utilization poll).
-  explicit AgentService(Duration heartbeat_interval) : interval_(heartbeat_interval) {}
+  // heartbeat_timeout: what replies tell agents to fence themselves after
+  // (stop their tasks when the server has been unreachable that long).
+  AgentService(Duration heartbeat_interval, Duration heartbeat_timeout, LogStore* logs)
+      : interval_(heartbeat_interval), timeout_(heartbeat_timeout), logs_(logs) {}
 
   // Indexes nodes and placed jobs from the state (after start-up).
   void Rebuild(const EngineState& st);
@@ -62,12 +74,25 @@ class AgentService {
   AgentReply Desired(const EngineState& st, NodeIndex node) const;
   std::optional<NodeIndex> FindNode(const std::string& name) const;
 
+  // The pending scrub orders, for the journal (with each engine snapshot),
+  // and back (before the events after that snapshot are replayed).
+  std::string EncodeScrubs() const;
+  Status LoadScrubs(const std::string& text, int node_count);
+
  private:
   static int32_t Attempt(const Job& j) { return 1 + j.preemptions + j.interruptions; }
   void Forget(JobId job);
   void AddScrub(NodeIndex node, int64_t id, GpuMask gpus);
+  void SizeFor(const EngineState& st);
+  void RememberPlacement(const Job& j);
+  std::vector<LogAck> StoreLogs(NodeIndex node, const std::vector<LogChunk>& chunks);
 
-  Duration interval_;
+  Duration interval_, timeout_;
+  LogStore* logs_;
+  // Where each replica attempt ran, for accepting its logs; ended jobs'
+  // entries are dropped oldest first beyond kMaxEndedPlacements.
+  std::map<std::tuple<JobId, int32_t, int32_t>, NodeIndex> placed_;
+  std::deque<std::tuple<JobId, int32_t, int32_t>> ended_placements_;
   std::map<std::string, NodeIndex, std::less<>> node_by_name_;
   std::vector<std::set<JobId>> jobs_on_node_;  // running or checkpointing jobs with a replica there
   std::map<JobId, std::vector<NodeIndex>> nodes_of_job_;

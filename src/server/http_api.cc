@@ -618,17 +618,6 @@ void HttpApi::Routes() {
            if (r.value->node != *node) {
              return SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
            }
-           // Logs first (they are not engine state): the reply says how much is held.
-           json acks = json::array();
-           for (const LogChunk& c : r.value->logs) {
-             auto held = core_.logs().Append(c);
-             if (!held) {
-               LogError("task log not stored", {{"error", held.error().message}});
-               continue;
-             }
-             acks.push_back(json{{"job", c.job}, {"replica", c.replica}, {"attempt", c.attempt}, {"bytes", *held}});
-           }
-           r.value->logs.clear();
            const std::vector<GpuSample> gpus = r.value->gpus;
            const Reply reply = core_.Call(AgentHeartbeatCmd{std::move(*r.value)});
            if (reply_failed(res, reply)) return;
@@ -636,9 +625,7 @@ void HttpApi::Routes() {
              core_.metrics().SetGpuUtilization(static_cast<int32_t>(reply.id), g.index, g.util_pct);
            }
            core_.agent_status().Heartbeat(*node, gpus, ToMillis(WallNow()));
-           json out = reply.detail;
-           out["logs"] = std::move(acks);
-           SendJson(res, 200, out);
+           SendJson(res, 200, reply.detail);
          }));
   s.Get("/v1/nodes", route("/v1/nodes", [=, this](const Request& req, Response& res) {
           if (!auth(req, res, true)) return;

@@ -45,7 +45,8 @@ Result<int64_t> LogStore::Append(const LogChunk& c) {
 }
 
 Result<std::vector<LogStore::Part>> LogStore::Read(JobId job, int64_t max_bytes) const {
-  std::lock_guard lock(mu_);
+  // No lock: only files are read (appends go on meanwhile; a read sees a
+  // prefix of each file).
   std::vector<Part> parts;
   const fs::path dir = fs::path(dir_) / std::to_string(job);
   std::error_code ec;

@@ -126,8 +126,8 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
   for (const ScenarioPool& p : s.pools) core->names_.pools.push_back(p.name);
   core->names_.priorities = s.priorities;
   core->names_.max_replicas = s.engine.max_replicas;
-  core->agents_ = std::make_unique<AgentService>(s.engine.reclaim.poll);
   core->logs_ = std::make_unique<LogStore>(options.data_dir + "/logs");
+  core->agents_ = std::make_unique<AgentService>(s.engine.reclaim.poll, s.engine.heartbeat_timeout, core->logs_.get());
   if (auto ok = core->Recover(); !ok) return std::unexpected(ok.error());
   return core;
 }
@@ -155,6 +155,15 @@ Status ServerCore::Recover() {
     if (!engine) return std::unexpected(engine.error());
     engine_ = std::move(*engine);
     engine_seq = (*snapshot)->seq;
+    // The scrub orders pending at that snapshot (saved with it).
+    agents_->Rebuild(engine_->state());
+    auto scrubs = journal_->Meta("agent_scrubs");
+    if (!scrubs) return std::unexpected(scrubs.error());
+    if (*scrubs) {
+      if (auto ok = agents_->LoadScrubs(**scrubs, engine_->state().cluster.node_count()); !ok) {
+        return std::unexpected(Error{ok.error().code, options_.data_dir + ": " + ok.error().message});
+      }
+    }
   } else {
     auto engine = Engine::Create(s.engine, std::move(*target), std::move(attributes));
     if (!engine) return std::unexpected(engine.error());
@@ -439,6 +448,7 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
         } else {
           static_assert(std::is_same_v<T, SnapshotCmd>);
           item.batch.snapshots.push_back(SnapshotRecord{"engine", st.last_seq, EncodeSnapshot(st)});
+          item.batch.meta.emplace_back("agent_scrubs", agents_->EncodeScrubs());
           item.engine_snapshot = true;
           events_since_snapshot_ = 0;
           return Reply{};
@@ -517,6 +527,7 @@ void ServerCore::EngineLoop() {
     if (events_since_snapshot_ >= snapshot_every && !item.engine_snapshot) {
       item.batch.snapshots.push_back(
           SnapshotRecord{"engine", engine_->state().last_seq, EncodeSnapshot(engine_->state())});
+      item.batch.meta.emplace_back("agent_scrubs", agents_->EncodeScrubs());
       item.engine_snapshot = true;
       events_since_snapshot_ = 0;
     }
@@ -552,6 +563,7 @@ void ServerCore::WriterLoop() {
       for (JournalEvent& e : it.batch.events) batch.events.push_back(std::move(e));
       for (TokenRecord& t : it.batch.tokens) batch.tokens.push_back(std::move(t));
       for (SnapshotRecord& s : it.batch.snapshots) batch.snapshots.push_back(std::move(s));
+      for (auto& m : it.batch.meta) batch.meta.push_back(std::move(m));
       it.batch = JournalBatch{};
     }
     if (!batch.empty()) {
