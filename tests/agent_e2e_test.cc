@@ -39,12 +39,8 @@ server:
   snapshot_every_events: 5  # restarts replay from a snapshot taken mid-run
 )";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ReadTextFile;
+std::string ReadFile(const std::string& path) { return ReadTextFile(path); }
 
 bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;

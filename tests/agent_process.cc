@@ -1,5 +1,7 @@
 #include "tests/agent_process.h"
 
+#include "tests/run_binary.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,16 +12,6 @@
 #include <sstream>
 
 namespace gpupool::testing {
-namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 AgentProcess::AgentProcess(std::string server_url, std::string token_file, std::string node, std::string work_dir,
                            std::vector<std::string> extra_args)
@@ -48,24 +40,10 @@ void AgentProcess::Start() {
   }
 }
 
-void AgentProcess::Kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-}
+void AgentProcess::Kill() { KillChild(pid_); }
+int AgentProcess::Stop() { return StopChild(pid_); }
 
-int AgentProcess::Stop() {
-  if (pid_ <= 0) return -1;
-  ::kill(pid_, SIGTERM);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string AgentProcess::log() const { return ReadAll(work_dir_ + "/stderr.log"); }
-std::string AgentProcess::action_log() const { return ReadAll(work_dir_ + "/agent.log"); }
+std::string AgentProcess::log() const { return ReadTextFile(work_dir_ + "/stderr.log"); }
+std::string AgentProcess::action_log() const { return ReadTextFile(work_dir_ + "/agent.log"); }
 
 }  // namespace gpupool::testing

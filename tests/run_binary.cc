@@ -1,6 +1,7 @@
 #include "tests/run_binary.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +55,30 @@ BinaryRun RunGpupool(const std::vector<std::string>& args) {
   std::remove(err_path.c_str());
   rmdir(dir.c_str());
   return run;
+}
+
+void KillChild(pid_t& pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  pid = -1;
+}
+
+int StopChild(pid_t& pid) {
+  if (pid <= 0) return -1;
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  pid = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace gpupool::testing

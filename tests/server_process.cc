@@ -1,5 +1,7 @@
 #include "tests/server_process.h"
 
+#include "tests/run_binary.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -19,12 +21,7 @@
 namespace gpupool::testing {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadFile(const std::string& path) { return ReadTextFile(path); }
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -90,22 +87,8 @@ bool ServerProcess::Start() {
   return false;
 }
 
-void ServerProcess::Kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-}
-
-int ServerProcess::Stop() {
-  if (pid_ <= 0) return -1;
-  ::kill(pid_, SIGTERM);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+void ServerProcess::Kill() { KillChild(pid_); }
+int ServerProcess::Stop() { return StopChild(pid_); }
 
 std::string ServerProcess::host() const {
   const std::string rest = url_.substr(std::string("http://").size());

@@ -17,19 +17,7 @@ constexpr double kMaxGpuMemoryGib = 4096;
 using nlohmann::json;
 
 bool DurationOf(const FieldReader& f, std::string_view key, Duration& out, ApiError* err) {
-  const json* v = f.Find(key);
-  if (!v) return true;
-  if (!v->is_string()) {
-    *err = BadField(f.PathOf(key), "expected a duration string such as \"30s\", got " + JsonTypeName(*v));
-    return false;
-  }
-  auto d = ParseDurationText(v->get_ref<const std::string&>());
-  if (!d) {
-    *err = BadField(f.PathOf(key), d.error().message);
-    return false;
-  }
-  out = *d;
-  return true;
+  return f.DurationText(key, out, err);
 }
 
 bool SharingOf(const FieldReader& f, std::string_view key, std::string& out, ApiError* err) {

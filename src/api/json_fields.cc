@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "src/base/time_text.h"
+
 namespace gpupool {
 
 ApiError BadField(std::string field, std::string problem) {
@@ -163,6 +165,22 @@ bool FieldReader::StringList(std::string_view key, std::vector<std::string>& out
     }
     out.push_back((*v)[i].get<std::string>());
   }
+  return true;
+}
+
+bool FieldReader::DurationText(std::string_view key, Duration& out, ApiError* err) const {
+  const nlohmann::json* v = Find(key);
+  if (!v) return true;
+  if (!v->is_string()) {
+    *err = BadField(PathOf(key), "expected a duration string such as \"30s\", got " + JsonTypeName(*v));
+    return false;
+  }
+  auto d = ParseDurationText(v->get_ref<const std::string&>());
+  if (!d) {
+    *err = BadField(PathOf(key), d.error().message);
+    return false;
+  }
+  out = *d;
   return true;
 }
 

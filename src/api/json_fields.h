@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "src/base/time.h"
+
 namespace gpupool {
 
 struct ApiError {
@@ -52,6 +54,8 @@ class FieldReader {
   bool Number(std::string_view key, double& out, double lo, double hi, ApiError* err, bool lo_open = false,
               bool hi_open = false) const;
   bool StringList(std::string_view key, std::vector<std::string>& out, size_t max_items, ApiError* err) const;
+  // A duration string such as "30s" or "1h30m" (src/base/time_text.h).
+  bool DurationText(std::string_view key, Duration& out, ApiError* err) const;
   bool Require(std::string_view key, ApiError* err) const;
 
  private:

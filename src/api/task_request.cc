@@ -34,22 +34,14 @@ bool ValidEnvName(std::string_view n) {
 bool NoNul(const std::string& s) { return s.find('\0') == std::string::npos; }
 
 bool TaskDuration(const FieldReader& f, std::string_view key, Duration& out, ApiError* err) {
-  const json* v = f.Find(key);
-  if (!v) return true;
-  if (!v->is_string()) {
-    *err = BadField(f.PathOf(key), "expected a duration string such as \"30s\", got " + JsonTypeName(*v));
-    return false;
-  }
-  auto d = ParseDurationText(v->get_ref<const std::string&>());
-  if (!d) {
-    *err = BadField(f.PathOf(key), d.error().message);
-    return false;
-  }
-  if (*d <= Duration(0) || *d > std::chrono::hours(24)) {
+  Duration d{0};
+  if (!f.Has(key)) return true;
+  if (!f.DurationText(key, d, err)) return false;
+  if (d <= Duration(0) || d > std::chrono::hours(24)) {
     *err = BadField(f.PathOf(key), "must be positive and at most 24h");
     return false;
   }
-  out = *d;
+  out = d;
   return true;
 }
 

@@ -13,6 +13,7 @@
 #include "src/agent/agent.h"
 #include "src/agent/fake_backend.h"
 #include "src/agent/nvml_backend.h"
+#include "src/cli/serve_common.h"
 #include "src/server/auth.h"
 #include "src/server/dev_config.h"
 #include "src/server/http_api.h"
@@ -31,16 +32,6 @@ struct AgentFlags {
   double cpu_cores = 0, memory_gib = 0;
   bool quiet = false;
 };
-
-// SIGINT and SIGTERM are taken by one thread (sigwait); the others block them.
-sigset_t BlockStopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
-}
 
 Result<std::unique_ptr<DeviceBackend>> MakeBackend(const AgentFlags& f) {
   if (!f.fake_gpus.empty()) {
@@ -106,17 +97,12 @@ struct DevFlags {
 };
 
 int RunDev(const DevFlags& f) {
-  const size_t colon = f.listen.rfind(':');
-  int port = -1;
-  try {
-    if (colon != std::string::npos && colon > 0) port = std::stoi(f.listen.substr(colon + 1));
-  } catch (const std::exception&) {
-  }
-  if (port < 0 || port > 65535) {
-    std::cerr << "error: --listen: expected HOST:PORT such as 127.0.0.1:7070, got '" << f.listen << "'\n";
+  const auto listen = ParseListen(f.listen);
+  if (!listen) {
+    std::cerr << "error: " << listen.error().message << "\n";
     return 2;
   }
-  const std::string host = f.listen.substr(0, colon);
+  const auto& [host, port] = *listen;
   auto gpus = ParseFakeGpus(f.fake_gpus, f.node);
   if (!gpus) {
     std::cerr << "error: " << gpus.error().message << "\n";
@@ -142,8 +128,9 @@ int RunDev(const DevFlags& f) {
   }
   (*core)->Start();
   const std::string url = "http://" + host + ":" + std::to_string(*bound);
-  {
-    std::ofstream(fs::path(f.data_dir) / "server.url") << url << "\n";
+  if (auto ok = WriteServerUrl(f.data_dir, url); !ok) {
+    std::cerr << "error: " << ok.error().message << "\n";
+    return 1;
   }
   // The local agent's node token (a new one each start; only its hash is kept).
   const std::string token = NewToken();

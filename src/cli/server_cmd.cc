@@ -9,6 +9,7 @@
 #include <iostream>
 #include <thread>
 
+#include "src/cli/serve_common.h"
 #include "src/server/http_api.h"
 #include "src/server/log.h"
 #include "src/server/server_core.h"
@@ -24,29 +25,14 @@ struct ServerFlags {
 };
 
 int RunServer(const ServerFlags& f) {
-  const size_t colon = f.listen.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos) {
-    try {
-      size_t used = 0;
-      port = std::stoi(f.listen.substr(colon + 1), &used);
-      if (used != f.listen.size() - colon - 1) port = -1;
-    } catch (const std::exception&) {
-    }
-  }
-  if (colon == std::string::npos || colon == 0 || port < 0 || port > 65535) {
-    std::cerr << "error: --listen: expected HOST:PORT such as 127.0.0.1:7070 (port 0 picks a free port), got '"
-              << f.listen << "'\n";
+  const auto listen = ParseListen(f.listen);
+  if (!listen) {
+    std::cerr << "error: " << listen.error().message << "\n";
     return 2;
   }
-  const std::string host = f.listen.substr(0, colon);
-
+  const auto& [host, port] = *listen;
   // Signals are taken by one thread (sigwait); every other thread blocks them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockStopSignals();
 
   auto core = ServerCore::Open(ServerOptions{f.data_dir, f.config, f.admin_token_file});
   if (!core) {
@@ -65,13 +51,9 @@ int RunServer(const ServerFlags& f) {
   (*core)->Start();
   const std::string url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
                           std::to_string(*bound);
-  {
-    const std::string path = (std::filesystem::path(f.data_dir) / "server.url").string();
-    {
-      std::ofstream out(path + ".tmp");
-      out << url << "\n";
-    }
-    std::filesystem::rename(path + ".tmp", path);
+  if (auto ok = WriteServerUrl(f.data_dir, url); !ok) {
+    std::cerr << "error: " << ok.error().message << "\n";
+    return 1;
   }
   std::cout << "gpupool server: listening on " << url << "\n"
             << "  data:        " << f.data_dir << "\n"

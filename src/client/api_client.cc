@@ -81,25 +81,27 @@ ApiClient::ApiClient(ClientConfig config)
 
 ApiClient::~ApiClient() = default;
 
-Result<nlohmann::json> ApiClient::Get(const std::string& path, const QueryParams& query) {
+namespace {
+
+std::string Target(const std::string& path, const QueryParams& query) {
   std::string target = path;
   char sep = '?';
   for (const auto& [k, v] : query) {
     target += sep + UrlEncode(k) + "=" + UrlEncode(v);
     sep = '&';
   }
-  return Call("GET", target, nullptr);
+  return target;
+}
+
+}  // namespace
+
+Result<nlohmann::json> ApiClient::Get(const std::string& path, const QueryParams& query) {
+  return Call("GET", Target(path, query), nullptr);
 }
 
 Result<std::string> ApiClient::GetText(const std::string& path, const QueryParams& query) {
-  std::string target = path;
-  char sep = '?';
-  for (const auto& [k, v] : query) {
-    target += sep + UrlEncode(k) + "=" + UrlEncode(v);
-    sep = '&';
-  }
   std::string text;
-  auto r = Call("GET", target, nullptr, &text);
+  auto r = Call("GET", Target(path, query), nullptr, &text);
   if (!r) return std::unexpected(r.error());
   return text;
 }

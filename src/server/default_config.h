@@ -1,14 +1,15 @@
-// The configuration `gpupool server` uses without --config: one pool per
-// GPU family, a requirement for NVLink-connected GPUs, and no nodes (they
-// register through POST /v1/nodes or, later, the agent). See
-// docs/server.md for every key.
+// The configuration `gpupool server` uses without --config: one pool, a
+// node class and a requirement for NVLink-connected GPUs, and no nodes
+// (agents register them, or POST /v1/nodes). See docs/server.md for every
+// key.
 #pragma once
+
+#include <string>
 
 namespace gpupool {
 
-inline constexpr const char* kDefaultServerConfig = R"(name: default
-description: gpupool server defaults
-node_classes:
+// The node classes, requirements and pools of every embedded configuration.
+inline constexpr const char* kDefaultWorld = R"(node_classes:
   - name: nvlink
     gpu: {interconnect_gbps: 900}
 requirements:
@@ -17,5 +18,8 @@ requirements:
 pools:
   - name: default
 )";
+
+inline const std::string kDefaultServerConfig =
+    std::string("name: default\ndescription: gpupool server defaults\n") + kDefaultWorld;
 
 }  // namespace gpupool

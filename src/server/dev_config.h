@@ -5,22 +5,18 @@
 // within a minute. See docs/agent.md.
 #pragma once
 
+#include <string>
+
+#include "src/server/default_config.h"
+
 namespace gpupool {
 
-inline constexpr const char* kDevConfig = R"(name: dev
+inline const std::string kDevConfig = std::string(R"(name: dev
 description: gpupool dev mode (server and one agent with fake GPUs)
 engine:
   reclaim: {idle: true, poll: 2s, idle_below_pct: 10, idle_polls: 3, grace: 10s}
   heartbeat_timeout: 12s
-node_classes:
-  - name: nvlink
-    gpu: {interconnect_gbps: 900}
-requirements:
-  - name: nvlink
-    min: {interconnect_gbps: 600}
-pools:
-  - name: default
-tenants:
+)") + kDefaultWorld + R"(tenants:
   - name: team-a
     quota:
       default: {guaranteed_gpus: 0, limit_gpus: 16}  # no nodes yet to guarantee from
