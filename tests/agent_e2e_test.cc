@@ -401,13 +401,25 @@ TEST_F(AgentE2eTest, TokensAreScopedToTheirRole) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.body["error"]["field"], "gpus[0].model") << bad.text;
   // A heartbeat before registering is refused, naming why.
-  auto hb = Http(*server_, "POST", "/v1/agent/heartbeat", node_token, json{{"node", "node-a"}});
+  auto hb = Http(*server_, "POST", "/v1/agent/heartbeat", node_token, json{{"node", "node-a"}, {"session", "x"}});
   EXPECT_EQ(hb.status, 404) << hb.text;
   // Node names are checked when the token is issued.
   EXPECT_EQ(Http(*server_, "POST", "/v1/nodes/Bad_Name/token", admin_, json::object()).status, 400);
   // A registered node may not change its resources under the pool.
   reg["gpus"] = json::array();
-  EXPECT_EQ(Http(*server_, "POST", "/v1/agent/register", node_token, reg).status, 200);
+  auto first = Http(*server_, "POST", "/v1/agent/register", node_token, reg);
+  EXPECT_EQ(first.status, 200);
+  // A second agent for the node takes it over: the first one's heartbeats are refused.
+  auto second = Http(*server_, "POST", "/v1/agent/register", node_token, reg);
+  EXPECT_EQ(second.status, 200);
+  const json beat = {{"node", "node-a"}, {"session", first.body["session"]}};
+  auto stale = Http(*server_, "POST", "/v1/agent/heartbeat", node_token, beat);
+  EXPECT_EQ(stale.status, 409) << stale.text;
+  EXPECT_EQ(stale.body["error"]["field"], "session");
+  EXPECT_EQ(Http(*server_, "POST", "/v1/agent/heartbeat", node_token,
+                 json{{"node", "node-a"}, {"session", second.body["session"]}})
+                .status,
+            200);
   reg["cpu_milli"] = 2000;
   auto changed = Http(*server_, "POST", "/v1/agent/register", node_token, reg);
   EXPECT_EQ(changed.status, 409);

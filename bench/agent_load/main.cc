@@ -41,7 +41,7 @@ struct SimTask {
 };
 
 struct SimAgent {
-  std::string name, token;
+  std::string name, token, session;
   Clock::time_point next;
   std::map<std::tuple<int64_t, int32_t, int32_t>, SimTask> tasks;
   std::set<int64_t> scrubs;  // orders to report done
@@ -59,6 +59,7 @@ struct Totals {
 void Beat(SimAgent& a, int port, double job_seconds, bool measure, Totals& totals) {
   HeartbeatRequest r;
   r.node = a.name;
+  r.session = a.session;
   const auto now = Clock::now();
   for (const TaskOrder& o : a.orders) {
     const auto key = std::make_tuple(o.job, o.replica, o.attempt);
@@ -189,7 +190,11 @@ int main(int argc, char** argv) {
           c.set_bearer_token_auth(sims[i].token);
           c.set_read_timeout(60);
           auto res = c.Post("/v1/agent/register", ToJson(r).dump(), "application/json");
-          if (!res || res->status != 200) ++bad;
+          if (!res || res->status != 200) {
+            ++bad;
+            continue;
+          }
+          sims[i].session = json::parse(res->body).value("session", "");
         }
       });
     }

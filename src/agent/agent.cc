@@ -118,6 +118,7 @@ Status Agent::Register() {
   auto parsed = ParseAgentReply(*reply);
   if (!parsed.ok()) return IoError("register: bad reply: " + parsed.error.field + ": " + parsed.error.message);
   registered_ = true;
+  session_ = parsed.value->session;
   last_ok_ = SteadyClock::now();
   fenced_ = false;
   Log("registered", {{"server", options_.server_url}, {"gpus", std::to_string(gpus_.size())},
@@ -410,6 +411,7 @@ void Agent::Step() {
 Status Agent::Heartbeat() {
   HeartbeatRequest r;
   r.node = options_.node;
+  r.session = session_;
   if (auto s = backend_->Sample()) {
     r.gpus = std::move(*s);
   } else {
@@ -493,6 +495,7 @@ Status Agent::Heartbeat() {
   auto reply = Post("/v1/agent/heartbeat", ToJson(r), &status);
   if (!reply) {
     if (status == 404) registered_ = false;  // the server does not know the node (e.g. a new data directory)
+    if (status == 409) superseded_ = true;   // another agent registered for this node: it acts, this one leaves
     skip_logs_ = status == 400 && !r.logs.empty();  // e.g. too large: the next one goes without logs
     return std::unexpected(reply.error());
   }
@@ -608,6 +611,11 @@ int Agent::Run() {
         backoff = std::chrono::milliseconds(500);
         next_heartbeat = SteadyClock::now() + interval_;
       }
+    }
+    if (superseded_) {
+      Log("superseded", {{"reason", "another agent registered for this node"}});
+      rc = 4;
+      break;
     }
     Step();  // reaping and stops go on while the server is away
     if (registered_ && SteadyClock::now() >= next_heartbeat) {

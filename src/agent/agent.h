@@ -78,7 +78,8 @@ class Agent {
 
   // Runs until Stop. Returns 0 after Stop, or an exit code with the reason
   // logged when the server refuses the agent for good (bad token: 3; a
-  // registration the server rejects: 4).
+  // registration the server rejects, or another agent registered for the
+  // node since: 4); its tasks are stopped either way.
   int Run();
   void Stop() { stop_ = true; }
 
@@ -124,6 +125,7 @@ class Agent {
   std::atomic<bool> stop_{false};
   std::vector<GpuDevice> gpus_;
   bool registered_ = false;
+  std::string session_;  // from the registration's reply
   std::chrono::milliseconds interval_{5000};
   std::map<Key, LocalTask> tasks_;
   std::vector<ScrubOrder> scrub_orders_;    // from the last reply
@@ -131,6 +133,7 @@ class Agent {
   std::chrono::steady_clock::time_point last_ok_{};  // the last successful heartbeat or registration
   std::chrono::milliseconds fence_after_{0};
   bool fenced_ = false;
+  bool superseded_ = false;
   bool skip_logs_ = false;  // the last heartbeat was refused: the next one goes without logs
   size_t log_turn_ = 0;     // which task's log goes first
 };

@@ -187,7 +187,7 @@ json ToJson(const HeartbeatRequest& r) {
     logs.push_back(json{{"job", l.job}, {"replica", l.replica}, {"attempt", l.attempt}, {"offset", l.offset},
                         {"data", l.data}});
   }
-  return json{{"node", r.node}, {"gpus", std::move(gpus)}, {"tasks", std::move(tasks)},
+  return json{{"node", r.node}, {"session", r.session}, {"gpus", std::move(gpus)}, {"tasks", std::move(tasks)},
               {"scrubs", std::move(scrubs)}, {"logs", std::move(logs)}};
 }
 
@@ -196,8 +196,9 @@ ApiResult<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
   ApiError* err = &out.error;
   HeartbeatRequest r;
   FieldReader f;
-  if (!FieldReader::Open(j, "", {"node", "gpus", "tasks", "scrubs", "logs"}, &f, err) || !f.Require("node", err) ||
-      !f.String("node", r.node, 253, err)) {
+  if (!FieldReader::Open(j, "", {"node", "session", "gpus", "tasks", "scrubs", "logs"}, &f, err) ||
+      !f.Require("node", err) || !f.String("node", r.node, 253, err) || !f.Require("session", err) ||
+      !f.String("session", r.session, 128, err)) {
     return out;
   }
   const bool ok =
@@ -311,6 +312,7 @@ json ToJson(const AgentReply& r) {
     logs.push_back(json{{"job", l.job}, {"replica", l.replica}, {"attempt", l.attempt}, {"bytes", l.bytes}});
   }
   return json{{"node_index", r.node_index},
+              {"session", r.session},
               {"heartbeat_interval_ms", r.heartbeat_interval_ms},
               {"fence_after_ms", r.fence_after_ms},
               {"tasks", std::move(tasks)},
@@ -323,9 +325,10 @@ ApiResult<AgentReply> ParseAgentReply(const json& j) {
   ApiError* err = &out.error;
   AgentReply r;
   FieldReader f;
-  if (!FieldReader::Open(j, "", {"node_index", "heartbeat_interval_ms", "fence_after_ms", "tasks", "scrubs", "logs"},
+  if (!FieldReader::Open(j, "", {"node_index", "session", "heartbeat_interval_ms", "fence_after_ms", "tasks", "scrubs",
+                                 "logs"},
                          &f, err) ||
-      !IntAs(f, "node_index", r.node_index, 0, INT32_MAX, err) ||
+      !IntAs(f, "node_index", r.node_index, 0, INT32_MAX, err) || !f.String("session", r.session, 128, err) ||
       !IntAs(f, "heartbeat_interval_ms", r.heartbeat_interval_ms, 1, 86'400'000, err) ||
       !IntAs(f, "fence_after_ms", r.fence_after_ms, 0, INT64_MAX, err)) {
     return out;

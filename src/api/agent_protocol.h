@@ -76,6 +76,7 @@ struct LogChunk {
 
 struct HeartbeatRequest {
   std::string node;
+  std::string session;  // from the registration's reply: one agent per node
   std::vector<GpuSample> gpus;  // processes are not sent
   std::vector<TaskReport> tasks;
   std::vector<ScrubReport> scrubs;
@@ -116,6 +117,10 @@ struct LogAck {
 
 struct AgentReply {
   int32_t node_index = -1;
+  // Names this agent's registration. A heartbeat with another session than
+  // the node's latest is refused (409): a second agent registered for the
+  // node, and only the latest may act for it.
+  std::string session;
   int64_t heartbeat_interval_ms = 5000;
   // Without a successful heartbeat for this long, the agent stops its tasks:
   // the server has marked the node down and placed them elsewhere (0: never).

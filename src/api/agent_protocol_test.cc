@@ -34,6 +34,7 @@ TEST(AgentProtocolTest, RegisterRequestRoundTrips) {
 TEST(AgentProtocolTest, HeartbeatAndReplyRoundTrip) {
   HeartbeatRequest h;
   h.node = "gpu-7";
+  h.session = "1795966554419-3";
   h.gpus = {GpuSample{0, 37.5, 1024, 81920, 61, false, "XID 79", {}}};
   TaskReport t;
   t.job = 12;
@@ -51,6 +52,7 @@ TEST(AgentProtocolTest, HeartbeatAndReplyRoundTrip) {
 
   AgentReply a;
   a.node_index = 3;
+  a.session = "1795966554419-3";
   a.heartbeat_interval_ms = 2000;
   TaskOrder o;
   o.job = 12;
@@ -78,14 +80,18 @@ TEST(AgentProtocolTest, HeartbeatAndReplyRoundTrip) {
 }
 
 TEST(AgentProtocolTest, BadMessagesNameTheField) {
-  auto unknown = ParseHeartbeatRequest(json::parse(R"({"node":"n","tasks":[{"job":1,"phase":"running","x":1}]})"));
+  auto no_session = ParseHeartbeatRequest(json::parse(R"({"node":"n"})"));
+  ASSERT_FALSE(no_session.ok());
+  EXPECT_EQ(no_session.error.field, "session");
+  auto unknown =
+      ParseHeartbeatRequest(json::parse(R"({"node":"n","session":"s","tasks":[{"job":1,"phase":"running","x":1}]})"));
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error.field, "tasks[0].x");
-  auto phase = ParseHeartbeatRequest(json::parse(R"({"node":"n","tasks":[{"job":1,"phase":"sleeping"}]})"));
+  auto phase = ParseHeartbeatRequest(json::parse(R"({"node":"n","session":"s","tasks":[{"job":1,"phase":"sleeping"}]})"));
   ASSERT_FALSE(phase.ok());
   EXPECT_EQ(phase.error.field, "tasks[0].phase");
   EXPECT_NE(phase.error.message.find("start_failed"), std::string::npos);
-  auto util = ParseHeartbeatRequest(json::parse(R"({"node":"n","gpus":[{"index":0,"util_pct":140}]})"));
+  auto util = ParseHeartbeatRequest(json::parse(R"({"node":"n","session":"s","gpus":[{"index":0,"util_pct":140}]})"));
   ASSERT_FALSE(util.ok());
   EXPECT_EQ(util.error.field, "gpus[0].util_pct");
   auto missing = ParseRegisterRequest(json::parse(R"({"node":"n","cpu_milli":1})"));

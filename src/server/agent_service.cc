@@ -4,6 +4,7 @@
 
 #include "src/model/gpu_catalog.h"
 #include "src/model/mig.h"
+#include "src/base/time_text.h"
 
 namespace gpupool {
 namespace {
@@ -212,6 +213,9 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
     node = *added;
   }
   (void)engine.Heartbeat(node, now, sink);
+  // A new session; the server's start time keeps it unique across restarts.
+  static const std::string boot = std::to_string(ToMillis(WallNow()));
+  sessions_[node] = boot + "-" + std::to_string(++next_session_);
   out.reply = Desired(engine.state(), node);
   return out;
 }
@@ -225,6 +229,16 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
     return out;
   }
   const NodeIndex node = *found;
+  auto session = sessions_.find(node);
+  if (session == sessions_.end()) {
+    sessions_[node] = r.session;  // the server restarted: the agent that speaks first keeps the node
+  } else if (session->second != r.session) {
+    out.error = MakeApiError(409, "conflict",
+                             "another agent registered for node '" + r.node +
+                                 "' after this one; only the latest may act for it (run one agent per node)",
+                             "session");
+    return out;
+  }
   (void)engine.Heartbeat(node, now, sink);
   const EngineState& st = engine.state();
   // Each engine call below may start a scheduling pass that ends or moves
@@ -353,6 +367,7 @@ Status AgentService::LoadScrubs(const std::string& text, int node_count) {
 AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
   AgentReply r;
   r.node_index = node;
+  if (auto s = sessions_.find(node); s != sessions_.end()) r.session = s->second;
   r.heartbeat_interval_ms = ToMillis(interval_);
   r.fence_after_ms = ToMillis(timeout_);
   const Node& n = st.cluster.node(node);

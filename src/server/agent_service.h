@@ -94,6 +94,10 @@ class AgentService {
   std::map<std::tuple<JobId, int32_t, int32_t>, NodeIndex> placed_;
   std::deque<std::tuple<JobId, int32_t, int32_t>> ended_placements_;
   std::map<std::string, NodeIndex, std::less<>> node_by_name_;
+  // The latest registration's session per node (soft: after a restart the
+  // first heartbeat's session is adopted).
+  std::map<NodeIndex, std::string> sessions_;
+  uint64_t next_session_ = 0;
   std::vector<std::set<JobId>> jobs_on_node_;  // running or checkpointing jobs with a replica there
   std::map<JobId, std::vector<NodeIndex>> nodes_of_job_;
   struct Scrub {
