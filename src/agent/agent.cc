@@ -21,6 +21,7 @@ using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr int64_t kMaxLogChunk = 64 << 10;  // per task per heartbeat
+constexpr uintmax_t kMaxActionLogBytes = 16 << 20;  // agent.log, then agent.log.1
 
 int64_t MachineMemoryMib() {
   std::ifstream in("/proc/meminfo");
@@ -74,7 +75,10 @@ void Agent::Log(const std::string& action, std::vector<std::pair<std::string, st
   json line{{"unix_ms", ToMillis(WallNow())}, {"node", options_.node}, {"action", action}};
   for (auto& [k, v] : fields) line[k] = v;
   const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace);
-  std::ofstream(options_.work_dir + "/agent.log", std::ios::app) << text << "\n";
+  const std::string file = options_.work_dir + "/agent.log";
+  std::error_code ec;
+  if (fs::file_size(file, ec) > kMaxActionLogBytes && !ec) fs::rename(file, file + ".1", ec);  // keep two
+  std::ofstream(file, std::ios::app) << text << "\n";
   if (!options_.quiet) std::cerr << text << std::endl;
 }
 

@@ -35,7 +35,8 @@
 // Each heartbeat carries at most kLogBudgetBytes of log, shared among the
 // tasks in turn, so that a backlog never makes it too large to accept.
 //
-// Every action is logged as a JSON line to WORK/agent.log and stderr.
+// Every action is logged as a JSON line to WORK/agent.log (16 MiB, then it
+// becomes agent.log.1) and stderr.
 //
 // Thread-safety: Run on one thread; Stop from any.
 #pragma once

@@ -207,7 +207,9 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
   } else {
     auto added = engine.AddNode(spec, r.region, r.zone, r.rack, now, sink);
     if (!added) {
-      out.error = BadField("node", added.error().message);
+      // The one refusal a valid report can meet: no pool takes the node.
+      const bool no_pool = added.error().message.find("no pool selects") != std::string::npos;
+      out.error = BadField(no_pool ? (r.gpus.empty() ? "region" : "gpus[0].model") : "node", added.error().message);
       return out;
     }
     node = *added;
