@@ -1,4 +1,4 @@
-#include "src/sim/dlrm_trace.h"
+#include "src/sim/serving_trace.h"
 
 #include <algorithm>
 #include <charconv>
