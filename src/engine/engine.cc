@@ -699,19 +699,16 @@ bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sin
     if (j.spec.anti_affinity != 0 && has(j.spec.anti_affinity)) return false;
     return true;
   };
-  const bool constrained = j.spec.affinity != 0 || j.spec.anti_affinity != 0 || j.spec.is_pipeline();
+  const bool constrained = j.spec.affinity != 0 || j.spec.anti_affinity != 0;
   Cluster& cluster = state_.cluster;
-  // A pipeline's stages all go to one node: only nodes that can take every
-  // stage are candidates for the first, and the rest follow it there.
-  NodeIndex pinned = -1;
-  auto allowed = [&](NodeIndex n) {
-    if (!label_ok(n)) return false;
-    if (pinned >= 0) return n == pinned;
-    if (!j.spec.is_pipeline()) return true;
+  // How many of the job's replicas node n takes, each after the ones before
+  // it, simulated on a copy of the node.
+  auto replicas_fitting = [&](NodeIndex n) {
     Node copy = cluster.node(n);
+    int fitted = 0;
     for (int r = 0; r < j.spec.replicas; ++r) {
       const Demand d = demand_of(r);
-      if (policy_.Feasibility(copy, d) != FitFailure::kNone) return false;
+      if (policy_.Feasibility(copy, d) != FitFailure::kNone) break;
       GpuMask gpus = 0;
       int taken = 0;
       for (int g = 0; g < copy.gpu_count && taken < d.gpu_count; ++g) {
@@ -721,25 +718,58 @@ bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sin
         }
       }
       OccupyGpus(copy, d, gpus, nullptr);
+      ++fitted;
     }
-    return true;
+    return fitted;
   };
+  auto takes_all = [&](NodeIndex n) { return label_ok(n) && replicas_fitting(n) == j.spec.replicas; };
+
   // Place replicas one at a time on the real cluster, then undo; the event
-  // applies them for good (all or nothing).
+  // applies them for good (all or nothing). `first_ok` restricts the first
+  // replica's node; `pin` the others' to the first one's node or rack.
+  enum class Pin : uint8_t { kNone, kNode, kRack };
   std::vector<PlacedReplica> placed;
-  std::vector<AllocationId> tentative;
-  const size_t slots = cluster.allocation_slots().size();
-  for (int r = 0; r < j.spec.replicas; ++r) {
-    const Demand d = demand_of(r);
-    auto p = constrained ? sched.ScheduleWhere(d, allowed) : sched.Schedule(d);
-    if (!p) break;
-    if (j.spec.is_pipeline()) pinned = p->node;
-    placed.push_back({p->node, p->gpus});
-    tentative.push_back(cluster.Allocate(p->node, d, p->gpus));
+  auto attempt = [&](Pin pin, const std::function<bool(NodeIndex)>& first_ok) {
+    placed.clear();
+    std::vector<AllocationId> tentative;
+    const size_t slots = cluster.allocation_slots().size();
+    NodeIndex first = -1;
+    auto where = [&](NodeIndex n) {
+      if (first < 0) return first_ok ? first_ok(n) : label_ok(n);
+      if (!label_ok(n)) return false;
+      if (pin == Pin::kNode) return n == first;
+      if (pin == Pin::kRack) return node_rack_[n] == node_rack_[first];
+      return true;
+    };
+    const bool restricted = constrained || pin != Pin::kNone || first_ok;
+    for (int r = 0; r < j.spec.replicas; ++r) {
+      const Demand d = demand_of(r);
+      auto p = restricted ? sched.ScheduleWhere(d, where) : sched.Schedule(d);
+      if (!p) break;
+      if (first < 0) first = p->node;
+      placed.push_back({p->node, p->gpus});
+      tentative.push_back(cluster.Allocate(p->node, d, p->gpus));
+    }
+    for (auto it = tentative.rbegin(); it != tentative.rend(); ++it) cluster.Release(*it);
+    cluster.TrimFreeSlots(slots);  // the slot table as Apply alone leaves it (a replay's)
+    return static_cast<int>(placed.size()) == j.spec.replicas;
+  };
+
+  bool ok = false;
+  if (j.spec.is_pipeline()) {
+    // A pipeline's stages all go to one node: only nodes that can take every
+    // stage are candidates for the first, and the rest follow it there.
+    ok = attempt(Pin::kNode, takes_all);
+  } else if (config_.topology_aware && j.spec.replicas > 1 && j.spec.demand.gpu_count > 0) {
+    ok = TryPlaceGangByTopology(j, pool, takes_all, replicas_fitting, label_ok,
+                                [&](bool pin_node, const std::function<bool(NodeIndex)>& first_ok) {
+                                  return attempt(pin_node ? Pin::kNode : Pin::kRack, first_ok);
+                                });
+    if (!ok) ok = attempt(Pin::kNone, nullptr);
+  } else {
+    ok = attempt(Pin::kNone, nullptr);
   }
-  for (auto it = tentative.rbegin(); it != tentative.rend(); ++it) cluster.Release(*it);
-  cluster.TrimFreeSlots(slots);  // the slot table as Apply alone leaves it (a replay's)
-  if (static_cast<int>(placed.size()) < j.spec.replicas) return false;
+  if (!ok) return false;
   if (held) Emit(ReservationReleased{j.id}, now, sink);
   // Memory another tenant left on these GPUs is zeroed before this one
   // starts (RECLAIM-4); the same tenant's own leftovers need no scrub.
@@ -750,6 +780,53 @@ bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sin
   for (const auto& [node, gpus] : scrub) Emit(GpusScrubbed{node, gpus}, now, sink);
   Emit(JobPlaced{j.id, pool, !within, std::move(placed)}, now, sink);
   return true;
+}
+
+bool Engine::TryPlaceGangByTopology(const Job& j, PoolId pool, const std::function<bool(NodeIndex)>& takes_all,
+                                    const std::function<int(NodeIndex)>& replicas_fitting,
+                                    const std::function<bool(NodeIndex)>& label_ok,
+                                    const std::function<bool(bool, const std::function<bool(NodeIndex)>&)>& attempt) {
+  RefreshTopology();
+  const Cluster& cluster = state_.cluster;
+  const int total_gpus = j.spec.replicas * j.spec.demand.gpu_count;
+  int max_node_gpus = 0;
+  for (const Node& n : cluster.nodes()) {
+    if (n.pool == pool) max_node_gpus = std::max<int>(max_node_gpus, n.gpu_count);
+  }
+  if (total_gpus <= max_node_gpus) {
+    // One NVLink domain (a node whose GPUs are joined by NVLink), then any one node.
+    auto nvlink_node = [&](NodeIndex n) { return node_nvlink_[n] && takes_all(n); };
+    if (attempt(true, nvlink_node)) return true;
+    if (attempt(true, takes_all)) return true;
+  }
+  // One rack: racks whose nodes together take every replica.
+  std::vector<int32_t> room(rack_count_, 0);
+  for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
+    const Node& node = cluster.node(n);
+    if (node.pool != pool || (node.gpus_fully_free == 0 && node.max_gpu_free_milli <= 0)) continue;
+    if (room[node_rack_[n]] >= j.spec.replicas || !label_ok(n)) continue;
+    room[node_rack_[n]] += replicas_fitting(n);
+  }
+  bool any = false;
+  for (int32_t r : room) any = any || r >= j.spec.replicas;
+  if (!any) return false;
+  return attempt(false, [&](NodeIndex n) { return room[node_rack_[n]] >= j.spec.replicas && label_ok(n); });
+}
+
+void Engine::RefreshTopology() {
+  const int count = state_.cluster.node_count();
+  if (static_cast<int>(node_rack_.size()) == count) return;
+  std::unordered_map<std::string, int32_t> ids;
+  for (int n = 0; n < static_cast<int>(node_rack_.size()); ++n) ids.emplace(state_.node_places[n].rack, node_rack_[n]);
+  const Catalog& catalog = Catalog::Builtin();
+  for (int n = static_cast<int>(node_rack_.size()); n < count; ++n) {
+    auto [it, added] = ids.emplace(state_.node_places[n].rack, static_cast<int32_t>(ids.size()));
+    node_rack_.push_back(it->second);
+    const Node& node = state_.cluster.node(n);
+    node_nvlink_.push_back(node.gpu_count > 1 && node.gpu_model != kNoGpuModel &&
+                           JoinedByNvlink(catalog.Get(node.gpu_model)));
+  }
+  rack_count_ = static_cast<int32_t>(ids.size());
 }
 
 bool Engine::HeldForFellowPreemptor(const Node& n, TenantId t) const {

@@ -43,7 +43,10 @@
 //    they made room for starts (MigRecutStarted, EngineState::recut_moved).
 //  - A gang job that cannot be placed reserves nodes so that smaller jobs
 //    backfill around it without starving it (one such hold per pool).
-//  - Gangs are all or nothing.
+//  - Gangs are all or nothing. With EngineConfig::topology_aware they are
+//    kept together: one NVLink domain, else one node, else one rack
+//    (racks whose nodes together take every replica; the policy picks the
+//    first replica's node among them), else anywhere.
 //
 // Thread-safety: none; the caller serialises commands.
 #pragma once
@@ -87,6 +90,11 @@ struct EngineConfig {
   // OPS-4: a node without a heartbeat for this long is down (0: no failure
   // detection, e.g. in simulations without failures).
   Duration heartbeat_timeout{0};
+  // TOPO-1: a gang job (two or more GPU replicas) goes to one NVLink domain
+  // (a node whose GPUs are joined by NVLink) when one takes it, else to one
+  // node, else to one rack, and only then wherever the policy puts each
+  // replica. Off: each replica where the policy scores best (topology-blind).
+  bool topology_aware = true;
 };
 
 class Engine {
@@ -216,6 +224,16 @@ class Engine {
   void DetectFailures(Instant now, const Sink& sink);
   void Lend(Instant now, const Sink& sink);
   std::string NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools);
+  // TOPO-1 tiers for a gang job (see topology_aware): tries `attempt`
+  // (pin to the first replica's node when its bool is true, else to its
+  // rack; the function restricts the first replica's node) on NVLink
+  // nodes, nodes and racks that take every replica. False when none does.
+  bool TryPlaceGangByTopology(const Job& j, PoolId pool, const std::function<bool(NodeIndex)>& takes_all,
+                              const std::function<int(NodeIndex)>& replicas_fitting,
+                              const std::function<bool(NodeIndex)>& label_ok,
+                              const std::function<bool(bool, const std::function<bool(NodeIndex)>&)>& attempt);
+  // Extends node_rack_ and node_nvlink_ to every node.
+  void RefreshTopology();
   Scheduler& scheduler();
   double DominantShare(TenantId t) const;
   bool HasIdleGuarantee(TenantId t) const;
@@ -236,6 +254,11 @@ class Engine {
   // when nodes are added.
   std::vector<std::vector<std::pair<Node, int>>> pool_shapes_;
   int pool_shapes_nodes_ = -1;
+  // Per node: a dense rack id, and whether its GPUs are joined by NVLink
+  // (derived from the state; extended as nodes are added).
+  std::vector<int32_t> node_rack_;
+  std::vector<bool> node_nvlink_;
+  int32_t rack_count_ = 0;
   // Soft state (rebuilt from fresh reports after a restart, never journaled).
   std::unordered_map<JobId, int> low_polls_;
   std::vector<Instant> last_heartbeat_;

@@ -40,6 +40,10 @@ struct GpuModel {
   std::string note;        // where the figures come from, or why they are assumed
 };
 
+// Are the model's GPUs joined by NVLink (or HCCS) inside a node? Those
+// links carry 150 GB/s or more per GPU; PCIe Gen4/Gen5 at most 64.
+inline bool JoinedByNvlink(const GpuModel& m) { return m.interconnect_gbps >= 150; }
+
 class Catalog {
  public:
   // The built-in catalog (see gpu_catalog.cc for the entries and sources).

@@ -185,6 +185,8 @@ Result<ClaimResult> RunRecovery(const Scenario& s) {
   ClaimResult c;
   c.baseline = nlohmann::json::object();
   c.measured = {{"replace_latency_s_p99", Round2(r.replace_latency_s.p99)},
+                {"replace_latency_s_p95", Round2(r.replace_latency_s.p95)},
+                {"replaced_within_30s_pct", Round2(r.replaced_within_30s_pct)},
                 {"replace_latency_s_p50", Round2(r.replace_latency_s.p50)},
                 {"lost_work_s_mean", Round2(r.lost_work_s.mean)},
                 {"node_failures", r.node_failures},
@@ -193,7 +195,45 @@ Result<ClaimResult> RunRecovery(const Scenario& s) {
                 {"heartbeat_timeout_s", ToSeconds(s.engine.heartbeat_timeout)}};
   c.note = "node failure drill: nodes stop heartbeating at the scenario's fault times; replace latency = from "
            "the failure to the interrupted job's next placement (detection by heartbeat timeout included); lost "
-           "work = run time since the job's last checkpoint (or start); the goal is p99 <= 30 s";
+           "work = run time since the job's last checkpoint (or start); the goal is p99 <= 30 s; the latency includes "
+           "waiting for room when the failure leaves the pool too full for the job (borrowed work does not "
+           "preempt), which is what the slowest re-placements are";
+  return c;
+}
+
+Result<ClaimResult> RunTopology(const Scenario& s) {
+  Scenario aware = s, blind = s;
+  aware.engine.topology_aware = true;
+  blind.engine.topology_aware = false;
+  auto ours = RunScenario(aware, {});
+  if (!ours) return std::unexpected(ours.error());
+  auto base = RunScenario(blind, {});
+  if (!base) return std::unexpected(base.error());
+  auto figures = [](const SimReport& r) {
+    const TopologyReport& t = r.topology;
+    const double placements = static_cast<double>(std::max<int64_t>(1, t.placements));
+    return nlohmann::json{{"cross_rack_gib_per_step", Round2(t.cross_rack_gib_per_step())},
+                          {"cross_node_gib_per_step", Round2(t.steps > 0 ? t.cross_node_gib / t.steps : 0)},
+                          {"comm_overhead_pct", Round2(t.comm_overhead_pct())},
+                          {"gang_placements", t.placements},
+                          {"spanning_racks_pct", Round2(100.0 * static_cast<double>(t.spanning_racks) / placements)},
+                          {"spanning_nodes_pct", Round2(100.0 * static_cast<double>(t.spanning_nodes) / placements)},
+                          {"jobs_completed", r.all.completed},
+                          {"jct_p50_s", Round2(r.all.jct_s.p50)},
+                          {"wait_p95_s", Round2(r.all.wait_s.p95)},
+                          {"gpu_allocation_pct", Round2(r.allocation_pct_mean)}};
+  };
+  ClaimResult c;
+  c.baseline = figures(*base);
+  c.measured = figures(*ours);
+  c.measured["cross_rack_traffic_reduction_pct"] =
+      Round2(ReductionPct(base->topology.cross_rack_gib_per_step(), ours->topology.cross_rack_gib_per_step()));
+  c.measured["comm_overhead_reduction_pct"] =
+      Round2(ReductionPct(base->topology.comm_overhead_pct(), ours->topology.comm_overhead_pct()));
+  c.note = "same jobs and seed, engine.topology aware vs blind; traffic = gradient bytes over links between racks "
+           "per training step (ring all-reduce, ordered by rack and node), summed over the run's steps of "
+           "data-parallel jobs with 2+ workers; communication overhead = all-reduce time / step time (compute "
+           "+ all-reduce, no overlap), over the same steps";
   return c;
 }
 
@@ -209,6 +249,7 @@ const std::vector<ClaimDef>& Claims() {
        RunReclaim},
       {"C-RECOVERY", "node failure: tasks re-placed within 30 s (p99), resuming from their last checkpoint",
        RunRecovery},
+      {"C-TOPO", "topology-aware gang placement: cross-rack traffic -60%, communication overhead -25%", RunTopology},
   };
   return *kClaims;
 }

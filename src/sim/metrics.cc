@@ -234,7 +234,12 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.recovery.interruptions = static_cast<int64_t>(lost_work_s_.size());
   r.recovery.not_replaced = not_replaced_;
   r.recovery.replace_latency_s = ComputePercentiles(replace_latency_s_);
+  if (!replace_latency_s_.empty()) {
+    const auto fast = std::count_if(replace_latency_s_.begin(), replace_latency_s_.end(), [](double s) { return s <= 30; });
+    r.recovery.replaced_within_30s_pct = 100.0 * static_cast<double>(fast) / static_cast<double>(replace_latency_s_.size());
+  }
   r.recovery.lost_work_s = ComputePercentiles(lost_work_s_);
+  r.topology = topology_;
   return r;
 }
 
@@ -296,7 +301,18 @@ nlohmann::json ToJson(const SimReport& r) {
             {"interruptions", r.recovery.interruptions},
             {"not_replaced", r.recovery.not_replaced},
             {"replace_latency_s", PercentilesJson(r.recovery.replace_latency_s)},
+            {"replaced_within_30s_pct", Round3(r.recovery.replaced_within_30s_pct)},
             {"lost_work_s", PercentilesJson(r.recovery.lost_work_s)}}},
+          {"topology",
+           {{"placements", r.topology.placements},
+            {"spanning_nodes", r.topology.spanning_nodes},
+            {"spanning_racks", r.topology.spanning_racks},
+            {"steps", Round3(r.topology.steps)},
+            {"cross_rack_gib", Round3(r.topology.cross_rack_gib)},
+            {"cross_node_gib", Round3(r.topology.cross_node_gib)},
+            {"cross_rack_gib_per_step", Round3(r.topology.cross_rack_gib_per_step())},
+            {"comm_hours", Round3(r.topology.comm_hours)},
+            {"comm_overhead_pct", Round3(r.topology.comm_overhead_pct())}}},
           {"events", r.events},
           {"event_log_sha256", r.event_log_sha256}};
 }
@@ -335,6 +351,13 @@ std::string FormatReport(const SimReport& r) {
         static_cast<long long>(r.recovery.node_failures), static_cast<long long>(r.recovery.interruptions),
         r.recovery.replace_latency_s.p50, r.recovery.replace_latency_s.p99,
         static_cast<long long>(r.recovery.not_replaced), r.recovery.lost_work_s.mean);
+  }
+  if (r.topology.placements > 0) {
+    add("Topology: %lld placements of communicating jobs, %lld over several nodes, %lld over several racks; "
+        "%.2f GiB cross-rack per step, communication %.1f%% of step time\n",
+        static_cast<long long>(r.topology.placements), static_cast<long long>(r.topology.spanning_nodes),
+        static_cast<long long>(r.topology.spanning_racks), r.topology.cross_rack_gib_per_step(),
+        r.topology.comm_overhead_pct());
   }
   out += "\n";
   add("%-14s %9s %9s %9s %10s %10s %10s %12s\n", "priority", "submitted", "started", "completed", "wait p50 s",

@@ -75,7 +75,21 @@ struct RecoveryReport {
   int64_t node_failures = 0, interruptions = 0;
   int64_t not_replaced = 0;            // still waiting at the horizon (counted there)
   Percentiles replace_latency_s;       // the node's failure to the job's re-placement
+  double replaced_within_30s_pct = 0;  // of interruptions (the rest waited for room, or for the horizon)
   Percentiles lost_work_s;             // run time since the last checkpoint, per interruption
+};
+
+// Topology (TOPO-1): communication of data-parallel jobs (those with a
+// model size and two or more workers), from the ring all-reduce model.
+struct TopologyReport {
+  int64_t placements = 0;                        // placements of communicating jobs
+  int64_t spanning_nodes = 0, spanning_racks = 0;  // of those, over 2+ nodes / 2+ racks
+  double steps = 0;                              // training steps computed
+  double cross_rack_gib = 0, cross_node_gib = 0; // traffic over links between racks / nodes
+  double comm_hours = 0;                         // time spent in all-reduce
+  double step_hours = 0;                         // wall time of those steps (compute + communication)
+  double cross_rack_gib_per_step() const { return steps > 0 ? cross_rack_gib / steps : 0; }
+  double comm_overhead_pct() const { return step_hours > 0 ? 100.0 * comm_hours / step_hours : 0; }
 };
 
 struct SimReport {
@@ -95,6 +109,7 @@ struct SimReport {
   SharingReport sharing;
   ReclaimReport reclaim;
   RecoveryReport recovery;
+  TopologyReport topology;
   int64_t events = 0;
   std::string event_log_sha256;
 };
@@ -142,6 +157,21 @@ class MetricsCollector {
     replace_latency_s_.push_back(ToSeconds(latency));
     not_replaced_ += censored;
   }
+  // A communicating job was placed over `nodes` nodes and `racks` racks.
+  void CommPlaced(int nodes, int racks) {
+    ++topology_.placements;
+    topology_.spanning_nodes += nodes > 1;
+    topology_.spanning_racks += racks > 1;
+  }
+  // It computed `steps` steps in `wall_ms`, moving these bytes per step
+  // and communicating `comm_s` seconds per step.
+  void Communicated(double steps, double wall_ms, double cross_rack_bytes, double cross_node_bytes, double comm_s) {
+    topology_.steps += steps;
+    topology_.step_hours += wall_ms / 3.6e6;
+    topology_.cross_rack_gib += steps * cross_rack_bytes / (1 << 30);
+    topology_.cross_node_gib += steps * cross_node_bytes / (1 << 30);
+    topology_.comm_hours += steps * comm_s / 3600.0;
+  }
   // After every engine event: integrates allocation and usage up to `now`.
   void Observe(Instant now);
   SimReport Finish(Instant horizon, std::string scenario, int64_t events, std::string sha256);
@@ -175,6 +205,7 @@ class MetricsCollector {
   double wall_ms_ = 0, alone_ms_ = 0, idle_gpu_ms_ = 0, held_gpu_ms_ = 0;
   int64_t scrubs_ = 0, mig_setups_ = 0, mig_recuts_ = 0, deadline_evictions_ = 0, never_resumed_ = 0, node_failures_ = 0,
           not_replaced_ = 0;
+  TopologyReport topology_;
   std::vector<double> reclaim_latency_s_, resume_latency_s_, reallocation_latency_s_, lost_work_s_,
       replace_latency_s_;
 };

@@ -478,7 +478,7 @@ Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenari
   Fields f;
   SCENARIO_ASSIGN(f, Map(n, path,
                          {"policy", "seed", "tick", "start_latency", "sample_every", "lending", "sharing_policy",
-                          "reclaim", "heartbeat_timeout", "costs"}));
+                          "reclaim", "heartbeat_timeout", "costs", "topology"}));
   if (const YAML::Node* p = f.Find("policy")) {
     std::string name;
     SCENARIO_ASSIGN(name, String(*p, f.PathOf("policy")));
@@ -504,6 +504,14 @@ Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenari
     if (auto table = FindModePolicy(name); !table) return Fail(*p, f.PathOf("sharing_policy"), table.error().message);
     s.engine.sharing_policy = name;
   }
+  if (const YAML::Node* t = f.Find("topology")) {
+    std::string mode;
+    SCENARIO_ASSIGN(mode, String(*t, f.PathOf("topology")));
+    if (mode != "aware" && mode != "blind") {
+      return Fail(*t, f.PathOf("topology"), "expected 'aware' or 'blind' (got '" + mode + "')");
+    }
+    s.engine.topology_aware = mode == "aware";
+  }
   if (const YAML::Node* r = f.Find("reclaim")) {
     Fields rf;
     SCENARIO_ASSIGN(
@@ -522,12 +530,21 @@ Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenari
   if (const YAML::Node* c = f.Find("costs")) {
     Fields cf;
     SCENARIO_ASSIGN(cf,
-                    Map(*c, f.PathOf("costs"), {"time_slice_overhead", "mig_setup", "scrub", "checkpoint_overhead"}));
+                    Map(*c, f.PathOf("costs"),
+                        {"time_slice_overhead", "mig_setup", "scrub", "checkpoint_overhead", "links"}));
     SharingCosts& k = s.costs;
     SCENARIO_TRY(NumberField(cf, "time_slice_overhead", k.time_slice_overhead, UpToHalf));
     SCENARIO_TRY(DurationField(cf, "mig_setup", k.mig_setup, AnyDuration));
     SCENARIO_TRY(DurationField(cf, "scrub", k.scrub, AnyDuration));
     SCENARIO_TRY(NumberField(cf, "checkpoint_overhead", k.checkpoint_overhead, UpToHalf));
+    if (const YAML::Node* l = cf.Find("links")) {
+      Fields lf;
+      SCENARIO_ASSIGN(lf, Map(*l, cf.PathOf("links"), {"nvlink_gbps", "pcie_gbps", "intra_rack_gbps", "inter_rack_gbps"}));
+      SCENARIO_TRY(NumberField(lf, "nvlink_gbps", k.links.nvlink_gbps, Positive));
+      SCENARIO_TRY(NumberField(lf, "pcie_gbps", k.links.pcie_gbps, Positive));
+      SCENARIO_TRY(NumberField(lf, "intra_rack_gbps", k.links.intra_rack_gbps, Positive));
+      SCENARIO_TRY(NumberField(lf, "inter_rack_gbps", k.links.inter_rack_gbps, Positive));
+    }
   }
   return {};
 }
@@ -948,7 +965,7 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
                          {"name", "weight", "kind", "priority", "gpus", "gpu_fraction", "cpu_cores", "memory_gib",
                           "replicas", "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline_after",
                           "pools", "requirement", "duration", "sharing", "gpu_memory_gib", "stages",
-                          "utilization"}));
+                          "utilization", "model_gib", "step_compute"}));
   SCENARIO_TRY(Require(f, "name"));
   SCENARIO_TRY(StringField(f, "name", t.name));
   SCENARIO_TRY(NumberField(f, "weight", t.weight, Positive));
@@ -1005,6 +1022,8 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
   SCENARIO_TRY(BoolField(f, "checkpointable", t.checkpointable));
   SCENARIO_TRY(DurationField(f, "checkpoint_interval", t.checkpoint_interval, AnyDuration));
   SCENARIO_TRY(DurationField(f, "checkpoint_duration", t.checkpoint_duration, AnyDuration));
+  SCENARIO_TRY(NumberField(f, "model_gib", t.model_gib, NonNegative));
+  SCENARIO_TRY(DurationField(f, "step_compute", t.step_compute, PositiveDuration));
   if (f.Has("deadline_after")) {
     Duration d{0};
     SCENARIO_TRY(DurationField(f, "deadline_after", d, PositiveDuration));

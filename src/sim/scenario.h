@@ -20,6 +20,7 @@
 #include "src/engine/engine.h"
 #include "src/model/job.h"
 #include "src/sched/attributes.h"
+#include "src/sched/comm_model.h"
 
 namespace gpupool {
 
@@ -119,6 +120,12 @@ struct JobTemplate {
   int32_t gpu_memory_mib = 0;              // per GPU, for shares
   std::vector<StageTemplate> stages;       // non-empty: a pipeline
   UtilizationModel utilization;
+  // Data-parallel training's communication (TOPO-1): each step computes for
+  // `step_compute`, then the replicas all-reduce `model_gib` of gradients
+  // (src/sched/comm_model.h); the step's communication slows the job down.
+  // 0: the job does not communicate.
+  double model_gib = 0;
+  Duration step_compute{std::chrono::seconds(1)};
 };
 
 struct ArrivalProcess {
@@ -165,6 +172,7 @@ struct SharingCosts {
   Duration mig_setup{std::chrono::seconds(3)};   // creating a GPU instance
   Duration scrub{std::chrono::milliseconds(500)};
   double checkpoint_overhead = 0.025;  // periodic asynchronous checkpoints (RECLAIM-3: 2-3%)
+  LinkBandwidths links;                // TOPO-1 communication model
 };
 
 // Settings of `gpupool server` (the `server` section of a server

@@ -756,6 +756,12 @@ const ErrorCase kErrorCases[] = {
     {"FaultsWithoutHeartbeats", "", "faults:\n  - {node: a100-80gb-0, at: 1h}\n", "s.yaml:16:3: faults: ",
      "faults need engine.heartbeat_timeout above 0"},
     {"FaultsNotAList", "", "faults: {node: a100-80gb-0}\n", "s.yaml:15:9: faults: ", "expected a list of faults"},
+    {"UnknownTopology", "", "engine: {topology: nearest}\n", "s.yaml:15:20: engine.topology: ",
+     "expected 'aware' or 'blind' (got 'nearest')"},
+    {"NegativeModelSize", "gpus: 1,", "gpus: 1, model_gib: -1,", "s.yaml:14:39: workload[0].jobs[0].model_gib: ",
+     "must not be negative"},
+    {"LinkBandwidthNotPositive", "", "engine: {costs: {links: {inter_rack_gbps: 0}}}\n",
+     "s.yaml:15:43: engine.costs.links.inter_rack_gbps: ", "must be positive"},
 
 };
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "src/base/check.h"
+#include "src/sched/comm_model.h"
 
 namespace gpupool {
 namespace {
@@ -45,6 +47,10 @@ void Simulator::Settle(Running& r, Instant now) {
   const double dt = Ms(now - r.rate_since);
   r.progress_ms += r.rate * dt;
   if (r.gpus > 0) metrics_.Computed(dt, dt * r.factor);
+  if (r.comm_s > 0) {
+    const double steps = r.rate * dt / Ms(jobs_[r.index].step_compute);
+    metrics_.Communicated(steps, dt, r.cross_rack_bytes, r.cross_node_bytes, r.comm_s);
+  }
   r.rate_since = now;
 }
 
@@ -53,7 +59,10 @@ void Simulator::UpdateRate(JobId id, Running& r, Instant now) {
   const SimJob& job = jobs_[r.index];
   r.factor = load_.Factor(r.replicas);
   const double checkpointing = job.spec.checkpoint_interval > Duration(0) ? 1.0 - options_.costs.checkpoint_overhead : 1.0;
-  r.rate = r.factor * checkpointing;
+  // A communicating job computes a step, then all-reduces (no overlap).
+  const double step_s = ToSeconds(job.step_compute);
+  const double communicating = r.comm_s > 0 ? step_s / (step_s + r.comm_s) : 1.0;
+  r.rate = r.factor * checkpointing * communicating;
   ++r.token;
   if (job.spec.kind == JobKind::kOnlineInference) {  // a lifetime on the wall clock from its first start
     Push(std::max(r.rate_since, r.util_origin + job.work), Kind::kCompletion, id, r.token);
@@ -61,6 +70,31 @@ void Simulator::UpdateRate(JobId id, Running& r, Instant now) {
   }
   const double remaining = std::max(0.0, Ms(job.work) - Ms(r.done) - r.progress_ms);
   Push(r.rate_since + Duration(static_cast<int64_t>(std::ceil(remaining / r.rate))), Kind::kCompletion, id, r.token);
+}
+
+void Simulator::SetCommunication(Running& r, const SimJob& job, const JobSpec& spec, const JobPlaced& p) {
+  r.cross_rack_bytes = r.cross_node_bytes = r.comm_s = 0;
+  if (job.model_bytes <= 0) return;
+  const EngineState& state = engine_->state();
+  const Catalog& catalog = Catalog::Builtin();
+  std::vector<ReplicaSite> sites;
+  std::set<NodeIndex> nodes;
+  std::set<std::string> racks;
+  for (size_t i = 0; i < p.replicas.size(); ++i) {
+    const NodeIndex n = p.replicas[i].node;
+    const Node& node = state.cluster.node(n);
+    const int gpus = std::max(1, spec.replica_demand(static_cast<int>(i)).gpu_count);
+    sites.push_back({n, state.node_places[n].rack, gpus,
+                     node.gpu_model != kNoGpuModel && JoinedByNvlink(catalog.Get(node.gpu_model))});
+    nodes.insert(n);
+    racks.insert(state.node_places[n].rack);
+  }
+  const CommEstimate c = EstimateRingAllReduce(job.model_bytes, std::move(sites), options_.costs.links);
+  if (c.workers < 2) return;
+  r.cross_rack_bytes = c.cross_rack_bytes;
+  r.cross_node_bytes = c.cross_node_bytes;
+  r.comm_s = c.seconds_per_step;
+  metrics_.CommPlaced(static_cast<int>(nodes.size()), static_cast<int>(racks.size()));
 }
 
 void Simulator::UpdateRates(const std::vector<JobId>& ids, Instant now) {
@@ -174,6 +208,7 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
   r.progress_ms = 0;
   r.checkpointed = false;
   ++r.poll_token;
+  SetCommunication(r, job, spec, p);
   if (!r.util.valid()) {
     r.util = MakeUtilization(job, static_cast<double>(per_gpu_milli) / kMilliPerGpu);
     r.util_origin = r.run_start;

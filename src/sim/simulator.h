@@ -134,6 +134,9 @@ class Simulator {
     std::optional<Instant> wants_back;  // resubmitted at (busy again)
     Utilization util;
     Instant util_origin{};          // the utilization clock's zero: first start
+    // TOPO-1, for the current placement of a communicating job: per step,
+    // bytes over cross-rack and cross-node links and seconds of all-reduce.
+    double cross_rack_bytes = 0, cross_node_bytes = 0, comm_s = 0;
   };
   // GPUs an idle reclaim released while jobs waited.
   struct Released {
@@ -153,6 +156,8 @@ class Simulator {
   // Recomputes the rate of each computing job of `ids` and reschedules its completion.
   void UpdateRates(const std::vector<JobId>& ids, Instant now);
   void UpdateRate(JobId id, Running& r, Instant now);
+  // TOPO-1: the communication of a data-parallel job in placement `p`.
+  void SetCommunication(Running& r, const SimJob& job, const JobSpec& spec, const JobPlaced& p);
   void StopComputing(JobId id, Running& r, Instant now);
   // Stops computing and saves everything computed; done after the job's
   // checkpoint duration (CheckpointDone).

@@ -165,6 +165,10 @@ Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& i
       spec.checkpoint_interval = t->checkpoint_interval;
       spec.checkpoint_duration = t->checkpoint_duration;
       job.work = SampleDuration(t->duration, runtimes, tenant_rng);
+      if (t->model_gib > 0) {
+        job.model_bytes = t->model_gib * (1 << 30);
+        job.step_compute = t->step_compute;
+      }
       ApplySharingTemplate(*t, job);
       job.utilization = t->utilization;
       // Draws only for the models that need them, so that other workloads

@@ -27,6 +27,9 @@ struct SimJob {
   UtilizationModel utilization;
   int32_t util_series = -1;
   Duration util_phase{0};
+  // TOPO-1: gradients all-reduced after each step of `step_compute` (0: none).
+  double model_bytes = 0;
+  Duration step_compute{0};
 };
 
 // Names resolved to the engine's ids.
