@@ -101,6 +101,14 @@ Status Engine::Init() {
       config_.lending.lend_fraction > 1 || config_.lending.window < Duration(0)) {
     return InvalidArgument("lending: threshold and lend fraction must be in [0, 1], the window not negative");
   }
+  for (size_t i = 0; i < config_.scaling.size(); ++i) {
+    if (auto ok = CheckScalingConfig(config_.scaling[i]); !ok) return ok;
+    for (size_t k = 0; k < i; ++k) {
+      if (config_.scaling[k].pool == config_.scaling[i].pool) {
+        return InvalidArgument("scaling: pool '" + config_.scaling[i].pool + "' has two scaling entries");
+      }
+    }
+  }
   return {};
 }
 
@@ -423,6 +431,7 @@ void Engine::Tick(Instant now, const Sink& sink) {
     for (JobId id : expired) StartReclaim(state_.job(id), ReclaimReason::kIdle, now, sink);
   }
   DetectFailures(now, sink);
+  Scale(now, sink);
   SchedulePass(now, sink);
 }
 
@@ -463,6 +472,9 @@ Status Engine::Heartbeat(NodeIndex node, Instant now, const Sink& sink) {
   if (last_heartbeat_.size() < static_cast<size_t>(state_.cluster.node_count())) {
     last_heartbeat_.resize(state_.cluster.node_count(), now);
   }
+  if (state_.cluster.node(node).condition == NodeCondition::kRemoved) {
+    return FailedPrecondition("node " + std::to_string(node) + " was removed (scaled in)");
+  }
   last_heartbeat_[node] = now;
   if (state_.cluster.node(node).condition == NodeCondition::kDown) {
     Emit(NodeUp{node}, now, sink);
@@ -477,7 +489,8 @@ void Engine::DetectFailures(Instant now, const Sink& sink) {
     last_heartbeat_.resize(state_.cluster.node_count(), now);  // new or recovered: the clock starts now
   }
   for (NodeIndex n = 0; n < state_.cluster.node_count(); ++n) {
-    if (state_.cluster.node(n).condition == NodeCondition::kDown) continue;
+    const NodeCondition c = state_.cluster.node(n).condition;
+    if (c == NodeCondition::kDown || c == NodeCondition::kRemoved) continue;
     if (now - last_heartbeat_[n] <= config_.heartbeat_timeout) continue;
     Emit(NodeDown{n}, now, sink);
     std::vector<JobId> hit;

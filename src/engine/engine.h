@@ -51,7 +51,10 @@
 // Thread-safety: none; the caller serialises commands.
 #pragma once
 
+#include <deque>
 #include <functional>
+#include <map>
+#include <optional>
 #include <unordered_map>
 #include <memory>
 #include <string>
@@ -61,6 +64,7 @@
 #include "src/base/status.h"
 #include "src/engine/event.h"
 #include "src/engine/mode_policy.h"
+#include "src/engine/scaling.h"
 #include "src/engine/state.h"
 #include "src/sched/attributes.h"
 #include "src/sched/policy.h"
@@ -95,6 +99,8 @@ struct EngineConfig {
   // node, else to one rack, and only then wherever the policy puts each
   // replica. Off: each replica where the policy scores best (topology-blind).
   bool topology_aware = true;
+  // Elastic scaling, per pool (SCALE-1..6; see src/engine/scaling.h).
+  std::vector<PoolScalingConfig> scaling;
 };
 
 class Engine {
@@ -166,6 +172,18 @@ class Engine {
   // scrubbed and rejoins (NodeUp).
   Status Heartbeat(NodeIndex node, Instant now, const Sink& sink);
 
+  // --- elastic scaling (src/engine/scaling.h) ----------------------------------
+  // A node the provider created for a scale-out of `pool` joins it, built
+  // from the pool's template with this name and rack (NodeAdded, marked
+  // provisioned). Fails when the pool has no scaling settings or asked for
+  // no nodes, or the name is taken.
+  Result<NodeIndex> AddProvisionedNode(PoolId pool, std::string name, std::string rack, Instant now,
+                                       const Sink& sink);
+  // The provider could not create `nodes` of the nodes asked for.
+  Status FailScaleOut(PoolId pool, int32_t nodes, std::string reason, Instant now, const Sink& sink);
+  // The forecasters' accuracy so far (soft state: since the engine started).
+  std::vector<ForecastStats> forecast_stats() const;
+
   // Applies an event decided earlier (recovery by replay). Requires the
   // event to be the next one (seq) and to fit the state.
   void Replay(const Event& e);
@@ -232,6 +250,11 @@ class Engine {
                               const std::function<int(NodeIndex)>& replicas_fitting,
                               const std::function<bool(NodeIndex)>& label_ok,
                               const std::function<bool(bool, const std::function<bool(NodeIndex)>&)>& attempt);
+  // Elastic scaling, each Tick (src/engine/scaling.cc).
+  void Scale(Instant now, const Sink& sink);
+  void ScalePool(size_t index, Instant now, const Sink& sink);
+  void DrainNodes(PoolId pool, int32_t count, const std::string& reason, Instant now, const Sink& sink);
+  void ProgressDrains(Instant now, const Sink& sink);
   // Extends node_rack_ and node_nvlink_ to every node.
   void RefreshTopology();
   Scheduler& scheduler();
@@ -256,6 +279,22 @@ class Engine {
   int pool_shapes_nodes_ = -1;
   // Per node: a dense rack id, and whether its GPUs are joined by NVLink
   // (derived from the state; extended as nodes are added).
+  // Scaling runtime per PoolScalingConfig (soft state: windows, forecasts
+  // and drain clocks restart with the engine).
+  struct ScalingRuntime {
+    PoolId pool = 0;
+    bool resolved = false;  // the pool exists
+    std::optional<Autoscaler> rule;
+    std::optional<HoltWinters> forecaster;
+    Instant next_sample{};
+    bool sampled = false;
+    std::deque<std::pair<Instant, double>> predictions;  // (due, forecast demand in GPUs)
+    int64_t predicted = 0;
+    double abs_error_sum = 0, actual_sum = 0;
+    std::deque<std::pair<Instant, int32_t>> scale_outs;  // for the warm pool
+  };
+  std::vector<ScalingRuntime> scaling_;
+  std::map<NodeIndex, Instant> drain_started_;
   std::vector<int32_t> node_rack_;
   std::vector<bool> node_nvlink_;
   int32_t rack_count_ = 0;

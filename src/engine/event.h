@@ -26,6 +26,9 @@ struct PoolAdded {
 struct NodeAdded {
   NodeSpec spec;  // spec.pool assigned by the engine
   std::string region, zone, rack;
+  // Provisioned for a scale-out of spec.pool (ScaleOutRequested): it counts
+  // off the nodes still expected from the provider.
+  bool provisioned = false;
 };
 struct TenantAdded {
   TenantId tenant = -1;
@@ -74,6 +77,9 @@ enum class PreemptReason : uint8_t {
   // the victim queues again at once and is placed again like any preempted
   // job (it keeps its priority and submit time), typically on the same GPU.
   kMigRecut,
+  // The victim's node is drained for a scale-in (NodeDrainStarted): it
+  // moves elsewhere (checkpointed first when it can be; preemptor -1).
+  kDrain,
 };
 const char* PreemptReasonName(PreemptReason r);
 
@@ -198,11 +204,46 @@ struct GpusScrubbed {
   GpuMask gpus = 0;
 };
 
+// --- elastic scaling (SCALE-1..6) -------------------------------------------------
+// The autoscaler asks the node provider for `nodes` more nodes of the pool's
+// template. They join later, each with a NodeAdded marked provisioned, or
+// the provider gives up on some (ScaleOutFailed).
+struct ScaleOutRequested {
+  PoolId pool = 0;
+  int32_t nodes = 0;
+  std::string reason;
+};
+struct ScaleOutFailed {
+  PoolId pool = 0;
+  int32_t nodes = 0;
+  std::string reason;
+};
+// Scale-in, step one: the node takes no new work (it is cordoned), holds
+// for nobody, and its running jobs move: checkpointable and stateless ones
+// at once (PreemptionStarted, reason kDrain), the others when they finish
+// or at the drain timeout.
+struct NodeDrainStarted {
+  NodeIndex node = -1;
+  std::string reason;
+};
+// Step two: the drained node is empty and leaves its pool for good; the
+// provider deletes it. Its index stays (removed nodes take nothing).
+struct NodeRemoved {
+  NodeIndex node = -1;
+};
+// SCALE-5: how many pre-initialised (warm) nodes the provider should keep
+// for the pool, from its recent scale-outs.
+struct WarmPoolSized {
+  PoolId pool = 0;
+  int32_t nodes = 0;
+};
+
 using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobSubmitted, JobRejected, JobPlaced,
                                JobFinished, JobCancelled, PreemptionStarted, JobPreempted, QuotaLent, QuotaRecalled,
                                QuotaExhausted, NodesReserved, ReservationReleased, GpusScrubbed, JobIdleSuspected,
                                JobIdleRecovered, ReclaimStarted, JobReclaimed, NodeDown, JobInterrupted, NodeUp,
-                               MigRecutStarted>;
+                               MigRecutStarted, ScaleOutRequested, ScaleOutFailed, NodeDrainStarted, NodeRemoved,
+                               WarmPoolSized>;
 
 struct Event {
   int64_t seq = 0;  // 1, 2, 3, ... in the order applied

@@ -95,6 +95,7 @@ struct BodyJson {
     j["region"] = e.region;
     j["zone"] = e.zone;
     j["rack"] = e.rack;
+    if (e.provisioned) j["provisioned"] = true;
   }
   void operator()(const TenantAdded& e) {
     j["tenant"] = e.tenant;
@@ -184,6 +185,25 @@ struct BodyJson {
     j["start"] = e.start;
     j["moved"] = e.moved;
   }
+  void operator()(const ScaleOutRequested& e) {
+    j["pool"] = e.pool;
+    j["nodes"] = e.nodes;
+    j["reason"] = e.reason;
+  }
+  void operator()(const ScaleOutFailed& e) {
+    j["pool"] = e.pool;
+    j["nodes"] = e.nodes;
+    j["reason"] = e.reason;
+  }
+  void operator()(const NodeDrainStarted& e) {
+    j["node"] = e.node;
+    j["reason"] = e.reason;
+  }
+  void operator()(const NodeRemoved& e) { j["node"] = e.node; }
+  void operator()(const WarmPoolSized& e) {
+    j["pool"] = e.pool;
+    j["nodes"] = e.nodes;
+  }
 };
 
 }  // namespace
@@ -193,6 +213,7 @@ const char* PreemptReasonName(PreemptReason r) {
     case PreemptReason::kGuaranteeReclaim: return "guarantee-reclaim";
     case PreemptReason::kPriority: return "priority";
     case PreemptReason::kMigRecut: return "mig-recut";
+    case PreemptReason::kDrain: return "drain";
   }
   return "unknown";
 }
@@ -207,7 +228,8 @@ const char* EventName(const EventBody& body) {
       "JobPlaced",   "JobFinished",  "JobCancelled",      "PreemptionStarted", "JobPreempted", "QuotaLent",
       "QuotaRecalled", "QuotaExhausted", "NodesReserved", "ReservationReleased", "GpusScrubbed",
       "JobIdleSuspected", "JobIdleRecovered", "ReclaimStarted", "JobReclaimed", "NodeDown", "JobInterrupted",
-      "NodeUp", "MigRecutStarted"};
+      "NodeUp", "MigRecutStarted", "ScaleOutRequested", "ScaleOutFailed", "NodeDrainStarted", "NodeRemoved",
+      "WarmPoolSized"};
   static_assert(std::size(kNames) == std::variant_size_v<EventBody>);
   return kNames[body.index()];
 }
@@ -463,6 +485,7 @@ void Read(Obj& o, NodeAdded& e) {
   e.region = o.Str("region");
   e.zone = o.Str("zone");
   e.rack = o.Str("rack");
+  if (o.Find("provisioned", false)) e.provisioned = o.Bool("provisioned");
 }
 void Read(Obj& o, TenantAdded& e) {
   e.tenant = o.Int<TenantId>("tenant");
@@ -503,7 +526,7 @@ void Read(Obj& o, JobCancelled& e) { e.job = o.Int<JobId>("job"); }
 void Read(Obj& o, PreemptionStarted& e) {
   e.victim = o.Int<JobId>("victim");
   e.preemptor = o.Int<JobId>("preemptor");
-  e.reason = Enum<PreemptReason>(o, "reason", 3, PreemptReasonName);
+  e.reason = Enum<PreemptReason>(o, "reason", 4, PreemptReasonName);
   e.checkpoint = o.Bool("checkpoint");
 }
 void Read(Obj& o, JobPreempted& e) {
@@ -556,6 +579,25 @@ void Read(Obj& o, MigRecutStarted& e) {
   e.profile = o.Str("profile");
   e.start = o.Int<uint8_t>("start");
   e.moved = o.IntArray<JobId>("moved");
+}
+void Read(Obj& o, ScaleOutRequested& e) {
+  e.pool = o.Int<PoolId>("pool");
+  e.nodes = o.Int<int32_t>("nodes");
+  e.reason = o.Str("reason");
+}
+void Read(Obj& o, ScaleOutFailed& e) {
+  e.pool = o.Int<PoolId>("pool");
+  e.nodes = o.Int<int32_t>("nodes");
+  e.reason = o.Str("reason");
+}
+void Read(Obj& o, NodeDrainStarted& e) {
+  e.node = o.Int<NodeIndex>("node");
+  e.reason = o.Str("reason");
+}
+void Read(Obj& o, NodeRemoved& e) { e.node = o.Int<NodeIndex>("node"); }
+void Read(Obj& o, WarmPoolSized& e) {
+  e.pool = o.Int<PoolId>("pool");
+  e.nodes = o.Int<int32_t>("nodes");
 }
 
 constexpr size_t kEventTypes = std::variant_size_v<EventBody>;

@@ -62,7 +62,7 @@ std::vector<Event> EveryType() {
   const Quota quota{24000, 64000, 0.1 + 0.2, true};  // a weight with no short decimal form
   const std::vector<EventBody> bodies = {
       PoolAdded{pool},
-      NodeAdded{node, "east", "east-1", "east-1-rack-0"},
+      NodeAdded{node, "east", "east-1", "east-1-rack-0", true},
       TenantAdded{2, "research"},
       QuotaSet{2, 4, quota},
       JobSubmitted{17, RichSpec()},
@@ -86,6 +86,11 @@ std::vector<Event> EveryType() {
       JobInterrupted{26, 6, 99s},
       NodeUp{6},
       MigRecutStarted{27, 6, 3, "3g.40gb", 4, {28, 29}},
+      ScaleOutRequested{4, 3, "utilization 0.91 over 5m"},
+      ScaleOutFailed{4, 1, "quota exceeded at the provider"},
+      NodeDrainStarted{6, "utilization 0.12 over 10m"},
+      NodeRemoved{6},
+      WarmPoolSized{4, 2},
   };
   std::vector<Event> events;
   for (size_t i = 0; i < bodies.size(); ++i) {

@@ -18,6 +18,7 @@
 //   reservations [S job, [S node]]
 //   recut    [S moved, S beneficiary]
 //   blocked  [S first job of the group, U blocked_epoch]
+//   scaling  per pool: S requested_nodes, S warm_nodes; then [S draining node]
 #include "src/engine/snapshot.h"
 
 #include <algorithm>
@@ -351,7 +352,7 @@ Node ReadNode(Reader& r) {
     return n;
   }
   n.pool = r.B("pool");
-  n.condition = r.Enum("condition", NodeCondition::kDown);
+  n.condition = r.Enum("condition", NodeCondition::kRemoved);
   n.attr_class = r.Int<uint16_t>("attr_class");
   n.reserved_for = r.S("reserved_for");
   n.gpu_memory_mib = r.Int<int32_t>("gpu_memory_mib");
@@ -695,6 +696,29 @@ Status ReadState(Reader& r, EngineState& s) {
     g.blocked_epoch = epoch;
   }
   if (auto ok = check(); !ok) return ok;
+
+  r.At("scaling");
+  s.pool_scaling.assign(s.pools.size(), {});
+  for (EngineState::PoolScaling& p : s.pool_scaling) {
+    const int64_t requested = r.S("requested_nodes"), warm = r.S("warm_nodes");
+    if (r.ok() && (requested < 0 || requested > INT32_MAX || warm < 0 || warm > INT32_MAX)) {
+      r.Fail("requested_nodes", "out of range");
+    }
+    p.requested_nodes = static_cast<int32_t>(requested);
+    p.warm_nodes = static_cast<int32_t>(warm);
+  }
+  const size_t draining = r.Count("draining");
+  for (size_t i = 0; i < draining && r.ok(); ++i) {
+    const int64_t n = r.S("node");
+    if (!r.ok()) break;
+    if (n < 0 || n >= s.cluster.node_count() || !s.draining.insert(static_cast<NodeIndex>(n)).second) {
+      r.Fail("node", "node " + std::to_string(n) + " unknown or listed twice");
+      break;
+    }
+    const NodeCondition c = s.cluster.node(static_cast<NodeIndex>(n)).condition;
+    if (c != NodeCondition::kCordoned && c != NodeCondition::kDown) r.Fail("node", "drained node " + std::to_string(n) + " is not cordoned");
+  }
+  if (auto ok = check(); !ok) return ok;
   if (!r.at_end()) return fail("bytes left after the last section");
   return {};
 }
@@ -836,6 +860,12 @@ std::string EncodeSnapshot(const EngineState& s) {
     w.S(job);
     w.U(epoch);
   }
+  for (const EngineState::PoolScaling& p : s.pool_scaling) {
+    w.S(p.requested_nodes);
+    w.S(p.warm_nodes);
+  }
+  w.U(s.draining.size());
+  for (NodeIndex n : s.draining) w.S(n);
 
   std::string& out = w.out();
   const std::string_view payload(out.data() + kSnapshotHeaderBytes, out.size() - kSnapshotHeaderBytes);

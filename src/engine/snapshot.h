@@ -45,7 +45,7 @@
 
 namespace gpupool {
 
-inline constexpr uint32_t kSnapshotVersion = 2;  // 2: jobs carry their task
+inline constexpr uint32_t kSnapshotVersion = 3;  // 2: jobs carry their task; 3: scaling state
 inline constexpr size_t kSnapshotHeaderBytes = 28;  // magic, version, length, checksum
 
 // The snapshot of `s`. Deterministic: equal states give equal bytes (jobs

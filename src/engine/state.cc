@@ -45,6 +45,7 @@ PoolCapacity EngineState::Capacity(PoolId p) const {
   int64_t reserved_nodes_free = 0, fragmented = 0;
   for (const Node& n : cluster.nodes()) {
     if (n.pool != p) continue;
+    if (n.condition == NodeCondition::kRemoved) continue;
     c.total_milli += n.gpu_milli_total();
     if (n.condition != NodeCondition::kReady) continue;
     c.allocated_milli += n.gpu_milli_total() - n.gpu_milli_free_total;
@@ -154,6 +155,7 @@ struct ApplyVisitor {
     GP_CHECK(e.pool.id == s.pools.size() && s.pools.size() < static_cast<size_t>(kMaxPools)) << "pool " << e.pool.id;
     s.pools.push_back(e.pool);
     s.pool_totals.emplace_back();
+    s.pool_scaling.emplace_back();
     for (Tenant& t : s.tenants) t.pools.resize(s.pools.size());
   }
   void operator()(const NodeAdded& e) {
@@ -166,6 +168,10 @@ struct ApplyVisitor {
     totals.gpu_milli += int64_t{e.spec.gpu_count} * kMilliPerGpu;
     totals.cpu_milli += e.spec.cpu_milli;
     totals.memory_mib += e.spec.memory_mib;
+    if (e.provisioned) {
+      int32_t& requested = s.pool_scaling[e.spec.pool].requested_nodes;
+      requested = std::max(0, requested - 1);
+    }
     ++s.capacity_epoch;
   }
   void operator()(const TenantAdded& e) {
@@ -275,6 +281,7 @@ struct ApplyVisitor {
   void operator()(const NodeDown& e) {
     const Node& n = s.cluster.node(e.node);
     GP_CHECK(n.condition != NodeCondition::kDown) << "node " << e.node << " is down already";
+    GP_CHECK(n.condition != NodeCondition::kRemoved) << "node " << e.node << " was removed";
     if (n.condition == NodeCondition::kReady) s.pool_totals[n.pool].unavailable_gpu_milli += n.gpu_milli_total();
     s.cluster.SetCondition(e.node, NodeCondition::kDown);
     ++s.capacity_epoch;
@@ -287,10 +294,52 @@ struct ApplyVisitor {
   void operator()(const NodeUp& e) {
     const Node& n = s.cluster.node(e.node);
     GP_CHECK(n.condition == NodeCondition::kDown) << "node " << e.node << " is not down";
-    s.pool_totals[n.pool].unavailable_gpu_milli -= n.gpu_milli_total();
     s.cluster.Scrub(e.node, static_cast<GpuMask>((1u << n.gpu_count) - 1));
+    if (s.draining.contains(e.node)) {  // back, and still leaving
+      s.cluster.SetCondition(e.node, NodeCondition::kCordoned);
+      return;
+    }
+    s.pool_totals[n.pool].unavailable_gpu_milli -= n.gpu_milli_total();
     s.cluster.SetCondition(e.node, NodeCondition::kReady);
     ++s.capacity_epoch;
+  }
+  void operator()(const ScaleOutRequested& e) {
+    GP_CHECK(e.pool < s.pools.size() && e.nodes > 0) << "scale-out of pool " << int{e.pool};
+    s.pool_scaling[e.pool].requested_nodes += e.nodes;
+  }
+  void operator()(const ScaleOutFailed& e) {
+    GP_CHECK(e.pool < s.pools.size()) << "scale-out of pool " << int{e.pool};
+    int32_t& requested = s.pool_scaling[e.pool].requested_nodes;
+    requested = std::max(0, requested - e.nodes);
+  }
+  void operator()(const NodeDrainStarted& e) {
+    const Node& n = s.cluster.node(e.node);
+    GP_CHECK(n.condition == NodeCondition::kReady || n.condition == NodeCondition::kDown)
+        << "node " << e.node << " drained while cordoned or removed";
+    GP_CHECK(n.reserved_for < 0) << "node " << e.node << " drained while held for job " << n.reserved_for;
+    if (n.condition == NodeCondition::kReady) {
+      s.pool_totals[n.pool].unavailable_gpu_milli += n.gpu_milli_total();
+      s.cluster.SetCondition(e.node, NodeCondition::kCordoned);
+    }
+    s.draining.insert(e.node);
+  }
+  void operator()(const NodeRemoved& e) {
+    const Node& n = s.cluster.node(e.node);
+    GP_CHECK(s.draining.contains(e.node)) << "node " << e.node << " removed without a drain";
+    GP_CHECK(n.gpu_milli_free_total == n.gpu_milli_total() && n.cpu_milli_free == n.cpu_milli_total &&
+             n.gpu_kinds_present == 0 && n.cpu_only_residents == 0)
+        << "node " << e.node << " removed while running work";
+    auto& totals = s.pool_totals[n.pool];
+    totals.gpu_milli -= n.gpu_milli_total();
+    totals.unavailable_gpu_milli -= n.gpu_milli_total();
+    totals.cpu_milli -= n.cpu_milli_total;
+    totals.memory_mib -= n.memory_mib_total;
+    s.draining.erase(e.node);
+    s.cluster.SetCondition(e.node, NodeCondition::kRemoved);
+  }
+  void operator()(const WarmPoolSized& e) {
+    GP_CHECK(e.pool < s.pools.size() && e.nodes >= 0) << "warm pool of pool " << int{e.pool};
+    s.pool_scaling[e.pool].warm_nodes = e.nodes;
   }
   void operator()(const QuotaLent& e) {
     TenantPool& tp = s.tenant_pool(e.tenant, e.pool);

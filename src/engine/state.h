@@ -85,6 +85,15 @@ struct EngineState {
     int64_t unavailable_gpu_milli = 0;  // on cordoned or down nodes
   };
   std::vector<PoolTotals> pool_totals;
+  // Elastic scaling (SCALE-1..6), per pool: nodes asked of the provider and
+  // not yet joined, and the warm pool the provider should keep.
+  struct PoolScaling {
+    int32_t requested_nodes = 0;
+    int32_t warm_nodes = 0;
+  };
+  std::vector<PoolScaling> pool_scaling;
+  // Nodes being drained for a scale-in (cordoned; removed once empty).
+  std::set<NodeIndex> draining;
 
   JobId next_job_id = 1;
   int64_t last_seq = 0;

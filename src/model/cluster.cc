@@ -350,7 +350,7 @@ Result<Cluster> Cluster::FromImage(Image image) {
       return node_error(i, "GPU memory or MIG table does not match its GPU model");
     }
     if (n.pool >= kMaxPools) return node_error(i, "pool id " + std::to_string(n.pool) + " out of range");
-    if (n.condition > NodeCondition::kDown) return node_error(i, "unknown condition");
+    if (n.condition > NodeCondition::kRemoved) return node_error(i, "unknown condition");
     for (int g = 0; g < n.gpu_count; ++g) {
       if (n.gpu_mode[g] > GpuMode::kMig) return node_error(i, "GPU " + std::to_string(g) + " in an unknown mode");
       if (n.dirty_owner[g] < kDirtyByMany) return node_error(i, "GPU " + std::to_string(g) + " has a bad scrub state");

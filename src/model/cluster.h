@@ -34,6 +34,7 @@ enum class NodeCondition : uint8_t {
   kReady,     // takes new work
   kCordoned,  // runs what it has, takes nothing new (draining)
   kDown,      // lost: nothing runs or starts here
+  kRemoved,   // scaled in: left its pool for good (its index stays)
 };
 
 // How a GPU is being used right now. An empty GPU is kIdle; the first

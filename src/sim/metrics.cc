@@ -81,6 +81,12 @@ void MetricsCollector::Integrate(Instant now) {
   const double dt = static_cast<double>(ToMillis(now - last_));
   if (dt > 0) {
     allocated_area_ += static_cast<double>(last_allocated_) * dt;
+    capacity_area_ += static_cast<double>(capacity_last_) * dt;
+    billed_area_ += billed_last_ * dt;
+    warm_area_ += warm_last_ * dt;
+    for (size_t p = 0; p < pool_capacity_area_.size(); ++p) {
+      pool_capacity_area_[p] += static_cast<double>(state_->pool_totals[p].gpu_milli) * dt;
+    }
     busy_area_ += busy_last_ * dt;
     for (size_t t = 0; t < tenant_last_.size(); ++t) tenant_area_[t] += static_cast<double>(tenant_last_[t]) * dt;
     for (size_t p = 0; p < pool_last_.size(); ++p) pool_area_[p] += static_cast<double>(pool_last_[p]) * dt;
@@ -89,15 +95,22 @@ void MetricsCollector::Integrate(Instant now) {
 }
 
 void MetricsCollector::Observe(Instant now) {
-  const int64_t total = state_->cluster.gpu_milli_total();
+  const int64_t total = capacity_last_;
   while (next_sample_ <= now && sample_every_ > Duration(0)) {
     // The allocation in force at the sample time is the one before `now`.
-    series_.emplace_back(static_cast<double>(ToMillis(next_sample_)) / kMsPerHour,
-                         total > 0 ? 100.0 * static_cast<double>(last_allocated_) / static_cast<double>(total) : 0);
+    const double hours = static_cast<double>(ToMillis(next_sample_)) / kMsPerHour;
+    series_.emplace_back(hours, total > 0 ? 100.0 * static_cast<double>(last_allocated_) / static_cast<double>(total) : 0);
+    if (nodes_last_ > 0 || !scaling_.node_series.empty()) scaling_.node_series.emplace_back(hours, nodes_last_);
     next_sample_ += sample_every_;
   }
   Integrate(now);
   last_allocated_ = state_->cluster.gpu_milli_allocated();
+  capacity_last_ = 0;
+  for (const auto& t : state_->pool_totals) capacity_last_ += t.gpu_milli;
+  if (pool_capacity_area_.size() < state_->pool_totals.size()) pool_capacity_area_.resize(state_->pool_totals.size(), 0);
+  nodes_last_ = nodes_next_;
+  billed_last_ = billed_next_;
+  warm_last_ = warm_next_;
   busy_last_ = busy_next_;
   const size_t tenants = state_->tenants.size();
   if (tenant_last_.size() < tenants) {
@@ -126,15 +139,14 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.events = events;
   r.event_log_sha256 = std::move(sha256);
   r.allocation_series = series_;
-  const double total = static_cast<double>(state_->cluster.gpu_milli_total());
-  const double span = static_cast<double>(ToMillis(horizon));
-  r.allocation_pct_mean = total > 0 && span > 0 ? 100.0 * allocated_area_ / (total * span) : 0;
+  r.allocation_pct_mean = capacity_area_ > 0 ? 100.0 * allocated_area_ / capacity_area_ : 0;
   r.preemptions = preemptions_;
   r.gpu_hours_lost = lost_ / 1000.0 / kMsPerHour;
   for (size_t p = 0; p < state_->pools.size(); ++p) {
     PoolReport& pr = r.pools[state_->pools[p].name];
-    const double pool_total = static_cast<double>(state_->pool_totals[p].gpu_milli);
-    if (p < pool_area_.size() && pool_total > 0 && span > 0) pr.allocation_pct_mean = 100.0 * pool_area_[p] / (pool_total * span);
+    if (p < pool_area_.size() && p < pool_capacity_area_.size() && pool_capacity_area_[p] > 0) {
+      pr.allocation_pct_mean = 100.0 * pool_area_[p] / pool_capacity_area_[p];
+    }
     pr.at_end = state_->Capacity(static_cast<PoolId>(p));
   }
 
@@ -198,7 +210,7 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
     TenantReport& tr = r.by_tenant[t.name];
     fill(tr.jobs, by_tenant[t.name]);
     const auto id = static_cast<size_t>(t.id);
-    if (id < tenant_area_.size() && total > 0 && span > 0) tr.share_received_pct = 100.0 * tenant_area_[id] / (total * span);
+    if (id < tenant_area_.size() && capacity_area_ > 0) tr.share_received_pct = 100.0 * tenant_area_[id] / capacity_area_;
     double guaranteed = 0, pool_gpus = 0, weight = 0;
     for (size_t p = 0; p < t.pools.size(); ++p) {
       if (t.pools[p].quota.elastic_limit_milli == 0) continue;
@@ -215,8 +227,8 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   }
   r.jobs_completed_per_hour = r.horizon_h > 0 ? static_cast<double>(r.all.completed) / r.horizon_h : 0;
 
-  const double gpus = total / 1000.0;
-  r.sharing.gpu_busy_pct_mean = gpus > 0 && span > 0 ? 100.0 * busy_area_ / (gpus * span) : 0;
+  // Busy GPUs over the GPUs in service (time-weighted).
+  r.sharing.gpu_busy_pct_mean = capacity_area_ > 0 ? 100.0 * busy_area_ * 1000.0 / capacity_area_ : 0;
   r.sharing.interference_slowdown_pct = alone_ms_ > 0 ? 100.0 * (wall_ms_ / alone_ms_ - 1.0) : 0;
   r.sharing.scrubs = scrubs_;
   r.sharing.mig_setups = mig_setups_;
@@ -240,6 +252,16 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   }
   r.recovery.lost_work_s = ComputePercentiles(lost_work_s_);
   r.topology = topology_;
+  r.scaling = scaling_;
+  r.scaling.node_hours = billed_area_ / kMsPerHour;
+  r.scaling.warm_node_hours = warm_area_ / kMsPerHour;
+  if (!r.scaling.node_series.empty()) {
+    r.scaling.nodes_min = r.scaling.nodes_max = r.scaling.node_series.front().second;
+    for (const auto& [h, n] : r.scaling.node_series) {
+      r.scaling.nodes_min = std::min(r.scaling.nodes_min, n);
+      r.scaling.nodes_max = std::max(r.scaling.nodes_max, n);
+    }
+  }
   return r;
 }
 
@@ -313,6 +335,23 @@ nlohmann::json ToJson(const SimReport& r) {
             {"cross_rack_gib_per_step", Round3(r.topology.cross_rack_gib_per_step())},
             {"comm_hours", Round3(r.topology.comm_hours)},
             {"comm_overhead_pct", Round3(r.topology.comm_overhead_pct())}}},
+          {"scaling",
+           {{"scale_outs", r.scaling.scale_outs},
+            {"nodes_requested", r.scaling.nodes_requested},
+            {"nodes_added", r.scaling.nodes_added},
+            {"warm_starts", r.scaling.warm_starts},
+            {"drains", r.scaling.drains},
+            {"nodes_removed", r.scaling.nodes_removed},
+            {"drained_jobs", r.scaling.drained_jobs},
+            {"drained_lost_work_s", Round3(r.scaling.drained_lost_work_s)},
+            {"node_hours", Round3(r.scaling.node_hours)},
+            {"warm_node_hours", Round3(r.scaling.warm_node_hours)},
+            {"cost", Round3(r.scaling.cost)},
+            {"nodes_min", Round3(r.scaling.nodes_min)},
+            {"nodes_max", Round3(r.scaling.nodes_max)},
+            {"forecasts", r.scaling.forecasts},
+            {"forecast_mae_gpus", Round3(r.scaling.forecast_mae_gpus)},
+            {"forecast_mean_actual_gpus", Round3(r.scaling.forecast_mean_actual_gpus)}}},
           {"events", r.events},
           {"event_log_sha256", r.event_log_sha256}};
 }
@@ -351,6 +390,15 @@ std::string FormatReport(const SimReport& r) {
         static_cast<long long>(r.recovery.node_failures), static_cast<long long>(r.recovery.interruptions),
         r.recovery.replace_latency_s.p50, r.recovery.replace_latency_s.p99,
         static_cast<long long>(r.recovery.not_replaced), r.recovery.lost_work_s.mean);
+  }
+  if (r.scaling.scale_outs + r.scaling.drains > 0) {
+    add("Scaling: %lld scale-outs (%lld nodes, %lld from the warm pool), %lld drains (%lld nodes removed, %lld jobs "
+        "moved, %.0f s of work lost); nodes %.0f-%.0f; %.1f node-hours (+%.1f warm), cost %.1f\n",
+        static_cast<long long>(r.scaling.scale_outs), static_cast<long long>(r.scaling.nodes_added),
+        static_cast<long long>(r.scaling.warm_starts), static_cast<long long>(r.scaling.drains),
+        static_cast<long long>(r.scaling.nodes_removed), static_cast<long long>(r.scaling.drained_jobs),
+        r.scaling.drained_lost_work_s, r.scaling.nodes_min, r.scaling.nodes_max, r.scaling.node_hours,
+        r.scaling.warm_node_hours, r.scaling.cost);
   }
   if (r.topology.placements > 0) {
     add("Topology: %lld placements of communicating jobs, %lld over several nodes, %lld over several racks; "

@@ -92,6 +92,21 @@ struct TopologyReport {
   double comm_overhead_pct() const { return step_hours > 0 ? 100.0 * comm_hours / step_hours : 0; }
 };
 
+// Elastic scaling (SCALE-1..6): the pool's nodes over time and what they cost.
+struct ScalingReport {
+  int64_t scale_outs = 0, nodes_requested = 0, nodes_added = 0, warm_starts = 0;
+  int64_t drains = 0, nodes_removed = 0;
+  int64_t drained_jobs = 0;        // jobs moved off draining nodes
+  double drained_lost_work_s = 0;  // their work lost (0 when every one resumed from a checkpoint)
+  double node_hours = 0;           // billed: from the request to the removal
+  double warm_node_hours = 0;      // warm-pool nodes waiting
+  double cost = 0;                 // node_hours x price + warm_node_hours x price x warm fraction
+  double nodes_min = 0, nodes_max = 0;  // nodes in service, over the samples
+  std::vector<std::pair<double, double>> node_series;  // (hours, nodes in service)
+  int64_t forecasts = 0;
+  double forecast_mae_gpus = 0, forecast_mean_actual_gpus = 0;
+};
+
 struct SimReport {
   std::string scenario;
   std::map<std::string, PoolReport> pools;
@@ -110,6 +125,7 @@ struct SimReport {
   ReclaimReport reclaim;
   RecoveryReport recovery;
   TopologyReport topology;
+  ScalingReport scaling;
   int64_t events = 0;
   std::string event_log_sha256;
 };
@@ -172,6 +188,14 @@ class MetricsCollector {
     topology_.cross_node_gib += steps * cross_node_bytes / (1 << 30);
     topology_.comm_hours += steps * comm_s / 3600.0;
   }
+  // Nodes in service (joined, not removed), billed (those plus the ones
+  // being provisioned) and warm, from now on (read at the next Observe).
+  void SetNodes(double in_service, double billed, double warm) {
+    nodes_next_ = in_service;
+    billed_next_ = billed;
+    warm_next_ = warm;
+  }
+  ScalingReport& scaling() { return scaling_; }
   // After every engine event: integrates allocation and usage up to `now`.
   void Observe(Instant now);
   SimReport Finish(Instant horizon, std::string scenario, int64_t events, std::string sha256);
@@ -206,6 +230,12 @@ class MetricsCollector {
   int64_t scrubs_ = 0, mig_setups_ = 0, mig_recuts_ = 0, deadline_evictions_ = 0, never_resumed_ = 0, node_failures_ = 0,
           not_replaced_ = 0;
   TopologyReport topology_;
+  ScalingReport scaling_;
+  double nodes_next_ = 0, nodes_last_ = 0, billed_next_ = 0, billed_last_ = 0, warm_next_ = 0, warm_last_ = 0;
+  double billed_area_ = 0, warm_area_ = 0;  // nodes x ms
+  int64_t capacity_last_ = 0;               // GPU milli of the nodes in service
+  double capacity_area_ = 0;                // milli x ms
+  std::vector<double> pool_capacity_area_;  // milli x ms, per pool
   std::vector<double> reclaim_latency_s_, resume_latency_s_, reallocation_latency_s_, lost_work_s_,
       replace_latency_s_;
 };

@@ -340,6 +340,8 @@ class Parser {
   Status ParseUtilization(const YAML::Node& n, const std::string& path, UtilizationModel& m) const;
   Status ParseFaults(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParseScaling(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParseProvider(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Result<std::string> PriorityField(const Fields& f, const Scenario& s) const;
   // The optional `kind` key: leaves `out` as it is when absent.
   Status KindField(const Fields& f, JobKind& out) const;
@@ -403,7 +405,8 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   } else {
     SCENARIO_ASSIGN(f, Map(root, "",
                            {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
-                            "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults"}));
+                            "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults", "scaling",
+                            "provider"}));
   }
   SCENARIO_TRY(Require(f, "name"));
   SCENARIO_TRY(StringField(f, "name", s.name));
@@ -459,6 +462,8 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   if (auto* n = f.Find("workload")) SCENARIO_TRY(ParseWorkloads(*n, "workload", s));
   if (auto* n = f.Find("trace")) SCENARIO_TRY(ParseTrace(*n, "trace", s));
   if (auto* n = f.Find("faults")) SCENARIO_TRY(ParseFaults(*n, "faults", s));
+  if (auto* n = f.Find("scaling")) SCENARIO_TRY(ParseScaling(*n, "scaling", s));
+  if (auto* n = f.Find("provider")) SCENARIO_TRY(ParseProvider(*n, "provider", s));
   if (s.workloads.empty() && !s.trace) return Fail(root, "", "nothing to run: give a workload or a trace");
   return s;
 }
@@ -1210,16 +1215,19 @@ Status Parser::ParseFaults(const YAML::Node& n, const std::string& path, Scenari
 
 Status Parser::ParseDurationModel(const YAML::Node& n, const std::string& path, DurationModel& m) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"fixed", "lognormal", "philly", "min", "max"}));
+  SCENARIO_ASSIGN(f, Map(n, path, {"fixed", "lognormal", "philly", "serving_lifetimes", "min", "max"}));
   const char* chosen = nullptr;
   for (const auto& e : f.entries) {
-    if (e.key != "fixed" && e.key != "lognormal" && e.key != "philly") continue;
+    if (e.key != "fixed" && e.key != "lognormal" && e.key != "philly" && e.key != "serving_lifetimes") continue;
     if (chosen)
       return Fail(e.key_node, f.PathOf(e.key),
-                  std::string("give only one of fixed, lognormal, philly (already: ") + chosen + ")");
-    chosen = e.key == "fixed" ? "fixed" : e.key == "lognormal" ? "lognormal" : "philly";
+                  std::string("give only one of fixed, lognormal, philly, serving_lifetimes (already: ") + chosen + ")");
+    chosen = e.key == "fixed"       ? "fixed"
+             : e.key == "lognormal" ? "lognormal"
+             : e.key == "philly"    ? "philly"
+                                    : "serving_lifetimes";
   }
-  if (!chosen) return Fail(n, path, "needs one of fixed, lognormal, philly");
+  if (!chosen) return Fail(n, path, "needs one of fixed, lognormal, philly, serving_lifetimes");
   if (f.Has("fixed")) {
     m.kind = DurationModel::Kind::kFixed;
     SCENARIO_TRY(DurationField(f, "fixed", m.fixed, PositiveDuration));
@@ -1234,9 +1242,11 @@ Status Parser::ParseDurationModel(const YAML::Node& n, const std::string& path, 
     SCENARIO_TRY(Require(lf, "sigma"));
     SCENARIO_TRY(NumberField(lf, "sigma", m.sigma, NonNegative));
   } else {
-    m.kind = DurationModel::Kind::kPhilly;
+    const bool philly = f.Has("philly");
+    m.kind = philly ? DurationModel::Kind::kPhilly : DurationModel::Kind::kServingLifetimes;
+    const char* key = philly ? "philly" : "serving_lifetimes";
     Fields pf;
-    SCENARIO_ASSIGN(pf, Map(*f.Find("philly"), f.PathOf("philly"), {"scale"}));
+    SCENARIO_ASSIGN(pf, Map(*f.Find(key), f.PathOf(key), {"scale"}));
     SCENARIO_TRY(NumberField(pf, "scale", m.scale, Positive));
   }
   SCENARIO_TRY(DurationField(f, "min", m.min, AnyDuration));
@@ -1245,6 +1255,132 @@ Status Parser::ParseDurationModel(const YAML::Node& n, const std::string& path, 
     const char* key = f.Has("max") ? "max" : "min";
     return Fail(*f.Find(key), f.PathOf(key), "must not be below min");
   }
+  return {};
+}
+
+Status Parser::ParseScaling(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  if (!n.IsSequence() || n.size() == 0) return Fail(n, path, "expected a list of pools to scale");
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string ipath = Item(path, i);
+    Fields f;
+    SCENARIO_ASSIGN(f, Map(n[i], ipath,
+                           {"pool", "node", "min_nodes", "max_nodes", "max_step", "scale_out", "scale_in", "cooldown",
+                            "target_utilization", "max_actions_per_hour", "drain_timeout", "forecast", "warm_pool"}));
+    PoolScalingConfig c;
+    SCENARIO_TRY(Require(f, "pool"));
+    SCENARIO_TRY(StringField(f, "pool", c.pool));
+    const auto pool =
+        std::find_if(s.pools.begin(), s.pools.end(), [&](const ScenarioPool& p) { return p.name == c.pool; });
+    if (pool == s.pools.end()) {
+      std::vector<std::string> known;
+      for (const auto& p : s.pools) known.push_back(p.name);
+      return Fail(*f.Find("pool"), f.PathOf("pool"), "unknown pool '" + c.pool + "' (known: " + JoinNames(known) + ")");
+    }
+    for (const PoolScalingConfig& other : s.engine.scaling) {
+      if (other.pool == c.pool) return Fail(*f.Find("pool"), f.PathOf("pool"), "pool '" + c.pool + "' is scaled twice");
+    }
+    SCENARIO_TRY(Require(f, "node"));
+    {
+      Fields nf;
+      const YAML::Node& node = *f.Find("node");
+      SCENARIO_ASSIGN(nf, Map(node, f.PathOf("node"),
+                              {"model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "racks", "attributes",
+                               "name_prefix"}));
+      NodeTemplate& t = c.node;
+      std::string model;
+      SCENARIO_TRY(Require(nf, "model"));
+      SCENARIO_TRY(StringField(nf, "model", model));
+      const auto id = Catalog::Builtin().Find(model);
+      if (!id) {
+        return Fail(*nf.Find("model"), nf.PathOf("model"),
+                    "unknown GPU model '" + model + "' (known: " + Catalog::Builtin().Names() + ")");
+      }
+      t.gpu_model = *id;
+      SCENARIO_TRY(Require(nf, "gpus"));
+      SCENARIO_TRY(IntField(nf, "gpus", t.gpus, IntRange(1, kMaxGpusPerNode)));
+      SCENARIO_TRY(Require(nf, "cpu_cores"));
+      SCENARIO_TRY(ScaledField(nf, "cpu_cores", t.cpu_milli, 1000, Positive));
+      SCENARIO_TRY(Require(nf, "memory_gib"));
+      SCENARIO_TRY(ScaledField(nf, "memory_gib", t.memory_mib, 1024, Positive));
+      SCENARIO_TRY(StringField(nf, "region", t.region));
+      SCENARIO_TRY(StringField(nf, "zone", t.zone));
+      SCENARIO_TRY(IntField(nf, "racks", t.racks, IntRange(1, kMaxNodeGroupCount)));
+      if (const YAML::Node* a = nf.Find("attributes")) {
+        std::string cls;
+        SCENARIO_ASSIGN(cls, String(*a, nf.PathOf("attributes")));
+        const auto it = std::find_if(s.node_classes.begin(), s.node_classes.end(),
+                                     [&](const NodeAttributes& x) { return x.name == cls; });
+        if (it == s.node_classes.end()) return Fail(*a, nf.PathOf("attributes"), "unknown node class '" + cls + "'");
+        t.attr_class = static_cast<uint16_t>(it - s.node_classes.begin());
+      }
+      t.name_prefix = Lower(c.pool) + "-auto";
+      SCENARIO_TRY(StringField(nf, "name_prefix", t.name_prefix));
+      ScenarioNodeGroup probe;
+      probe.model = model;
+      probe.region = t.region;
+      if (PoolOf(s, probe) != pool - s.pools.begin()) {
+        return Fail(node, f.PathOf("node"),
+                    "pool '" + c.pool + "' does not select " + model + " nodes in region '" + t.region + "'");
+      }
+    }
+    AutoscalerConfig& r = c.rule;
+    SCENARIO_TRY(IntField(f, "min_nodes", r.min_nodes, IntRange(0, kMaxNodeGroupCount)));
+    SCENARIO_TRY(IntField(f, "max_nodes", r.max_nodes, IntRange(1, kMaxNodeGroupCount)));
+    if (r.max_nodes < r.min_nodes) return Fail(*f.Find("max_nodes"), f.PathOf("max_nodes"), "must not be below min_nodes");
+    SCENARIO_TRY(IntField(f, "max_step", r.max_step, IntRange(1, kMaxNodeGroupCount)));
+    if (const YAML::Node* o = f.Find("scale_out")) {
+      Fields of;
+      SCENARIO_ASSIGN(of, Map(*o, f.PathOf("scale_out"), {"utilization_above", "for", "queue_over"}));
+      SCENARIO_TRY(NumberField(of, "utilization_above", r.out_util, Fraction01));
+      SCENARIO_TRY(DurationField(of, "for", r.out_for, PositiveDuration));
+      SCENARIO_TRY(IntField(of, "queue_over", r.queue_threshold, IntRange(0, INT64_MAX)));
+    }
+    if (const YAML::Node* in = f.Find("scale_in")) {
+      Fields inf;
+      SCENARIO_ASSIGN(inf, Map(*in, f.PathOf("scale_in"), {"utilization_below", "for", "safety_window"}));
+      SCENARIO_TRY(NumberField(inf, "utilization_below", r.in_util, Fraction01));
+      SCENARIO_TRY(DurationField(inf, "for", r.in_for, PositiveDuration));
+      SCENARIO_TRY(DurationField(inf, "safety_window", r.safety_window, AnyDuration));
+    }
+    SCENARIO_TRY(DurationField(f, "cooldown", r.cooldown, AnyDuration));
+    SCENARIO_TRY(NumberField(f, "target_utilization", r.target_util, Fraction01));
+    SCENARIO_TRY(IntField(f, "max_actions_per_hour", r.max_actions_per_hour, IntRange(1, 3600)));
+    SCENARIO_TRY(DurationField(f, "drain_timeout", c.drain_timeout, PositiveDuration));
+    if (const YAML::Node* fc = f.Find("forecast")) {
+      Fields ff;
+      SCENARIO_ASSIGN(ff, Map(*fc, f.PathOf("forecast"), {"enabled", "ahead", "step", "season", "alpha", "beta", "gamma"}));
+      ForecastConfig& x = c.forecast;
+      x.enabled = true;
+      SCENARIO_TRY(BoolField(ff, "enabled", x.enabled));
+      SCENARIO_TRY(DurationField(ff, "ahead", x.ahead, PositiveDuration));
+      SCENARIO_TRY(DurationField(ff, "step", x.step, PositiveDuration));
+      SCENARIO_TRY(DurationField(ff, "season", x.season, PositiveDuration));
+      SCENARIO_TRY(NumberField(ff, "alpha", x.alpha, Fraction01));
+      SCENARIO_TRY(NumberField(ff, "beta", x.beta, Fraction01));
+      SCENARIO_TRY(NumberField(ff, "gamma", x.gamma, Fraction01));
+    }
+    if (const YAML::Node* w = f.Find("warm_pool")) {
+      Fields wf;
+      SCENARIO_ASSIGN(wf, Map(*w, f.PathOf("warm_pool"), {"enabled", "lookback", "max_nodes"}));
+      c.warm_pool.enabled = true;
+      SCENARIO_TRY(BoolField(wf, "enabled", c.warm_pool.enabled));
+      SCENARIO_TRY(DurationField(wf, "lookback", c.warm_pool.lookback, PositiveDuration));
+      SCENARIO_TRY(IntField(wf, "max_nodes", c.warm_pool.max_nodes, IntRange(0, kMaxNodeGroupCount)));
+    }
+    if (auto ok = CheckScalingConfig(c); !ok) return Fail(n[i], ipath, ok.error().message);
+    s.engine.scaling.push_back(std::move(c));
+  }
+  return {};
+}
+
+Status Parser::ParseProvider(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {"cold_start", "warm_start", "price_per_node_hour", "warm_price_fraction"}));
+  ProviderModel& p = s.provider;
+  SCENARIO_TRY(DurationField(f, "cold_start", p.cold_start, AnyDuration));
+  SCENARIO_TRY(DurationField(f, "warm_start", p.warm_start, AnyDuration));
+  SCENARIO_TRY(NumberField(f, "price_per_node_hour", p.price_per_node_hour, NonNegative));
+  SCENARIO_TRY(NumberField(f, "warm_price_fraction", p.warm_price_fraction, Fraction01));
   return {};
 }
 

@@ -57,11 +57,13 @@ struct ScenarioTenant {
 
 // A distribution of job durations.
 struct DurationModel {
-  enum class Kind { kFixed, kLogNormal, kPhilly };
+  // kServingLifetimes: lifetimes of the DLRM serving trace's GPU instances
+  // (those with a creation and a deletion time), times `scale`.
+  enum class Kind { kFixed, kLogNormal, kPhilly, kServingLifetimes };
   Kind kind = Kind::kFixed;
   Duration fixed{std::chrono::minutes(30)};
   double median_s = 0, sigma = 0;  // kLogNormal
-  double scale = 1.0;              // multiplies every sample (kPhilly)
+  double scale = 1.0;              // multiplies every sample (kPhilly, kServingLifetimes)
   Duration min{std::chrono::seconds(1)};
   Duration max{std::chrono::hours(24 * 7)};
 };
@@ -184,6 +186,18 @@ struct ServerSettings {
   int64_t http_threads = 64;                // concurrent HTTP connections served
 };
 
+// The simulated node provider (SCALE-1, SCALE-5): how long a node takes to
+// join after a scale-out asks for it, cold (booted, driver and image
+// loaded) or from the warm pool (pre-initialised), and what nodes cost.
+// A node costs from the request until it is removed; warm nodes cost
+// `warm_price_fraction` of the price while they wait (stopped instances).
+struct ProviderModel {
+  Duration cold_start{std::chrono::minutes(5)};
+  Duration warm_start{std::chrono::seconds(30)};
+  double price_per_node_hour = 1.0;
+  double warm_price_fraction = 0.1;
+};
+
 struct Scenario {
   std::string path;         // where it was loaded from
   std::string name;
@@ -208,6 +222,7 @@ struct Scenario {
   // `nodes` (every node into the pools by model).
   std::string trace_nodes_path;
   ServerSettings server;  // server configurations only
+  ProviderModel provider;  // for engine.scaling
 };
 
 // Reads and validates a scenario file.

@@ -6,6 +6,7 @@
 
 #include "src/sim/alibaba_gpu_trace.h"
 #include "src/sim/runtime_samples.h"
+#include "src/sim/serving_trace.h"
 #include "src/sim/simulator.h"
 #include "src/sim/traces_dir.h"
 #include "src/sim/workload.h"
@@ -142,8 +143,20 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
     if (!loaded) return std::unexpected(loaded.error());
     duty_cycles = std::move(*loaded);
   }
+  std::vector<double> lifetimes;
+  if (WantsServingLifetimes(s)) {
+    const std::string path = TraceFile(kDlrmTraceFile);
+    if (path.empty()) {
+      return FailedPrecondition(s.path + ": the workload samples lifetimes from the DLRM serving trace (" +
+                                std::string(kDlrmTraceFile) +
+                                "), which are not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
+    }
+    auto loaded = LoadDlrmTrace(path);
+    if (!loaded) return std::unexpected(loaded.error());
+    lifetimes = ServingLifetimes(*loaded);
+  }
   auto generated = GenerateJobs(s, ids, runtimes.empty() ? nullptr : &runtimes, s.seed,
-                                duty_cycles.empty() ? nullptr : &duty_cycles);
+                                duty_cycles.empty() ? nullptr : &duty_cycles, lifetimes.empty() ? nullptr : &lifetimes);
   if (!generated) return std::unexpected(generated.error());
   std::vector<SimJob> jobs = std::move(*generated);
   if (s.trace) {
@@ -196,6 +209,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   sim_options.costs = s.costs;
   sim_options.duty_cycles = duty_cycles.empty() ? nullptr : &duty_cycles;
   sim_options.faults = s.faults;
+  sim_options.provider = s.provider;
   sim_options.on_event = options.on_event;
   Simulator sim(engine->get(), std::move(jobs), sim_options);
   const Engine::Sink sink = sim.sink();

@@ -88,4 +88,14 @@ std::vector<double> LiveGpuSeries(const std::vector<DlrmInstance>& instances, in
   return live;
 }
 
+std::vector<double> ServingLifetimes(const std::vector<DlrmInstance>& instances) {
+  std::vector<double> out;
+  for (const DlrmInstance& d : instances) {
+    if (d.gpu && d.created_s && d.deleted_s && *d.deleted_s > *d.created_s) {
+      out.push_back(static_cast<double>(*d.deleted_s - *d.created_s));
+    }
+  }
+  return out;
+}
+
 }  // namespace gpupool

@@ -31,4 +31,8 @@ Result<std::vector<DlrmInstance>> LoadDlrmTrace(const std::string& path);
 // deletion time, to the end.
 std::vector<double> LiveGpuSeries(const std::vector<DlrmInstance>& instances, int64_t bin_s);
 
+// Lifetimes (seconds) of the GPU instances with both a creation and a
+// deletion time, in file order.
+std::vector<double> ServingLifetimes(const std::vector<DlrmInstance>& instances);
+
 }  // namespace gpupool

@@ -273,6 +273,30 @@ void Simulator::OnEvent(const Event& e) {
     } else {
       metrics_.Rejected(submitting_);
     }
+  } else if (const auto* na = std::get_if<NodeAdded>(&e.body)) {
+    ++in_service_;
+    if (failed_.size() < static_cast<size_t>(engine_->state().cluster.node_count())) {
+      failed_.resize(engine_->state().cluster.node_count(), false);
+    }
+    if (na->provisioned) {
+      --provisioning_;
+      ++metrics_.scaling().nodes_added;
+    }
+    UpdateNodeCounts();
+  } else if (const auto* so = std::get_if<ScaleOutRequested>(&e.body)) {
+    OnScaleOut(*so, now);
+  } else if (std::holds_alternative<NodeDrainStarted>(e.body)) {
+    ++metrics_.scaling().drains;
+  } else if (std::holds_alternative<NodeRemoved>(e.body)) {
+    --in_service_;
+    ++metrics_.scaling().nodes_removed;
+    UpdateNodeCounts();
+  } else if (const auto* w = std::get_if<WarmPoolSized>(&e.body)) {
+    provider_[w->pool].warm_target = w->nodes;
+    PoolProvider& p = provider_[w->pool];
+    p.warm_ready = std::min(p.warm_ready, w->nodes);  // extra warm nodes are released
+    RefillWarmPool(w->pool, now);
+    UpdateNodeCounts();
   } else if (std::holds_alternative<MigRecutStarted>(e.body)) {
     metrics_.MigRecut();
   } else if (const auto* g = std::get_if<GpusScrubbed>(&e.body)) {
@@ -285,6 +309,7 @@ void Simulator::OnEvent(const Event& e) {
     OnPlaced(*p, now);
   } else if (const auto* ps = std::get_if<PreemptionStarted>(&e.body)) {
     Running& r = live_.at(ps->victim);
+    if (ps->reason == PreemptReason::kDrain) drained_.insert(ps->victim);
     if (ps->checkpoint && r.computing) StartCheckpoint(ps->victim, r, now);
   } else if (const auto* pr = std::get_if<JobPreempted>(&e.body)) {
     Running& r = live_.at(pr->victim);
@@ -294,6 +319,10 @@ void Simulator::OnEvent(const Event& e) {
       if (r.placed) lost = SavePeriodic(r);
     }
     metrics_.Preempted(r.index, lost);
+    if (drained_.erase(pr->victim)) {
+      ++metrics_.scaling().drained_jobs;
+      metrics_.scaling().drained_lost_work_s += ToSeconds(lost);
+    }
     Release(pr->victim, r, now);
   } else if (const auto* rs = std::get_if<ReclaimStarted>(&e.body)) {
     Running& r = live_.at(rs->job);
@@ -369,6 +398,40 @@ void Simulator::OnEvent(const Event& e) {
 
 // --- the world's own events ---------------------------------------------------------
 
+void Simulator::OnScaleOut(const ScaleOutRequested& s, Instant now) {
+  PoolProvider& p = provider_[s.pool];
+  ++metrics_.scaling().scale_outs;
+  metrics_.scaling().nodes_requested += s.nodes;
+  for (int32_t i = 0; i < s.nodes; ++i) {
+    Duration latency = options_.provider.cold_start;
+    if (p.warm_ready > 0) {
+      --p.warm_ready;
+      latency = options_.provider.warm_start;
+      ++metrics_.scaling().warm_starts;
+    }
+    ++provisioning_;
+    Push(now + latency, Kind::kProvision, s.pool);
+  }
+  RefillWarmPool(s.pool, now);
+  UpdateNodeCounts();
+}
+
+void Simulator::RefillWarmPool(PoolId pool, Instant now) {
+  PoolProvider& p = provider_[pool];
+  while (p.warm_ready + p.warm_coming < p.warm_target) {
+    ++p.warm_coming;
+    Push(now + options_.provider.cold_start, Kind::kWarmReady, pool);
+  }
+}
+
+void Simulator::UpdateNodeCounts() {
+  if (!scaling_) return;
+  int64_t warm = 0;
+  for (const auto& [pool, p] : provider_) warm += p.warm_ready + p.warm_coming;
+  metrics_.SetNodes(static_cast<double>(in_service_), static_cast<double>(in_service_ + provisioning_),
+                    static_cast<double>(warm));
+}
+
 Status Simulator::OnPoll(JobId id, uint64_t token, Instant now) {
   auto it = live_.find(id);
   if (it == live_.end() || it->second.poll_token != token || !it->second.computing) return {};
@@ -428,6 +491,9 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
   const Instant horizon = kTimeOrigin + options_.horizon;
   const Cluster& cluster = engine_->state().cluster;
   failed_.assign(cluster.node_count(), false);
+  scaling_ = !engine_->config().scaling.empty();
+  UpdateNodeCounts();
+  metrics_.Observe(kTimeOrigin);
   const Duration heartbeat_timeout = engine_->config().heartbeat_timeout;
   for (const FaultSpec& f : options_.faults) {
     NodeIndex node = -1;
@@ -479,6 +545,28 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
           break;
         case Kind::kPoll: ok = OnPoll(item.id, item.token, now); break;
         case Kind::kResubmit: ok = Resubmit(static_cast<size_t>(item.id), now); break;
+        case Kind::kProvision: {
+          const PoolId pool = static_cast<PoolId>(item.id);
+          PoolProvider& p = provider_[pool];
+          const NodeTemplate* t = nullptr;
+          for (const PoolScalingConfig& c : engine_->config().scaling) {
+            if (c.pool == engine_->state().pools[pool].name) t = &c.node;
+          }
+          if (t == nullptr) break;
+          const int64_t serial = p.serial++;
+          auto added = engine_->AddProvisionedNode(pool, ProvisionedNodeName(*t, serial),
+                                                   ProvisionedNodeRack(*t, serial), now, sink_);
+          if (!added) ok = std::unexpected(added.error());
+          break;
+        }
+        case Kind::kWarmReady: {
+          PoolProvider& p = provider_[static_cast<PoolId>(item.id)];
+          --p.warm_coming;
+          if (p.warm_ready < p.warm_target) ++p.warm_ready;
+          UpdateNodeCounts();
+          metrics_.Observe(now);
+          break;
+        }
         case Kind::kTick: break;
       }
       if (!ok) return std::unexpected(ok.error());
@@ -496,7 +584,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     heap_.pop();  // the tick
     if (heartbeat_timeout > Duration(0)) {
       for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
-        if (failed_[n]) continue;
+        if (failed_[n] || cluster.node(n).condition == NodeCondition::kRemoved) continue;
         if (auto ok = engine_->Heartbeat(n, now, sink_); !ok) return std::unexpected(ok.error());
       }
     }
@@ -518,7 +606,20 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     log_.flush();
     if (!log_) return IoError(options_.event_log_path + ": write failed");
   }
-  return metrics_.Finish(horizon, scenario_name, events_, hash_.HexDigest());
+  SimReport report = metrics_.Finish(horizon, scenario_name, events_, hash_.HexDigest());
+  ScalingReport& s = report.scaling;
+  s.cost = options_.provider.price_per_node_hour *
+           (s.node_hours + s.warm_node_hours * options_.provider.warm_price_fraction);
+  for (const ForecastStats& f : engine_->forecast_stats()) {
+    s.forecasts += f.predictions;
+    s.forecast_mae_gpus += f.mean_abs_error_gpus * static_cast<double>(f.predictions);
+    s.forecast_mean_actual_gpus += f.mean_actual_gpus * static_cast<double>(f.predictions);
+  }
+  if (s.forecasts > 0) {
+    s.forecast_mae_gpus /= static_cast<double>(s.forecasts);
+    s.forecast_mean_actual_gpus /= static_cast<double>(s.forecasts);
+  }
+  return report;
 }
 
 }  // namespace gpupool

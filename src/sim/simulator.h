@@ -40,6 +40,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -69,6 +70,8 @@ struct SimOptions {
   // When set, also handed every event as it arrives (tests that need the
   // events themselves, not their log lines).
   std::function<void(const Event&)> on_event;
+  // The node provider for engine scaling (SCALE-1, SCALE-5).
+  ProviderModel provider;
 };
 
 class Simulator {
@@ -96,7 +99,9 @@ class Simulator {
     kRecover = 3,
     kPoll = 4,
     kResubmit = 5,
-    kTick = 6,
+    kProvision = 6,  // a requested node is ready to join (id: pool)
+    kWarmReady = 7,  // a warm-pool node finished initialising (id: pool)
+    kTick = 8,
   };
   struct Item {
     Instant at;
@@ -187,6 +192,19 @@ class Simulator {
   Instant scrub_at_{};                // the GPUs the engine scrubbed at that instant
   std::map<NodeIndex, GpuMask> scrubbed_;
   std::vector<Released> released_;    // waiting for their next task
+  // The simulated node provider, per pool: warm nodes ready and coming,
+  // the warm pool's target, and how many nodes it has named.
+  struct PoolProvider {
+    int32_t warm_ready = 0, warm_coming = 0, warm_target = 0;
+    int64_t serial = 0;
+  };
+  void OnScaleOut(const ScaleOutRequested& s, Instant now);
+  void RefillWarmPool(PoolId pool, Instant now);
+  void UpdateNodeCounts();
+  std::map<PoolId, PoolProvider> provider_;
+  int64_t provisioning_ = 0, in_service_ = 0;
+  std::set<JobId> drained_;  // jobs moving off draining nodes
+  bool scaling_ = false;
   MetricsCollector metrics_;
   Sha256 hash_;
   std::ofstream log_;

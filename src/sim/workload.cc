@@ -48,7 +48,8 @@ std::vector<Instant> Arrivals(const ArrivalProcess& a, Rng& rng) {
 
 }  // namespace
 
-Duration SampleDuration(const DurationModel& m, const std::vector<double>* runtimes, Rng& rng) {
+Duration SampleDuration(const DurationModel& m, const std::vector<double>* runtimes, Rng& rng,
+                        const std::vector<double>* lifetimes) {
   Duration d{0};
   switch (m.kind) {
     case DurationModel::Kind::kFixed: d = m.fixed; break;
@@ -56,8 +57,20 @@ Duration SampleDuration(const DurationModel& m, const std::vector<double>* runti
     case DurationModel::Kind::kPhilly:
       d = Seconds((*runtimes)[rng.Below(runtimes->size())] * m.scale);
       break;
+    case DurationModel::Kind::kServingLifetimes:
+      d = Seconds((*lifetimes)[rng.Below(lifetimes->size())] * m.scale);
+      break;
   }
   return std::clamp(d, m.min, m.max);
+}
+
+bool WantsServingLifetimes(const Scenario& s) {
+  for (const TenantWorkload& w : s.workloads) {
+    for (const JobTemplate& t : w.jobs) {
+      if (t.duration.kind == DurationModel::Kind::kServingLifetimes) return true;
+    }
+  }
+  return false;
 }
 
 bool WantsDutyCycles(const Scenario& s) {
@@ -113,7 +126,8 @@ void ApplySharingTemplate(const JobTemplate& t, SimJob& job) {
 
 Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& ids,
                                          const std::vector<double>* runtimes, uint64_t seed,
-                                         const std::vector<std::vector<double>>* duty_cycles) {
+                                         const std::vector<std::vector<double>>* duty_cycles,
+                                         const std::vector<double>* lifetimes) {
   std::vector<SimJob> jobs;
   Rng rng(seed);
   size_t next_series = 0;
@@ -126,6 +140,10 @@ Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& i
       if (t.duration.kind == DurationModel::Kind::kPhilly && (runtimes == nullptr || runtimes->empty())) {
         return FailedPrecondition("workload of tenant '" + w.tenant + "': job '" + t.name +
                                   "' samples durations from the Philly run times, which are not available");
+      }
+      if (t.duration.kind == DurationModel::Kind::kServingLifetimes && (lifetimes == nullptr || lifetimes->empty())) {
+        return FailedPrecondition("workload of tenant '" + w.tenant + "': job '" + t.name +
+                                  "' samples lifetimes from the DLRM serving trace, which are not available");
       }
       if (t.utilization.kind == UtilizationModel::Kind::kTrace && (duty_cycles == nullptr || duty_cycles->empty())) {
         return FailedPrecondition("workload of tenant '" + w.tenant + "': job '" + t.name +
@@ -164,7 +182,7 @@ Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& i
       spec.checkpointable = t->checkpointable;
       spec.checkpoint_interval = t->checkpoint_interval;
       spec.checkpoint_duration = t->checkpoint_duration;
-      job.work = SampleDuration(t->duration, runtimes, tenant_rng);
+      job.work = SampleDuration(t->duration, runtimes, tenant_rng, lifetimes);
       if (t->model_gib > 0) {
         job.model_bytes = t->model_gib * (1 << 30);
         job.step_compute = t->step_compute;

@@ -45,9 +45,12 @@ struct WorkloadIds {
 // duty-cycle series, needed only when a utilization model replays them
 // (jobs take the series in turn, each from a random minute). Deterministic
 // in `seed`.
+// `lifetimes` are the DLRM serving instances' lifetimes (seconds), needed
+// only by serving_lifetimes duration models.
 Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& ids,
                                          const std::vector<double>* runtimes, uint64_t seed,
-                                         const std::vector<std::vector<double>>* duty_cycles = nullptr);
+                                         const std::vector<std::vector<double>>* duty_cycles = nullptr,
+                                         const std::vector<double>* lifetimes = nullptr);
 
 // Whether any job template of `s` replays the GenAI duty cycles.
 bool WantsDutyCycles(const Scenario& s);
@@ -59,6 +62,10 @@ Result<std::vector<SimJob>> TraceJobs(const TraceWorkload& t, const WorkloadIds&
                                       const std::map<std::string, int32_t>& priorities);
 
 // A sample of a duration model (see DurationModel); exposed for tests.
-Duration SampleDuration(const DurationModel& m, const std::vector<double>* runtimes, Rng& rng);
+Duration SampleDuration(const DurationModel& m, const std::vector<double>* runtimes, Rng& rng,
+                        const std::vector<double>* lifetimes = nullptr);
+
+// Whether any job template of `s` samples the serving trace's lifetimes.
+bool WantsServingLifetimes(const Scenario& s);
 
 }  // namespace gpupool

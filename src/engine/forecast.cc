@@ -1,4 +1,4 @@
-#include "src/sim/forecast.h"
+#include "src/engine/forecast.h"
 
 #include <string>
 
