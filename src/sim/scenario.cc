@@ -1246,7 +1246,12 @@ Status Parser::ParseDurationModel(const YAML::Node& n, const std::string& path, 
     m.kind = philly ? DurationModel::Kind::kPhilly : DurationModel::Kind::kServingLifetimes;
     const char* key = philly ? "philly" : "serving_lifetimes";
     Fields pf;
-    SCENARIO_ASSIGN(pf, Map(*f.Find(key), f.PathOf(key), {"scale"}));
+    if (philly) {
+      SCENARIO_ASSIGN(pf, Map(*f.Find(key), f.PathOf(key), {"scale"}));
+    } else {
+      SCENARIO_ASSIGN(pf, Map(*f.Find(key), f.PathOf(key), {"scale", "below"}));
+      SCENARIO_TRY(DurationField(pf, "below", m.below, AnyDuration));
+    }
     SCENARIO_TRY(NumberField(pf, "scale", m.scale, Positive));
   }
   SCENARIO_TRY(DurationField(f, "min", m.min, AnyDuration));

@@ -57,9 +57,17 @@ Duration SampleDuration(const DurationModel& m, const std::vector<double>* runti
     case DurationModel::Kind::kPhilly:
       d = Seconds((*runtimes)[rng.Below(runtimes->size())] * m.scale);
       break;
-    case DurationModel::Kind::kServingLifetimes:
-      d = Seconds((*lifetimes)[rng.Below(lifetimes->size())] * m.scale);
+    case DurationModel::Kind::kServingLifetimes: {
+      // Draws until a lifetime is below the bound (when one is set and some
+      // lifetime meets it).
+      const double below_s = ToSeconds(m.below);
+      const bool bounded = below_s > 0 && std::any_of(lifetimes->begin(), lifetimes->end(),
+                                                      [&](double s) { return s < below_s; });
+      double s = (*lifetimes)[rng.Below(lifetimes->size())];
+      while (bounded && !(s < below_s)) s = (*lifetimes)[rng.Below(lifetimes->size())];
+      d = Seconds(s * m.scale);
       break;
+    }
   }
   return std::clamp(d, m.min, m.max);
 }
