@@ -1,0 +1,203 @@
+// Elastic scaling in the Engine (src/engine/scaling.h): scale-out requests
+// answered by provisioned nodes, drains that move what can move, wait for
+// what cannot (up to the drain timeout) and remove empty nodes.
+#include <gtest/gtest.h>
+
+#include "src/engine/engine.h"
+#include "tests/builders.h"
+
+namespace gpupool {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Whole;
+
+class ScalingHarness {
+ public:
+  explicit ScalingHarness(double in_util = 0.3, double target_util = 0.65) {
+    EngineConfig config;
+    config.policy = "BestFit";
+    config.lending.enabled = false;
+    PoolScalingConfig c;
+    c.pool = "gpu";
+    c.rule.min_nodes = 1;
+    c.rule.max_nodes = 4;
+    c.rule.out_for = 1min;
+    c.rule.in_for = 2min;
+    c.rule.cooldown = 1min;
+    c.rule.safety_window = 2min;
+    c.rule.in_util = in_util;
+    c.rule.out_util = std::max(c.rule.out_util, std::min(1.0, target_util + 0.05));
+    c.rule.target_util = target_util;
+    c.node = NodeTemplate{"auto", 64000, 1 << 19, 8, *Catalog::Builtin().Find("H100"), 0, "r", "z", 2};
+    c.drain_timeout = 10min;
+    config.scaling.push_back(c);
+    std::vector<Demand> mix = {Whole(1, 1000)};
+    auto e = Engine::Create(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
+    EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
+    engine = std::move(*e);
+    sink = [this](const Event& ev) {
+      events.push_back(ev);
+      auto ok = CheckInvariants(engine->state());
+      ASSERT_TRUE(ok.has_value()) << ok.error().message << " after " << ToJsonLine(ev);
+    };
+    pool = *engine->AddPool("gpu", PoolSelector{}, {}, now, sink);
+    tenant = *engine->AddTenant("team", now, sink);
+    EXPECT_TRUE(engine->SetQuota(tenant, pool, Quota{0, 64 * kMilliPerGpu, 1, false}, now, sink).has_value());
+    NodeSpec spec{"n0", 64000, 1 << 19, 8, *Catalog::Builtin().Find("H100"), 0, 0};
+    EXPECT_TRUE(engine->AddNode(spec, "r", "z", "rack-0", now, sink).has_value());
+  }
+  JobId Submit(int gpus, bool checkpointable, JobKind kind = JobKind::kTraining) {
+    JobSpec s;
+    s.tenant = tenant;
+    s.kind = kind;
+    s.demand = Whole(gpus, 1000);
+    s.checkpointable = checkpointable;
+    s.checkpoint_duration = 30s;
+    return *engine->Submit(s, now, sink);
+  }
+  // Ticks every 30 s for `d`.
+  void Advance(Duration d) {
+    const Instant end = now + d;
+    while (now < end) {
+      now += 30s;
+      engine->Tick(now, sink);
+    }
+  }
+  template <class T>
+  std::vector<T> Of() const {
+    std::vector<T> out;
+    for (const Event& e : events) {
+      if (const auto* x = std::get_if<T>(&e.body)) out.push_back(*x);
+    }
+    return out;
+  }
+
+  std::unique_ptr<Engine> engine;
+  Engine::Sink sink;
+  std::vector<Event> events;
+  Instant now{};
+  PoolId pool = 0;
+  TenantId tenant = -1;
+};
+
+TEST(ScalingTest, ABusyPoolAsksForNodesThatJoinFromTheTemplate) {
+  ScalingHarness h;
+  h.Submit(8, false);
+  h.Advance(2min);
+  const auto asked = h.Of<ScaleOutRequested>();
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(h.engine->state().pool_scaling[h.pool].requested_nodes, asked[0].nodes);
+  auto added = h.engine->AddProvisionedNode(h.pool, "auto-0", "auto-rack-0", h.now, h.sink);
+  ASSERT_TRUE(added.has_value()) << added.error().message;
+  EXPECT_EQ(h.engine->state().cluster.node(*added).gpu_count, 8);
+  EXPECT_EQ(h.engine->state().pool_scaling[h.pool].requested_nodes, asked[0].nodes - 1);
+  EXPECT_TRUE(h.Of<NodeAdded>().back().provisioned);
+  // A name in use, and more nodes than were asked for, are refused.
+  EXPECT_FALSE(h.engine->AddProvisionedNode(h.pool, "auto-0", "r", h.now, h.sink).has_value());
+  for (int i = 1; i < asked[0].nodes; ++i) {
+    ASSERT_TRUE(h.engine->AddProvisionedNode(h.pool, "auto-" + std::to_string(i), "r", h.now, h.sink).has_value());
+  }
+  EXPECT_FALSE(h.engine->AddProvisionedNode(h.pool, "auto-extra", "r", h.now, h.sink).has_value());
+}
+
+TEST(ScalingTest, AFailedScaleOutIsForgotten) {
+  ScalingHarness h;
+  h.Submit(8, false);
+  h.Advance(2min);
+  const int32_t asked = h.engine->state().pool_scaling[h.pool].requested_nodes;
+  ASSERT_GT(asked, 0);
+  EXPECT_FALSE(h.engine->FailScaleOut(h.pool, asked + 1, "too many", h.now, h.sink).has_value());
+  ASSERT_TRUE(h.engine->FailScaleOut(h.pool, asked, "no capacity in the zone", h.now, h.sink).has_value());
+  EXPECT_EQ(h.engine->state().pool_scaling[h.pool].requested_nodes, 0);
+}
+
+TEST(ScalingTest, ADrainMovesCheckpointableWorkWaitsForTheRestAndRemovesTheNode) {
+  // Scale in below 40%, to 80% full nodes.
+  ScalingHarness h(0.4, 0.8);
+  const EngineState& s = h.engine->state();
+  // A reserved tenant's job on n0: n0 is drained last (QUOTA-5).
+  const TenantId critical = *h.engine->AddTenant("critical", h.now, h.sink);
+  ASSERT_TRUE(h.engine->SetQuota(critical, h.pool, Quota{2 * kMilliPerGpu, 8 * kMilliPerGpu, 1, true}, h.now, h.sink)
+                  .has_value());
+  JobSpec reserved;
+  reserved.tenant = critical;
+  reserved.demand = Whole(2, 1000);
+  const JobId kept = *h.engine->Submit(reserved, h.now, h.sink);
+  ASSERT_EQ(s.job(kept).placements[0].node, 0);
+  const JobId filler = h.Submit(6, false);
+  h.Advance(2min);
+  ASSERT_TRUE(h.engine->AddProvisionedNode(h.pool, "auto-0", "r", h.now, h.sink).has_value());
+  const NodeIndex fresh = 1;
+  const JobId movable = h.Submit(1, true);
+  const JobId stuck = h.Submit(1, false);
+  const JobId replica = h.Submit(1, false, JobKind::kOnlineInference);
+  for (JobId id : {movable, stuck, replica}) ASSERT_EQ(s.job(id).placements[0].node, fresh);
+  // 5 of 16 GPUs in use: one node is enough.
+  ASSERT_TRUE(h.engine->Finish(filler, true, h.now, h.sink).has_value());
+  h.Advance(5min);
+  const auto drains = h.Of<NodeDrainStarted>();
+  ASSERT_EQ(drains.size(), 1u);
+  ASSERT_EQ(drains[0].node, fresh);  // more used than n0, but n0 runs reserved work
+  EXPECT_EQ(s.cluster.node(fresh).condition, NodeCondition::kCordoned);
+  // The checkpointable job checkpoints, the replica moves at once, the
+  // other one stays until it finishes.
+  const auto preempted = h.Of<PreemptionStarted>();
+  ASSERT_EQ(preempted.size(), 2u);
+  for (const PreemptionStarted& p : preempted) {
+    EXPECT_EQ(p.reason, PreemptReason::kDrain);
+    EXPECT_EQ(p.checkpoint, p.victim == movable);
+    EXPECT_NE(p.victim, stuck);
+  }
+  EXPECT_EQ(s.job(movable).state, JobState::kCheckpointing);
+  ASSERT_TRUE(h.engine->CheckpointDone(movable, h.now, h.sink).has_value());
+  EXPECT_EQ(h.Of<JobPreempted>().back().lost_work, Duration(0));
+  EXPECT_EQ(s.job(movable).placements[0].node, 0);  // resumed on the node that stays
+  EXPECT_EQ(s.job(replica).placements[0].node, 0);
+  EXPECT_EQ(s.job(stuck).placements[0].node, fresh);
+  h.Advance(1min);
+  EXPECT_TRUE(h.Of<NodeRemoved>().empty());
+  ASSERT_TRUE(h.engine->Finish(stuck, true, h.now, h.sink).has_value());
+  h.Advance(1min);
+  ASSERT_EQ(h.Of<NodeRemoved>().size(), 1u);
+  EXPECT_EQ(s.cluster.node(fresh).condition, NodeCondition::kRemoved);
+  EXPECT_FALSE(h.engine->Heartbeat(fresh, h.now, h.sink).has_value());
+  EXPECT_EQ(s.Capacity(h.pool).total_milli, 8 * kMilliPerGpu);
+}
+
+TEST(ScalingTest, ADrainTimeoutStopsWhatWouldNotLeave) {
+  ScalingHarness h;
+  h.Submit(8, false);
+  h.Advance(2min);
+  ASSERT_TRUE(h.engine->AddProvisionedNode(h.pool, "auto-0", "r", h.now, h.sink).has_value());
+  ASSERT_TRUE(h.engine->Finish(1, true, h.now, h.sink).has_value());
+  const JobId a = h.Submit(1, false), b = h.Submit(1, false);
+  h.Advance(5min);
+  ASSERT_EQ(h.Of<NodeDrainStarted>().size(), 1u);
+  h.Advance(11min);
+  // Past the timeout the non-checkpointable work was stopped, lost its run
+  // time, queued again and the node left.
+  EXPECT_EQ(h.Of<NodeRemoved>().size(), 1u);
+  for (const JobPreempted& p : h.Of<JobPreempted>()) {
+    EXPECT_TRUE(p.victim == a || p.victim == b);
+    EXPECT_GT(p.lost_work, Duration(0));
+  }
+}
+
+TEST(ScalingTest, BadSettingsNameTheField) {
+  PoolScalingConfig c;
+  c.pool = "gpu";
+  c.node = NodeTemplate{"auto", 64000, 1 << 19, 8, *Catalog::Builtin().Find("H100"), 0, "r", "z", 0};
+  auto bad = CheckScalingConfig(c);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("racks"), std::string::npos) << bad.error().message;
+  c.node.racks = 1;
+  c.forecast.enabled = true;
+  c.forecast.step = 7min;
+  bad = CheckScalingConfig(c);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("season"), std::string::npos) << bad.error().message;
+}
+
+}  // namespace
+}  // namespace gpupool

@@ -1,0 +1,133 @@
+// Elastic scaling through the simulator (SCALE-2, SCALE-4, SCALE-6), on
+// scenarios/scaling.yaml: the autoscaler does not oscillate, and no task
+// loses progress in a drain.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "src/sim/scenario.h"
+#include "src/sim/scenario_runner.h"
+
+namespace gpupool {
+namespace {
+
+const std::string kScenario = std::string(GPUPOOL_SOURCE_DIR) + "/scenarios/scaling.yaml";
+
+struct ScalingRun {
+  std::vector<Event> events;
+  SimReport report;
+};
+
+ScalingRun RunScaling(const std::function<void(Scenario&)>& change = {}) {
+  auto s = LoadScenario(kScenario);
+  EXPECT_TRUE(s.has_value()) << s.error().message;
+  if (change) change(*s);
+  ScalingRun run;
+  RunOptions o;
+  o.check_invariants = true;
+  o.on_event = [&run](const Event& e) { run.events.push_back(e); };
+  auto r = RunScenario(*s, o);
+  EXPECT_TRUE(r.has_value()) << r.error().message;
+  if (r) run.report = *r;
+  return run;
+}
+
+TEST(ScalingScenarioTest, NeverOscillates) {
+  const ScalingRun run = RunScaling();
+  auto s = LoadScenario(kScenario);
+  const AutoscalerConfig& rule = s->engine.scaling.at(0).rule;
+  // One action per decision instant: a scale-out, or a batch of drains.
+  std::vector<std::pair<Instant, bool>> actions;  // (when, out)
+  for (const Event& e : run.events) {
+    const bool out = std::holds_alternative<ScaleOutRequested>(e.body);
+    const bool in = std::holds_alternative<NodeDrainStarted>(e.body);
+    if (!out && !in) continue;
+    if (!actions.empty() && actions.back().first == e.at && actions.back().second == out) continue;
+    actions.emplace_back(e.at, out);
+  }
+  ASSERT_GT(run.report.scaling.scale_outs, 3);
+  ASSERT_GT(run.report.scaling.drains, 3);
+  std::optional<Instant> last_out;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const auto [at, out] = actions[i];
+    if (out) last_out = at;
+    // No scale-in within the safety window after a scale-out.
+    if (!out && last_out) EXPECT_GE(at - *last_out, rule.safety_window) << "drain at " << ToMillis(at) << " s";
+    // At most the configured number of actions in any sliding hour, and
+    // none within the cooldown of the one before.
+    int in_hour = 0;
+    for (size_t k = 0; k <= i; ++k) in_hour += actions[k].first > at - std::chrono::hours(1);
+    EXPECT_LE(in_hour, rule.max_actions_per_hour) << "at " << ToMillis(at) << " s";
+    if (i > 0) EXPECT_GE(at - actions[i - 1].first, rule.cooldown) << "at " << ToMillis(at) << " s";
+  }
+}
+
+TEST(ScalingScenarioTest, EveryDrainedTaskResumesFromItsCheckpoint) {
+  // Shorter scale-in windows drain more nodes with work on them.
+  const ScalingRun run = RunScaling([](Scenario& s) {
+    s.engine.scaling[0].rule.in_util = 0.5;
+    s.engine.scaling[0].rule.in_for = std::chrono::minutes(5);
+  });
+  std::set<JobId> checkpointable;
+  for (const Event& e : run.events) {
+    if (const auto* s = std::get_if<JobSubmitted>(&e.body); s && s->spec.checkpointable) checkpointable.insert(s->job);
+  }
+  std::map<JobId, Instant> drained;  // checkpointable victims, until placed again
+  int moved = 0, resumed = 0;
+  std::set<NodeIndex> removed;
+  for (const Event& e : run.events) {
+    if (const auto* p = std::get_if<PreemptionStarted>(&e.body); p && p->reason == PreemptReason::kDrain) {
+      if (checkpointable.contains(p->victim)) {
+        EXPECT_TRUE(p->checkpoint) << "job " << p->victim << " drained without a checkpoint";
+        drained[p->victim] = e.at;
+        ++moved;
+      }
+    } else if (const auto* p = std::get_if<JobPreempted>(&e.body); p && drained.contains(p->victim)) {
+      EXPECT_EQ(p->lost_work, Duration(0)) << "job " << p->victim << " lost work in a drain";
+    } else if (const auto* p = std::get_if<JobPlaced>(&e.body); p && drained.erase(p->job)) {
+      ++resumed;
+    } else if (const auto* n = std::get_if<NodeRemoved>(&e.body)) {
+      removed.insert(n->node);
+    } else if (const auto* p = std::get_if<JobPlaced>(&e.body)) {
+      for (const PlacedReplica& r : p->replicas) EXPECT_FALSE(removed.contains(r.node)) << "placed on a removed node";
+    }
+  }
+  EXPECT_GT(moved, 0);
+  EXPECT_EQ(resumed + static_cast<int>(drained.size()), moved);
+  EXPECT_LE(drained.size(), 2u) << "drained jobs still waiting at the horizon";
+  EXPECT_EQ(run.report.scaling.drained_lost_work_s, 0);
+  EXPECT_GT(run.report.scaling.nodes_removed, 0);
+}
+
+TEST(ScalingScenarioTest, WarmPoolNodesJoinFaster) {
+  const ScalingRun warm = RunScaling();
+  const ScalingRun cold = RunScaling([](Scenario& s) { s.engine.scaling[0].warm_pool.enabled = false; });
+  EXPECT_GT(warm.report.scaling.warm_starts, 0);
+  EXPECT_EQ(cold.report.scaling.warm_starts, 0);
+  EXPECT_GT(warm.report.scaling.warm_node_hours, 0);
+  // Requested at, joined at: warm nodes within the warm start.
+  auto latencies = [](const ScalingRun& r) {
+    std::vector<Duration> out;
+    std::vector<Instant> asked;
+    for (const Event& e : r.events) {
+      if (const auto* s = std::get_if<ScaleOutRequested>(&e.body)) {
+        for (int i = 0; i < s->nodes; ++i) asked.push_back(e.at);
+      } else if (const auto* n = std::get_if<NodeAdded>(&e.body); n && n->provisioned && !asked.empty()) {
+        out.push_back(e.at - asked.front());
+        asked.erase(asked.begin());
+      }
+    }
+    return out;
+  };
+  auto mean_s = [](const std::vector<Duration>& v) {
+    double sum = 0;
+    for (Duration d : v) sum += ToSeconds(d);
+    return v.empty() ? 0 : sum / static_cast<double>(v.size());
+  };
+  EXPECT_LT(mean_s(latencies(warm)), mean_s(latencies(cold)));
+}
+
+}  // namespace
+}  // namespace gpupool
