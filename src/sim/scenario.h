@@ -64,10 +64,10 @@ struct DurationModel {
   Duration fixed{std::chrono::minutes(30)};
   double median_s = 0, sigma = 0;  // kLogNormal
   double scale = 1.0;              // multiplies every sample (kPhilly, kServingLifetimes)
-  // kServingLifetimes: only lifetimes shorter than this (0: all of them).
-  Duration below{0};
   Duration min{std::chrono::seconds(1)};
   Duration max{std::chrono::hours(24 * 7)};
+  // kServingLifetimes: only lifetimes shorter than this (0: all of them).
+  Duration below{0};
 };
 
 // How busy a job keeps its GPUs over time (RECLAIM-1; interference): the
