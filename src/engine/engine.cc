@@ -101,6 +101,8 @@ Status Engine::Init() {
       config_.lending.lend_fraction > 1 || config_.lending.window < Duration(0)) {
     return InvalidArgument("lending: threshold and lend fraction must be in [0, 1], the window not negative");
   }
+  if (auto ok = ValidateDefragConfig(config_.defrag_config); !ok) return InvalidArgument("defrag." + ok.error().message);
+  if (config_.defrag && config_.defrag_every <= Duration(0)) return InvalidArgument("defrag.every: must be positive");
   for (size_t i = 0; i < config_.scaling.size(); ++i) {
     if (auto ok = CheckScalingConfig(config_.scaling[i]); !ok) return ok;
     for (size_t k = 0; k < i; ++k) {
@@ -397,6 +399,7 @@ Status Engine::CheckpointDone(JobId id, Instant now, const Sink& sink) {
   }
   if (j->stopping == Job::Stop::kPreempt) {
     Emit(JobPreempted{id, Duration(0)}, now, sink);
+    PlaceMigrated(id, now, sink);
   } else {
     low_polls_.erase(id);
     Emit(JobReclaimed{id}, now, sink);
@@ -432,6 +435,7 @@ void Engine::Tick(Instant now, const Sink& sink) {
   }
   DetectFailures(now, sink);
   Scale(now, sink);
+  Defragment(now, sink);
   SchedulePass(now, sink);
 }
 

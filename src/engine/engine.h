@@ -63,6 +63,7 @@
 #include "src/base/rng.h"
 #include "src/base/status.h"
 #include "src/engine/event.h"
+#include "src/engine/defrag.h"
 #include "src/engine/mode_policy.h"
 #include "src/engine/scaling.h"
 #include "src/engine/state.h"
@@ -101,6 +102,12 @@ struct EngineConfig {
   bool topology_aware = true;
   // Elastic scaling, per pool (SCALE-1..6; see src/engine/scaling.h).
   std::vector<PoolScalingConfig> scaling;
+  // FRAG-2: every `defrag_every`, when on, plan migrations of running
+  // checkpointable single-replica jobs (src/engine/defrag.h) and carry
+  // them out: MigrationStarted, a checkpoint, then the planned GPUs.
+  bool defrag = false;
+  DefragConfig defrag_config;
+  Duration defrag_every = std::chrono::minutes(5);
 };
 
 class Engine {
@@ -250,6 +257,11 @@ class Engine {
                               const std::function<int(NodeIndex)>& replicas_fitting,
                               const std::function<bool(NodeIndex)>& label_ok,
                               const std::function<bool(bool, const std::function<bool(NodeIndex)>&)>& attempt);
+  // FRAG-2, each Tick when due (src/engine/engine_defrag.cc).
+  void Defragment(Instant now, const Sink& sink);
+  // After a migrating job's checkpoint: places it at its planned GPUs when
+  // they still take it. True when it did.
+  bool PlaceMigrated(JobId job, Instant now, const Sink& sink);
   // Elastic scaling, each Tick (src/engine/scaling.cc).
   void Scale(Instant now, const Sink& sink);
   void ScalePool(size_t index, Instant now, const Sink& sink);
@@ -295,6 +307,16 @@ class Engine {
   };
   std::vector<ScalingRuntime> scaling_;
   std::map<NodeIndex, Instant> drain_started_;
+  // Defragmentation (soft state): planned destinations of migrating jobs,
+  // with whether they ran borrowed, and the recent migrations' start times.
+  struct PlannedMove {
+    NodeIndex node = -1;
+    GpuMask gpus = 0;
+    bool borrowed = false;
+  };
+  std::map<JobId, PlannedMove> planned_moves_;
+  std::vector<Instant> migrations_started_;
+  Instant next_defrag_{};
   std::vector<int32_t> node_rack_;
   std::vector<bool> node_nvlink_;
   int32_t rack_count_ = 0;

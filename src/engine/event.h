@@ -80,6 +80,9 @@ enum class PreemptReason : uint8_t {
   // The victim's node is drained for a scale-in (NodeDrainStarted): it
   // moves elsewhere (checkpointed first when it can be; preemptor -1).
   kDrain,
+  // Defragmentation (FRAG-2, MigrationStarted): the victim checkpoints and
+  // moves to the planned GPUs (preemptor -1).
+  kDefrag,
 };
 const char* PreemptReasonName(PreemptReason r);
 
@@ -204,6 +207,19 @@ struct GpusScrubbed {
   GpuMask gpus = 0;
 };
 
+// --- defragmentation (FRAG-2) ----------------------------------------------------------
+// A running checkpointable job moves to `node`/`gpus` to merge free capacity:
+// a PreemptionStarted (reason kDefrag, with a checkpoint) follows; once the
+// checkpoint is done the job is placed there if it still fits, else where
+// the scheduler puts it. `frag_pct` is the cluster's fragmentation rate when
+// the plan was made.
+struct MigrationStarted {
+  JobId job = -1;
+  NodeIndex node = -1;
+  GpuMask gpus = 0;
+  double frag_pct = 0;
+};
+
 // --- elastic scaling (SCALE-1..6) -------------------------------------------------
 // The autoscaler asks the node provider for `nodes` more nodes of the pool's
 // template. They join later, each with a NodeAdded marked provisioned, or
@@ -243,7 +259,7 @@ using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobS
                                QuotaExhausted, NodesReserved, ReservationReleased, GpusScrubbed, JobIdleSuspected,
                                JobIdleRecovered, ReclaimStarted, JobReclaimed, NodeDown, JobInterrupted, NodeUp,
                                MigRecutStarted, ScaleOutRequested, ScaleOutFailed, NodeDrainStarted, NodeRemoved,
-                               WarmPoolSized>;
+                               WarmPoolSized, MigrationStarted>;
 
 struct Event {
   int64_t seq = 0;  // 1, 2, 3, ... in the order applied

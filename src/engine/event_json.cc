@@ -204,6 +204,12 @@ struct BodyJson {
     j["pool"] = e.pool;
     j["nodes"] = e.nodes;
   }
+  void operator()(const MigrationStarted& e) {
+    j["job"] = e.job;
+    j["node"] = e.node;
+    j["gpus"] = e.gpus;
+    j["frag_pct"] = e.frag_pct;
+  }
 };
 
 }  // namespace
@@ -214,6 +220,7 @@ const char* PreemptReasonName(PreemptReason r) {
     case PreemptReason::kPriority: return "priority";
     case PreemptReason::kMigRecut: return "mig-recut";
     case PreemptReason::kDrain: return "drain";
+    case PreemptReason::kDefrag: return "defrag";
   }
   return "unknown";
 }
@@ -229,7 +236,7 @@ const char* EventName(const EventBody& body) {
       "QuotaRecalled", "QuotaExhausted", "NodesReserved", "ReservationReleased", "GpusScrubbed",
       "JobIdleSuspected", "JobIdleRecovered", "ReclaimStarted", "JobReclaimed", "NodeDown", "JobInterrupted",
       "NodeUp", "MigRecutStarted", "ScaleOutRequested", "ScaleOutFailed", "NodeDrainStarted", "NodeRemoved",
-      "WarmPoolSized"};
+      "WarmPoolSized", "MigrationStarted"};
   static_assert(std::size(kNames) == std::variant_size_v<EventBody>);
   return kNames[body.index()];
 }
@@ -526,7 +533,7 @@ void Read(Obj& o, JobCancelled& e) { e.job = o.Int<JobId>("job"); }
 void Read(Obj& o, PreemptionStarted& e) {
   e.victim = o.Int<JobId>("victim");
   e.preemptor = o.Int<JobId>("preemptor");
-  e.reason = Enum<PreemptReason>(o, "reason", 4, PreemptReasonName);
+  e.reason = Enum<PreemptReason>(o, "reason", 5, PreemptReasonName);
   e.checkpoint = o.Bool("checkpoint");
 }
 void Read(Obj& o, JobPreempted& e) {
@@ -598,6 +605,12 @@ void Read(Obj& o, NodeRemoved& e) { e.node = o.Int<NodeIndex>("node"); }
 void Read(Obj& o, WarmPoolSized& e) {
   e.pool = o.Int<PoolId>("pool");
   e.nodes = o.Int<int32_t>("nodes");
+}
+void Read(Obj& o, MigrationStarted& e) {
+  e.job = o.Int<JobId>("job");
+  e.node = o.Int<NodeIndex>("node");
+  e.gpus = o.Int<GpuMask>("gpus");
+  e.frag_pct = o.Double("frag_pct");
 }
 
 constexpr size_t kEventTypes = std::variant_size_v<EventBody>;

@@ -91,6 +91,7 @@ std::vector<Event> EveryType() {
       NodeDrainStarted{6, "utilization 0.12 over 10m"},
       NodeRemoved{6},
       WarmPoolSized{4, 2},
+      MigrationStarted{30, 7, 0b0110, 12.5 + 0.1},
   };
   std::vector<Event> events;
   for (size_t i = 0; i < bodies.size(); ++i) {

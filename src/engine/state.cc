@@ -337,6 +337,9 @@ struct ApplyVisitor {
     s.draining.erase(e.node);
     s.cluster.SetCondition(e.node, NodeCondition::kRemoved);
   }
+  void operator()(const MigrationStarted& e) {
+    GP_CHECK(s.job(e.job).state == JobState::kRunning) << "job " << e.job << " migrates while not running";
+  }
   void operator()(const WarmPoolSized& e) {
     GP_CHECK(e.pool < s.pools.size() && e.nodes >= 0) << "warm pool of pool " << int{e.pool};
     s.pool_scaling[e.pool].warm_nodes = e.nodes;

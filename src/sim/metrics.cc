@@ -83,6 +83,10 @@ void MetricsCollector::Integrate(Instant now) {
     allocated_area_ += static_cast<double>(last_allocated_) * dt;
     capacity_area_ += static_cast<double>(capacity_last_) * dt;
     billed_area_ += billed_last_ * dt;
+    if (waiting_last_) {
+      waiting_ms_ += dt;
+      free_while_waiting_ += static_cast<double>(capacity_last_ - last_allocated_) * dt;
+    }
     warm_area_ += warm_last_ * dt;
     for (size_t p = 0; p < pool_capacity_area_.size(); ++p) {
       pool_capacity_area_[p] += static_cast<double>(state_->pool_totals[p].gpu_milli) * dt;
@@ -108,6 +112,7 @@ void MetricsCollector::Observe(Instant now) {
   capacity_last_ = 0;
   for (const auto& t : state_->pool_totals) capacity_last_ += t.gpu_milli;
   if (pool_capacity_area_.size() < state_->pool_totals.size()) pool_capacity_area_.resize(state_->pool_totals.size(), 0);
+  waiting_last_ = state_->queue.size() > 0;
   nodes_last_ = nodes_next_;
   billed_last_ = billed_next_;
   warm_last_ = warm_next_;
@@ -253,6 +258,14 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.recovery.lost_work_s = ComputePercentiles(lost_work_s_);
   r.topology = topology_;
   r.scaling = scaling_;
+  r.defrag = defrag_;
+  r.defrag.waiting_hours = waiting_ms_ / kMsPerHour;
+  r.defrag.migrations_per_hour = r.horizon_h > 0 ? static_cast<double>(defrag_.migrations) / r.horizon_h : 0;
+  // Free GPU milli x ms over (GPU milli in service x waiting ms), as a share.
+  if (waiting_ms_ > 0 && capacity_area_ > 0) {
+    const double mean_capacity = capacity_area_ / static_cast<double>(ToMillis(horizon));
+    r.defrag.unallocated_while_waiting_pct = 100.0 * free_while_waiting_ / (mean_capacity * waiting_ms_);
+  }
   r.scaling.node_hours = billed_area_ / kMsPerHour;
   r.scaling.warm_node_hours = warm_area_ / kMsPerHour;
   if (!r.scaling.node_series.empty()) {
@@ -352,6 +365,12 @@ nlohmann::json ToJson(const SimReport& r) {
             {"forecasts", r.scaling.forecasts},
             {"forecast_mae_gpus", Round3(r.scaling.forecast_mae_gpus)},
             {"forecast_mean_actual_gpus", Round3(r.scaling.forecast_mean_actual_gpus)}}},
+          {"defrag",
+           {{"migrations", r.defrag.migrations},
+            {"migrations_per_hour", Round3(r.defrag.migrations_per_hour)},
+            {"migration_lost_work_s", Round3(r.defrag.migration_lost_work_s)},
+            {"unallocated_while_waiting_pct", Round3(r.defrag.unallocated_while_waiting_pct)},
+            {"waiting_hours", Round3(r.defrag.waiting_hours)}}},
           {"events", r.events},
           {"event_log_sha256", r.event_log_sha256}};
 }

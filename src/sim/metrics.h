@@ -107,6 +107,16 @@ struct ScalingReport {
   double forecast_mae_gpus = 0, forecast_mean_actual_gpus = 0;
 };
 
+// Defragmentation (FRAG-2) and the free capacity it is meant to make usable.
+struct DefragReport {
+  int64_t migrations = 0;
+  double migrations_per_hour = 0;
+  double migration_lost_work_s = 0;
+  // Time-weighted share of the GPUs left unallocated while jobs waited.
+  double unallocated_while_waiting_pct = 0;
+  double waiting_hours = 0;  // how long some job waited
+};
+
 struct SimReport {
   std::string scenario;
   std::map<std::string, PoolReport> pools;
@@ -126,6 +136,7 @@ struct SimReport {
   RecoveryReport recovery;
   TopologyReport topology;
   ScalingReport scaling;
+  DefragReport defrag;
   int64_t events = 0;
   std::string event_log_sha256;
 };
@@ -196,6 +207,7 @@ class MetricsCollector {
     warm_next_ = warm;
   }
   ScalingReport& scaling() { return scaling_; }
+  DefragReport& defrag() { return defrag_; }
   // After every engine event: integrates allocation and usage up to `now`.
   void Observe(Instant now);
   SimReport Finish(Instant horizon, std::string scenario, int64_t events, std::string sha256);
@@ -231,6 +243,9 @@ class MetricsCollector {
           not_replaced_ = 0;
   TopologyReport topology_;
   ScalingReport scaling_;
+  DefragReport defrag_;
+  bool waiting_last_ = false;
+  double waiting_ms_ = 0, free_while_waiting_ = 0;  // ms; milli x ms
   double nodes_next_ = 0, nodes_last_ = 0, billed_next_ = 0, billed_last_ = 0, warm_next_ = 0, warm_last_ = 0;
   double billed_area_ = 0, warm_area_ = 0;  // nodes x ms
   int64_t capacity_last_ = 0;               // GPU milli of the nodes in service

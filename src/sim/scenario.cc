@@ -483,7 +483,7 @@ Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenari
   Fields f;
   SCENARIO_ASSIGN(f, Map(n, path,
                          {"policy", "seed", "tick", "start_latency", "sample_every", "lending", "sharing_policy",
-                          "reclaim", "heartbeat_timeout", "costs", "topology"}));
+                          "reclaim", "heartbeat_timeout", "costs", "topology", "defrag"}));
   if (const YAML::Node* p = f.Find("policy")) {
     std::string name;
     SCENARIO_ASSIGN(name, String(*p, f.PathOf("policy")));
@@ -508,6 +508,23 @@ Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenari
     SCENARIO_ASSIGN(name, String(*p, f.PathOf("sharing_policy")));
     if (auto table = FindModePolicy(name); !table) return Fail(*p, f.PathOf("sharing_policy"), table.error().message);
     s.engine.sharing_policy = name;
+  }
+  if (const YAML::Node* d = f.Find("defrag")) {
+    Fields df;
+    SCENARIO_ASSIGN(df, Map(*d, f.PathOf("defrag"),
+                            {"enabled", "every", "trigger_frag_pct", "max_migrations_per_hour", "min_gain_per_cost",
+                             "horizon", "restart_cost"}));
+    DefragConfig& c = s.engine.defrag_config;
+    s.engine.defrag = true;
+    SCENARIO_TRY(BoolField(df, "enabled", s.engine.defrag));
+    SCENARIO_TRY(DurationField(df, "every", s.engine.defrag_every, PositiveDuration));
+    SCENARIO_TRY(NumberField(df, "trigger_frag_pct", c.trigger_frag_pct, [](double v) -> std::string {
+      return v >= 0 && v <= 100 ? "" : "must be between 0 and 100";
+    }));
+    SCENARIO_TRY(IntField(df, "max_migrations_per_hour", c.max_migrations_per_hour, IntRange(0, 100000)));
+    SCENARIO_TRY(NumberField(df, "min_gain_per_cost", c.min_gain_per_cost, NonNegative));
+    SCENARIO_TRY(DurationField(df, "horizon", c.horizon, PositiveDuration));
+    SCENARIO_TRY(DurationField(df, "restart_cost", c.restart_cost, AnyDuration));
   }
   if (const YAML::Node* t = f.Find("topology")) {
     std::string mode;
@@ -778,7 +795,8 @@ int PoolOf(const Scenario& s, const ScenarioNodeGroup& g) {
 
 Status Parser::ParseCluster(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"nodes", "trace_nodes"}));
+  SCENARIO_ASSIGN(f, Map(n, path, {"nodes", "trace_nodes", "trace_nodes_every"}));
+  SCENARIO_TRY(IntField(f, "trace_nodes_every", s.trace_nodes_every, IntRange(1, 1000000)));
   if (!f.Has("nodes") && !f.Has("trace_nodes")) return Fail(n, path, "needs nodes or trace_nodes (or both)");
   if (const YAML::Node* t = f.Find("trace_nodes")) {
     std::string p;
@@ -1391,7 +1409,9 @@ Status Parser::ParseProvider(const YAML::Node& n, const std::string& path, Scena
 
 Status Parser::ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"pods", "tenant", "priority", "limit"}));
+  SCENARIO_ASSIGN(f, Map(n, path,
+                         {"pods", "tenant", "priority", "limit", "arrival_speedup", "checkpointable",
+                          "checkpoint_duration", "skip"}));
   TraceWorkload t;
   SCENARIO_TRY(Require(f, "pods"));
   std::string pods;
@@ -1411,6 +1431,10 @@ Status Parser::ParseTrace(const YAML::Node& n, const std::string& path, Scenario
     SCENARIO_TRY(IntField(f, "limit", limit, IntRange(1, INT32_MAX)));
     t.limit = limit;
   }
+  SCENARIO_TRY(NumberField(f, "arrival_speedup", t.arrival_speedup, Positive));
+  SCENARIO_TRY(DurationField(f, "skip", t.skip, AnyDuration));
+  SCENARIO_TRY(BoolField(f, "checkpointable", t.checkpointable));
+  SCENARIO_TRY(DurationField(f, "checkpoint_duration", t.checkpoint_duration, AnyDuration));
   s.trace = std::move(t);
   return {};
 }

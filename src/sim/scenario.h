@@ -156,6 +156,15 @@ struct TraceWorkload {
   std::string tenant;       // every pod belongs to this tenant
   std::string priority;
   std::optional<int> limit; // only the first N pods
+  // Arrivals `arrival_speedup` times closer together (run times kept), to
+  // load a cluster the trace's sample of pods would leave nearly idle.
+  double arrival_speedup = 1;
+  // Pods created before this (after the first creation) are left out, and
+  // time starts here.
+  Duration skip{0};
+  // The pods can checkpoint (the trace does not say), taking this long.
+  bool checkpointable = false;
+  Duration checkpoint_duration{std::chrono::seconds(30)};
 };
 
 // A node failure to inject: the node stops heartbeating at `at` and comes
@@ -223,6 +232,7 @@ struct Scenario {
   // Optional: the openb node list to build the cluster from instead of
   // `nodes` (every node into the pools by model).
   std::string trace_nodes_path;
+  int trace_nodes_every = 1;  // only every N-th node of the list (a sample of the cluster)
   ServerSettings server;  // server configurations only
   ProviderModel provider;  // for engine.scaling
 };

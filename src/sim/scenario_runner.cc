@@ -18,7 +18,9 @@ Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::s
   if (!s.trace_nodes_path.empty()) {
     auto nodes = LoadOpenbNodesFile(s.trace_nodes_path, Catalog::Builtin());
     if (!nodes) return std::unexpected(nodes.error());
-    for (NodeSpec& n : *nodes) plan.push_back({std::move(n), "region-1", "zone-1", "rack-1"});
+    for (size_t i = 0; i < nodes->size(); i += static_cast<size_t>(s.trace_nodes_every)) {
+      plan.push_back({std::move((*nodes)[i]), "region-1", "zone-1", "rack-1"});
+    }
   }
   for (const ScenarioNodeGroup& g : s.nodes) {
     std::string prefix = g.name_prefix;

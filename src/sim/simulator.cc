@@ -310,6 +310,10 @@ void Simulator::OnEvent(const Event& e) {
   } else if (const auto* ps = std::get_if<PreemptionStarted>(&e.body)) {
     Running& r = live_.at(ps->victim);
     if (ps->reason == PreemptReason::kDrain) drained_.insert(ps->victim);
+    if (ps->reason == PreemptReason::kDefrag) {
+      migrating_.insert(ps->victim);
+      ++metrics_.defrag().migrations;
+    }
     if (ps->checkpoint && r.computing) StartCheckpoint(ps->victim, r, now);
   } else if (const auto* pr = std::get_if<JobPreempted>(&e.body)) {
     Running& r = live_.at(pr->victim);
@@ -319,6 +323,7 @@ void Simulator::OnEvent(const Event& e) {
       if (r.placed) lost = SavePeriodic(r);
     }
     metrics_.Preempted(r.index, lost);
+    if (migrating_.erase(pr->victim)) metrics_.defrag().migration_lost_work_s += ToSeconds(lost);
     if (drained_.erase(pr->victim)) {
       ++metrics_.scaling().drained_jobs;
       metrics_.scaling().drained_lost_work_s += ToSeconds(lost);

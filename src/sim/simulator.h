@@ -203,7 +203,8 @@ class Simulator {
   void UpdateNodeCounts();
   std::map<PoolId, PoolProvider> provider_;
   int64_t provisioning_ = 0, in_service_ = 0;
-  std::set<JobId> drained_;  // jobs moving off draining nodes
+  std::set<JobId> drained_;    // jobs moving off draining nodes
+  std::set<JobId> migrating_;  // jobs moving for defragmentation
   bool scaling_ = false;
   MetricsCollector metrics_;
   Sha256 hash_;

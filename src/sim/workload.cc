@@ -230,10 +230,13 @@ Result<std::vector<SimJob>> TraceJobs(const TraceWorkload& t, const WorkloadIds&
     origin = std::min(origin, *p.creation_time_s);
   }
   std::vector<SimJob> jobs;
+  origin += ToMillis(t.skip) / 1000;
   for (const TracePod& p : *pods) {
     if (t.limit && static_cast<int>(jobs.size()) >= *t.limit) break;
+    if (*p.creation_time_s < origin) continue;
     SimJob job;
-    job.arrival = InstantFromMillis((*p.creation_time_s - origin) * 1000);
+    job.arrival = InstantFromMillis(
+        static_cast<int64_t>(std::llround(static_cast<double>(*p.creation_time_s - origin) * 1000 / t.arrival_speedup)));
     const int64_t began = p.scheduled_time_s.value_or(*p.creation_time_s);
     job.work = Duration(std::max<int64_t>(1, *p.deletion_time_s - began) * 1000);
     job.priority_class = t.priority;
@@ -242,6 +245,8 @@ Result<std::vector<SimJob>> TraceJobs(const TraceWorkload& t, const WorkloadIds&
     job.spec.kind = p.demand.gpu_count == 0 ? JobKind::kCpu : JobKind::kOnlineInference;
     job.spec.priority = priority->second;
     job.spec.demand = p.demand;
+    job.spec.checkpointable = t.checkpointable;
+    if (t.checkpointable) job.spec.checkpoint_duration = t.checkpoint_duration;
     jobs.push_back(std::move(job));
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const SimJob& a, const SimJob& b) { return a.arrival < b.arrival; });
