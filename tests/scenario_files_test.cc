@@ -161,6 +161,26 @@ TEST(SimClaimsTest, EachClaimReportsTheSeedFigureOursAndABaseline) {
   EXPECT_GT(topo["measured"]["cross_rack_traffic_reduction_pct"].get<double>(), 0);
   EXPECT_GT(topo["measured"]["comm_overhead_reduction_pct"].get<double>(), 0);
   EXPECT_LT(topo["measured"]["spanning_racks_pct"].get<double>(), topo["baseline"]["spanning_racks_pct"].get<double>());
+  // Scaling, defragmentation and regions read traces: checked when here.
+  for (const char* id : {"C-SCALE", "C-DEFRAG", "C-REGION"}) {
+    const auto& c = by_id.at(id);
+    if (c.contains("skipped") && c["skipped"].is_string()) {
+      EXPECT_NE(c["skipped"].get<std::string>().find("not here"), std::string::npos) << id;
+    }
+  }
+  if (const auto& scale = by_id.at("C-SCALE"); !scale.contains("skipped") || !scale["skipped"].is_string()) {
+    EXPECT_LT(scale["measured"]["cost_saving_pct"].get<double>(), 0);  // cheaper than the fixed pool
+    EXPECT_EQ(scale["measured"]["drained_lost_work_s"].get<double>(), 0);
+  }
+  if (const auto& defrag = by_id.at("C-DEFRAG"); !defrag.contains("skipped") || !defrag["skipped"].is_string()) {
+    EXPECT_GT(defrag["measured"]["migrations"].get<double>(), 0);
+    EXPECT_LE(defrag["measured"]["migrations_per_hour"].get<double>(), 12);
+    EXPECT_EQ(defrag["measured"]["migration_lost_work_s"].get<double>(), 0);
+  }
+  if (const auto& region = by_id.at("C-REGION"); !region.contains("skipped") || !region["skipped"].is_string()) {
+    EXPECT_LT(region["measured"]["cost_saving_pct"].get<double>(), 0);
+    EXPECT_EQ(region["measured"]["latency_slo_violations"].get<int>(), 0);
+  }
   // Reclamation needs the GenAI duty cycles: measured when they are here.
   const auto& reclaim = by_id.at("C-RECLAIM");
   if (reclaim.contains("skipped") && reclaim["skipped"].is_string()) {
@@ -174,12 +194,13 @@ TEST(SimClaimsTest, EachClaimReportsTheSeedFigureOursAndABaseline) {
 
 TEST(SimClaimsTest, ClaimsThatNeedAMissingTraceAreSkippedWithTheReason) {
   setenv("GPUPOOL_TRACES", "/nonexistent-traces", 1);
-  auto run = testing::RunGpupool({"sim", "claims", "--json", "--scenarios", kScenarios, "--only", "C-PRIO"});
+  auto run = testing::RunGpupool(
+      {"sim", "claims", "--json", "--scenarios", kScenarios, "--only", "C-PRIO,C-SCALE,C-DEFRAG,C-TOPO"});
   unsetenv("GPUPOOL_TRACES");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto j = nlohmann::json::parse(run.out);
-  ASSERT_EQ(j.size(), 1u);
-  EXPECT_NE(j[0]["skipped"].get<std::string>().find("not here"), std::string::npos) << j.dump();
+  ASSERT_EQ(j.size(), 4u);
+  for (const auto& c : j) EXPECT_NE(c["skipped"].get<std::string>().find("not here"), std::string::npos) << j.dump();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -613,6 +614,53 @@ void Engine::SchedulePass(Instant now, const Sink& sink) {
   }
 }
 
+const RegionInfo* Engine::PoolRegion(PoolId p) const {
+  const auto& regions = state_.pools[p].selector.regions;
+  if (regions.size() != 1) return nullptr;
+  for (const RegionInfo& r : config_.regions.regions) {
+    if (r.name == regions[0]) return &r;
+  }
+  return nullptr;
+}
+
+bool Engine::OutsideLatencyBudget(const Job& j, PoolId p) const {
+  if (config_.regions.kind == RegionPolicy::Kind::kOff || j.spec.kind != JobKind::kOnlineInference) return false;
+  for (const TenantUsers& u : config_.regions.users) {
+    if (u.tenant != state_.tenants[j.spec.tenant].name || u.latency_budget_ms <= 0) continue;
+    const RegionInfo* r = PoolRegion(p);
+    if (r == nullptr) return true;
+    auto it = r->latency_ms.find(u.location);
+    return it == r->latency_ms.end() || it->second > u.latency_budget_ms;
+  }
+  return false;
+}
+
+template <class C>
+void Engine::OrderByRegion(const Job& j, std::vector<C>& candidates) const {
+  const TenantUsers* users = nullptr;
+  for (const TenantUsers& u : config_.regions.users) {
+    if (u.tenant == state_.tenants[j.spec.tenant].name) users = &u;
+  }
+  const bool online = j.spec.kind == JobKind::kOnlineInference;
+  auto latency = [&](PoolId p) {
+    const RegionInfo* r = PoolRegion(p);
+    if (r == nullptr || users == nullptr) return std::numeric_limits<double>::infinity();
+    auto it = r->latency_ms.find(users->location);
+    return it == r->latency_ms.end() ? std::numeric_limits<double>::infinity() : it->second;
+  };
+  auto price = [&](PoolId p) {
+    const RegionInfo* r = PoolRegion(p);
+    return r == nullptr ? std::numeric_limits<double>::infinity() : r->price_per_gpu_hour;
+  };
+  std::erase_if(candidates, [&](const C& c) { return OutsideLatencyBudget(j, c.pool); });
+  const bool by_latency = online || config_.regions.kind == RegionPolicy::Kind::kNearest;
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const C& a, const C& b) {
+    const double ka = by_latency ? latency(a.pool) : price(a.pool), kb = by_latency ? latency(b.pool) : price(b.pool);
+    if (ka != kb) return ka < kb;
+    return by_latency && price(a.pool) < price(b.pool);
+  });
+}
+
 Engine::Outcome Engine::TryStart(Job& j, Instant now, const Sink& sink) {
   const TenantId t = j.spec.tenant;
   const int64_t need = j.spec.total_gpu_milli();
@@ -637,6 +685,7 @@ Engine::Outcome Engine::TryStart(Job& j, Instant now, const Sink& sink) {
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.within > b.within; });
+  if (config_.regions.kind != RegionPolicy::Kind::kOff) OrderByRegion(j, candidates);
   for (const Candidate& c : candidates) {
     if (TryPlaceIn(j, c.pool, c.within, now, sink)) return Outcome::kPlaced;
   }
@@ -656,7 +705,7 @@ Engine::Outcome Engine::TryStart(Job& j, Instant now, const Sink& sink) {
   for (PoolId p = 0; p < state_.pools.size() && !moved_by_recut; ++p) {
     if (!(j.spec.demand.allowed_pools >> p & 1)) continue;
     const TenantPool& tp = state_.tenant_pool(t, p);
-    if (tp.quota.elastic_limit_milli == 0) continue;
+    if (tp.quota.elastic_limit_milli == 0 || OutsideLatencyBudget(j, p)) continue;
     const bool within = tp.usage.gpu_milli + need <= tp.effective_guarantee();
     if (!TryPreempt(j, p, within, now, sink)) continue;
     // Victims that did not checkpoint are gone already: start now if it fits.

@@ -74,6 +74,30 @@
 
 namespace gpupool {
 
+// TOPO-2: regions with a price and latencies to where users are. With a
+// policy, a job's candidate pools (those whose selector names one region)
+// are tried in region order: latency-insensitive work (everything but
+// online inference) cheapest region first; online inference nearest to
+// its tenant's users first, and only regions within the tenant's latency
+// budget. Kind kNearest orders all work by latency (the baseline an
+// operator without a cost model has). Supply is the pools' free capacity:
+// a region that cannot place the job now is passed over for the next.
+struct RegionInfo {
+  std::string name;
+  double price_per_gpu_hour = 0;
+  std::map<std::string, double> latency_ms;  // by user location
+};
+struct TenantUsers {
+  std::string tenant;                // a tenant name
+  std::string location;              // where its users are
+  double latency_budget_ms = 0;      // for its online inference; 0: none
+};
+struct RegionPolicy {
+  enum class Kind : uint8_t { kOff, kCostAware, kNearest } kind = Kind::kOff;
+  std::vector<RegionInfo> regions;
+  std::vector<TenantUsers> users;
+};
+
 // Idle reclamation (RECLAIM-1) and deadline eviction (RECLAIM-2); every
 // number configurable, the seeds' as defaults.
 struct ReclaimConfig {
@@ -108,6 +132,7 @@ struct EngineConfig {
   bool defrag = false;
   DefragConfig defrag_config;
   Duration defrag_every = std::chrono::minutes(5);
+  RegionPolicy regions;  // TOPO-2
 };
 
 class Engine {
@@ -262,6 +287,15 @@ class Engine {
   // After a migrating job's checkpoint: places it at its planned GPUs when
   // they still take it. True when it did.
   bool PlaceMigrated(JobId job, Instant now, const Sink& sink);
+  // TOPO-2: orders (and for online work within a latency budget, filters)
+  // candidate pools by region (src/engine/regions.cc).
+  template <class C>
+  void OrderByRegion(const Job& j, std::vector<C>& candidates) const;
+  // The region of pool p (its selector's only region), or "".
+  const RegionInfo* PoolRegion(PoolId p) const;
+  // Online inference with a latency budget may not use pool p (its region
+  // is farther from the tenant's users than the budget, or unknown).
+  bool OutsideLatencyBudget(const Job& j, PoolId p) const;
   // Elastic scaling, each Tick (src/engine/scaling.cc).
   void Scale(Instant now, const Sink& sink);
   void ScalePool(size_t index, Instant now, const Sink& sink);

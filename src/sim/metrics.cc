@@ -152,6 +152,7 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
     if (p < pool_area_.size() && p < pool_capacity_area_.size() && pool_capacity_area_[p] > 0) {
       pr.allocation_pct_mean = 100.0 * pool_area_[p] / pool_capacity_area_[p];
     }
+    if (p < pool_area_.size()) pr.gpu_hours_used = pool_area_[p] / 1000.0 / kMsPerHour;
     pr.at_end = state_->Capacity(static_cast<PoolId>(p));
   }
 
@@ -293,6 +294,7 @@ nlohmann::json ToJson(const SimReport& r) {
   for (const auto& [name, p] : r.pools) {
     const auto gpus = [](int64_t milli) { return Round3(static_cast<double>(milli) / 1000.0); };
     pools[name] = {{"allocation_pct_mean", Round3(p.allocation_pct_mean)},
+                   {"gpu_hours_used", Round3(p.gpu_hours_used)},
                    {"capacity_at_end_gpus",
                     {{"total", gpus(p.at_end.total_milli)},
                      {"allocated", gpus(p.at_end.allocated_milli)},

@@ -46,6 +46,7 @@ struct TenantReport {
 
 struct PoolReport {
   double allocation_pct_mean = 0;  // time-weighted
+  double gpu_hours_used = 0;       // allocated GPU-hours over the run
   PoolCapacity at_end;              // the capacity model (POOL-3) at the horizon
 };
 

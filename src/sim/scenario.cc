@@ -342,6 +342,7 @@ class Parser {
   Status ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseScaling(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseProvider(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParseRegions(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Result<std::string> PriorityField(const Fields& f, const Scenario& s) const;
   // The optional `kind` key: leaves `out` as it is when absent.
   Status KindField(const Fields& f, JobKind& out) const;
@@ -406,7 +407,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
     SCENARIO_ASSIGN(f, Map(root, "",
                            {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
                             "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults", "scaling",
-                            "provider"}));
+                            "provider", "regions"}));
   }
   SCENARIO_TRY(Require(f, "name"));
   SCENARIO_TRY(StringField(f, "name", s.name));
@@ -464,6 +465,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   if (auto* n = f.Find("faults")) SCENARIO_TRY(ParseFaults(*n, "faults", s));
   if (auto* n = f.Find("scaling")) SCENARIO_TRY(ParseScaling(*n, "scaling", s));
   if (auto* n = f.Find("provider")) SCENARIO_TRY(ParseProvider(*n, "provider", s));
+  if (auto* n = f.Find("regions")) SCENARIO_TRY(ParseRegions(*n, "regions", s));
   if (s.workloads.empty() && !s.trace) return Fail(root, "", "nothing to run: give a workload or a trace");
   return s;
 }
@@ -1392,6 +1394,71 @@ Status Parser::ParseScaling(const YAML::Node& n, const std::string& path, Scenar
     }
     if (auto ok = CheckScalingConfig(c); !ok) return Fail(n[i], ipath, ok.error().message);
     s.engine.scaling.push_back(std::move(c));
+  }
+  return {};
+}
+
+Status Parser::ParseRegions(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  Fields f;
+  SCENARIO_ASSIGN(f, Map(n, path, {"policy", "table", "users"}));
+  RegionPolicy& r = s.engine.regions;
+  r.kind = RegionPolicy::Kind::kCostAware;
+  if (const YAML::Node* p = f.Find("policy")) {
+    std::string kind;
+    SCENARIO_ASSIGN(kind, String(*p, f.PathOf("policy")));
+    if (kind == "cost-aware") {
+      r.kind = RegionPolicy::Kind::kCostAware;
+    } else if (kind == "nearest") {
+      r.kind = RegionPolicy::Kind::kNearest;
+    } else if (kind == "off") {
+      r.kind = RegionPolicy::Kind::kOff;
+    } else {
+      return Fail(*p, f.PathOf("policy"), "expected 'cost-aware', 'nearest' or 'off' (got '" + kind + "')");
+    }
+  }
+  SCENARIO_TRY(Require(f, "table"));
+  const YAML::Node& table = *f.Find("table");
+  const std::string tpath = f.PathOf("table");
+  if (!table.IsSequence() || table.size() == 0) return Fail(table, tpath, "expected a list of regions");
+  for (size_t i = 0; i < table.size(); ++i) {
+    Fields rf;
+    SCENARIO_ASSIGN(rf, Map(table[i], Item(tpath, i), {"name", "price_per_gpu_hour", "latency_ms"}));
+    RegionInfo info;
+    SCENARIO_TRY(Require(rf, "name"));
+    SCENARIO_TRY(StringField(rf, "name", info.name));
+    for (const RegionInfo& other : r.regions) {
+      if (other.name == info.name) return Fail(*rf.Find("name"), rf.PathOf("name"), "region '" + info.name + "' listed twice");
+    }
+    SCENARIO_TRY(Require(rf, "price_per_gpu_hour"));
+    SCENARIO_TRY(NumberField(rf, "price_per_gpu_hour", info.price_per_gpu_hour, NonNegative));
+    if (const YAML::Node* l = rf.Find("latency_ms")) {
+      Fields lf;
+      SCENARIO_ASSIGN(lf, Map(*l, rf.PathOf("latency_ms"), {}));
+      for (const auto& e : lf.entries) {
+        double ms = 0;
+        SCENARIO_TRY(NumberField(lf, e.key, ms, NonNegative));
+        info.latency_ms[e.key] = ms;
+      }
+    }
+    r.regions.push_back(std::move(info));
+  }
+  if (const YAML::Node* u = f.Find("users")) {
+    const std::string upath = f.PathOf("users");
+    if (!u->IsSequence()) return Fail(*u, upath, "expected a list of tenants' user locations");
+    for (size_t i = 0; i < u->size(); ++i) {
+      Fields uf;
+      SCENARIO_ASSIGN(uf, Map((*u)[i], Item(upath, i), {"tenant", "at", "latency_budget_ms"}));
+      TenantUsers users;
+      SCENARIO_TRY(Require(uf, "tenant"));
+      SCENARIO_TRY(StringField(uf, "tenant", users.tenant));
+      if (std::none_of(s.tenants.begin(), s.tenants.end(), [&](const ScenarioTenant& t) { return t.name == users.tenant; })) {
+        return Fail(*uf.Find("tenant"), uf.PathOf("tenant"), "unknown tenant '" + users.tenant + "'");
+      }
+      SCENARIO_TRY(Require(uf, "at"));
+      SCENARIO_TRY(StringField(uf, "at", users.location));
+      SCENARIO_TRY(NumberField(uf, "latency_budget_ms", users.latency_budget_ms, NonNegative));
+      r.users.push_back(std::move(users));
+    }
   }
   return {};
 }

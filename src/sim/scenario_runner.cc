@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 
 #include "src/sim/alibaba_gpu_trace.h"
 #include "src/sim/runtime_samples.h"
@@ -107,6 +108,13 @@ void ApplySharingBaseline(RunOptions::Sharing sharing, const ModePolicy& policy,
 }  // namespace
 
 Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
+  // Trace files that are not there: a clear precondition, not a read error.
+  for (const std::string* path : {&s.trace_nodes_path, s.trace ? &s.trace->pods_path : nullptr}) {
+    if (path != nullptr && !path->empty() && !std::filesystem::exists(*path)) {
+      return FailedPrecondition(s.path + ": the trace file " + *path +
+                                " is not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
+    }
+  }
   // Ids follow declaration order.
   WorkloadIds ids;
   AttributeTable attributes;

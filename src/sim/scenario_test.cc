@@ -756,6 +756,8 @@ const ErrorCase kErrorCases[] = {
     {"FaultsWithoutHeartbeats", "", "faults:\n  - {node: a100-80gb-0, at: 1h}\n", "s.yaml:16:3: faults: ",
      "faults need engine.heartbeat_timeout above 0"},
     {"FaultsNotAList", "", "faults: {node: a100-80gb-0}\n", "s.yaml:15:9: faults: ", "expected a list of faults"},
+    {"UnknownRegionPolicy", "", "regions: {policy: cheapest, table: [{name: r, price_per_gpu_hour: 1}]}\n",
+     "s.yaml:15:19: regions.policy: ", "expected 'cost-aware', 'nearest' or 'off' (got 'cheapest')"},
     {"UnknownTopology", "", "engine: {topology: nearest}\n", "s.yaml:15:20: engine.topology: ",
      "expected 'aware' or 'blind' (got 'nearest')"},
     {"NegativeModelSize", "gpus: 1,", "gpus: 1, model_gib: -1,", "s.yaml:14:39: workload[0].jobs[0].model_gib: ",
