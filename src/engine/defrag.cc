@@ -21,19 +21,8 @@ double Hours(Duration d) { return ToSeconds(d) / 3600.0; }
 
 bool Counts(const Node& n) { return n.condition == NodeCondition::kReady && n.gpu_count > 0; }
 
-// Cluster::CountKind, for the plan's copies of nodes (a filter may read the
-// kind counts).
-void CountKind(Node& n, const Demand& d, int delta) {
-  const int kind = GpuKindOf(d);
-  if (kind < 0) {
-    n.cpu_only_residents += delta;
-    return;
-  }
-  int32_t& count = n.gpu_kind_count[kind];
-  if (count == 0 && delta > 0) ++n.gpu_kinds_present;
-  count += delta;
-  if (count == 0 && delta < 0) --n.gpu_kinds_present;
-}
+// The plan's copies of nodes keep their kind counts (a filter may read them).
+void CountKind(Node& n, const Demand& d, int delta) { Cluster::CountKind(n, d, delta); }
 
 // Where one demand would go on one node: the GPUs, the change in the node's
 // F and the node's free GPU milli afterwards.
@@ -60,15 +49,8 @@ std::optional<Spot> BestSpot(const FragmentationModel& model, const Node& n, con
     return Spot{model.NodeFragMilli(after) - f_before, after.gpu_milli_free_total, gpus};
   };
   if (d.kind() == DemandKind::kWholeGpus) {
-    GpuMask gpus = 0;
-    int taken = 0;
-    for (int g = 0; g < n.gpu_count && taken < d.gpu_count; ++g) {
-      if (GpuFits(n, g, d)) {
-        gpus |= static_cast<GpuMask>(1u << g);
-        ++taken;
-      }
-    }
-    if (taken < d.gpu_count) return std::nullopt;
+    const GpuMask gpus = FirstFittingGpus(n, d);
+    if (std::popcount(gpus) < d.gpu_count) return std::nullopt;
     return try_gpus(gpus);
   }
   std::optional<Spot> best;

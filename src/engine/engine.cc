@@ -28,17 +28,7 @@ void GiveBack(Node& n, const Job& j, NodeIndex node, const Cluster& cluster) {
 }
 
 // The node as if `d` were placed on it, on the first GPUs that fit.
-void TakeOut(Node& n, const Demand& d) {
-  GpuMask gpus = 0;
-  int taken = 0;
-  for (int g = 0; g < n.gpu_count && taken < d.gpu_count; ++g) {
-    if (GpuFits(n, g, d)) {
-      gpus |= static_cast<GpuMask>(1u << g);
-      ++taken;
-    }
-  }
-  OccupyGpus(n, d, gpus, nullptr);
-}
+void TakeOut(Node& n, const Demand& d) { OccupyGpus(n, d, FirstFittingGpus(n, d), nullptr); }
 
 Node Pristine(const Node& n) { return EmptyLike(n); }
 
@@ -109,6 +99,11 @@ Status Engine::Init() {
     for (size_t k = 0; k < i; ++k) {
       if (config_.scaling[k].pool == config_.scaling[i].pool) {
         return InvalidArgument("scaling: pool '" + config_.scaling[i].pool + "' has two scaling entries");
+      }
+      if (config_.scaling[k].node.name_prefix == config_.scaling[i].node.name_prefix) {
+        return InvalidArgument("scaling[" + config_.scaling[i].pool + "].node.name_prefix: '" +
+                               config_.scaling[i].node.name_prefix + "' is also pool '" + config_.scaling[k].pool +
+                               "''s (provisioned node names would clash)");
       }
     }
   }
@@ -242,19 +237,32 @@ Status Engine::CheckQuota(TenantId tenant, PoolId pool, const Quota& quota) cons
 // --- jobs ---------------------------------------------------------------------
 
 std::string Engine::NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools) {
-  if (pool_shapes_nodes_ != state_.cluster.node_count()) {
+  // Shapes of the nodes in service, and of the nodes scaling pools may add.
+  const int64_t shapes_key = int64_t{state_.cluster.node_count()} * (int64_t{1} << 32) + state_.removed_nodes;
+  if (pool_shapes_nodes_ != shapes_key) {
     pool_shapes_.assign(state_.pools.size(), {});
-    for (const Node& n : state_.cluster.nodes()) {
-      const Node empty = Pristine(n);
-      auto& shapes = pool_shapes_[n.pool];
+    auto add = [&](const Node& empty) {
+      auto& shapes = pool_shapes_[empty.pool];
       auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) { return s.first == empty; });
       if (it == shapes.end()) {
         shapes.emplace_back(empty, 1);
       } else {
         ++it->second;
       }
+    };
+    for (const Node& n : state_.cluster.nodes()) {
+      if (n.condition != NodeCondition::kRemoved) add(Pristine(n));
     }
-    pool_shapes_nodes_ = state_.cluster.node_count();
+    for (const PoolScalingConfig& c : config_.scaling) {
+      for (const Pool& p : state_.pools) {
+        if (p.name != c.pool) continue;
+        Cluster probe;
+        const NodeTemplate& t = c.node;
+        auto added = probe.AddNode(NodeSpec{"template", t.cpu_milli, t.memory_mib, t.gpus, t.gpu_model, p.id, t.attr_class});
+        if (added) add(Pristine(probe.node(*added)));
+      }
+    }
+    pool_shapes_nodes_ = shapes_key;
   }
   const Tenant& tenant = state_.tenants[spec.tenant];
   std::string why;
@@ -378,6 +386,7 @@ Status Engine::Cancel(JobId id, Instant now, const Sink& sink) {
   const Job* j = state_.find_job(id);
   if (!j) return NotFound("job " + std::to_string(id) + " is not pending or running");
   if (state_.reservations.contains(id)) Emit(ReservationReleased{id}, now, sink);
+  planned_moves_.erase(id);
   Emit(JobCancelled{id}, now, sink);
   SchedulePass(now, sink);
   return {};
@@ -388,6 +397,7 @@ Status Engine::Finish(JobId id, bool succeeded, Instant now, const Sink& sink) {
   if (!j || (j->state != JobState::kRunning && j->state != JobState::kCheckpointing)) {
     return NotFound("job " + std::to_string(id) + " is not running");
   }
+  planned_moves_.erase(id);
   Emit(JobFinished{id, succeeded}, now, sink);
   SchedulePass(now, sink);
   return {};
@@ -512,6 +522,7 @@ void Engine::DetectFailures(Instant now, const Sink& sink) {
       const Duration ran = now - j.started;
       const Duration lost = j.spec.checkpoint_interval > Duration(0) ? ran % j.spec.checkpoint_interval : ran;
       low_polls_.erase(id);
+      planned_moves_.erase(id);  // a migration ends with its node
       Emit(JobInterrupted{id, n, lost}, now, sink);
     }
   }
@@ -775,15 +786,7 @@ bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sin
     for (int r = 0; r < j.spec.replicas; ++r) {
       const Demand d = demand_of(r);
       if (policy_.Feasibility(copy, d) != FitFailure::kNone) break;
-      GpuMask gpus = 0;
-      int taken = 0;
-      for (int g = 0; g < copy.gpu_count && taken < d.gpu_count; ++g) {
-        if (GpuFits(copy, g, d)) {
-          gpus |= static_cast<GpuMask>(1u << g);
-          ++taken;
-        }
-      }
-      OccupyGpus(copy, d, gpus, nullptr);
+      TakeOut(copy, d);
       ++fitted;
     }
     return fitted;

@@ -322,7 +322,7 @@ class Engine {
   // Distinct untouched node shapes per pool (for "can it ever fit"), rebuilt
   // when nodes are added.
   std::vector<std::vector<std::pair<Node, int>>> pool_shapes_;
-  int pool_shapes_nodes_ = -1;
+  int64_t pool_shapes_nodes_ = -1;  // node count and removed nodes the shapes were built for
   // Per node: a dense rack id, and whether its GPUs are joined by NVLink
   // (derived from the state; extended as nodes are added).
   // Scaling runtime per PoolScalingConfig (soft state: windows, forecasts

@@ -719,6 +719,7 @@ Status ReadState(Reader& r, EngineState& s) {
     if (c != NodeCondition::kCordoned && c != NodeCondition::kDown) r.Fail("node", "drained node " + std::to_string(n) + " is not cordoned");
   }
   if (auto ok = check(); !ok) return ok;
+  for (const Node& n : s.cluster.nodes()) s.removed_nodes += n.condition == NodeCondition::kRemoved;
   if (!r.at_end()) return fail("bytes left after the last section");
   return {};
 }

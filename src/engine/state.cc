@@ -336,6 +336,7 @@ struct ApplyVisitor {
     totals.memory_mib -= n.memory_mib_total;
     s.draining.erase(e.node);
     s.cluster.SetCondition(e.node, NodeCondition::kRemoved);
+    ++s.removed_nodes;
   }
   void operator()(const MigrationStarted& e) {
     GP_CHECK(s.job(e.job).state == JobState::kRunning) << "job " << e.job << " migrates while not running";

@@ -94,6 +94,7 @@ struct EngineState {
   std::vector<PoolScaling> pool_scaling;
   // Nodes being drained for a scale-in (cordoned; removed once empty).
   std::set<NodeIndex> draining;
+  int32_t removed_nodes = 0;  // nodes in condition kRemoved
 
   JobId next_job_id = 1;
   int64_t last_seq = 0;

@@ -166,6 +166,18 @@ Result<NodeIndex> Cluster::AddNode(NodeSpec spec) {
   return static_cast<NodeIndex>(nodes_.size() - 1);
 }
 
+GpuMask FirstFittingGpus(const Node& n, const Demand& d) {
+  GpuMask gpus = 0;
+  int taken = 0;
+  for (int g = 0; g < n.gpu_count && taken < d.gpu_count; ++g) {
+    if (GpuFits(n, g, d)) {
+      gpus |= static_cast<GpuMask>(1u << g);
+      ++taken;
+    }
+  }
+  return gpus;
+}
+
 void Cluster::CountKind(Node& n, const Demand& d, int delta) {
   const int kind = GpuKindOf(d);
   if (kind < 0) {

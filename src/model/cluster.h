@@ -132,6 +132,10 @@ Node EmptyLike(const Node& n);
 // profile of the model and a free placement for it.
 bool GpuFits(const Node& n, int g, const Demand& d);
 
+// The first d.gpu_count GPUs of n (lowest index first) that GpuFits, or
+// fewer when fewer fit.
+GpuMask FirstFittingGpus(const Node& n, const Demand& d);
+
 // For a kMig demand on GPU g: the profile index in the node's MIG table, or
 // -1 when the model has no profile big enough.
 int MigProfileFor(const Node& n, const Demand& d);
@@ -242,8 +246,12 @@ class Cluster {
   // trying leaves no trace but change-log entries.
   void TrimFreeSlots(size_t slot_count);
 
- private:
+  // Counts `d` in (delta +1) or out of (-1) the node's per-kind allocation
+  // counts (gpu_kind_count, gpu_kinds_present, cpu_only_residents), as
+  // Allocate and Release do; for copies of nodes that play placements.
   static void CountKind(Node& n, const Demand& d, int delta);
+
+ private:
   void NoteChange(NodeIndex i);
 
   std::vector<Node> nodes_;

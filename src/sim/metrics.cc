@@ -86,10 +86,11 @@ void MetricsCollector::Integrate(Instant now) {
     if (waiting_last_) {
       waiting_ms_ += dt;
       free_while_waiting_ += static_cast<double>(capacity_last_ - last_allocated_) * dt;
+      capacity_while_waiting_ += static_cast<double>(capacity_last_) * dt;
     }
     warm_area_ += warm_last_ * dt;
-    for (size_t p = 0; p < pool_capacity_area_.size(); ++p) {
-      pool_capacity_area_[p] += static_cast<double>(state_->pool_totals[p].gpu_milli) * dt;
+    for (size_t p = 0; p < pool_capacity_last_.size(); ++p) {
+      pool_capacity_area_[p] += static_cast<double>(pool_capacity_last_[p]) * dt;
     }
     busy_area_ += busy_last_ * dt;
     for (size_t t = 0; t < tenant_last_.size(); ++t) tenant_area_[t] += static_cast<double>(tenant_last_[t]) * dt;
@@ -112,6 +113,8 @@ void MetricsCollector::Observe(Instant now) {
   capacity_last_ = 0;
   for (const auto& t : state_->pool_totals) capacity_last_ += t.gpu_milli;
   if (pool_capacity_area_.size() < state_->pool_totals.size()) pool_capacity_area_.resize(state_->pool_totals.size(), 0);
+  pool_capacity_last_.resize(state_->pool_totals.size());
+  for (size_t p = 0; p < pool_capacity_last_.size(); ++p) pool_capacity_last_[p] = state_->pool_totals[p].gpu_milli;
   waiting_last_ = state_->queue.size() > 0;
   nodes_last_ = nodes_next_;
   billed_last_ = billed_next_;
@@ -262,10 +265,9 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.defrag = defrag_;
   r.defrag.waiting_hours = waiting_ms_ / kMsPerHour;
   r.defrag.migrations_per_hour = r.horizon_h > 0 ? static_cast<double>(defrag_.migrations) / r.horizon_h : 0;
-  // Free GPU milli x ms over (GPU milli in service x waiting ms), as a share.
-  if (waiting_ms_ > 0 && capacity_area_ > 0) {
-    const double mean_capacity = capacity_area_ / static_cast<double>(ToMillis(horizon));
-    r.defrag.unallocated_while_waiting_pct = 100.0 * free_while_waiting_ / (mean_capacity * waiting_ms_);
+  // Free GPU milli over GPU milli in service, integrated over the times jobs waited.
+  if (capacity_while_waiting_ > 0) {
+    r.defrag.unallocated_while_waiting_pct = 100.0 * free_while_waiting_ / capacity_while_waiting_;
   }
   r.scaling.node_hours = billed_area_ / kMsPerHour;
   r.scaling.warm_node_hours = warm_area_ / kMsPerHour;

@@ -246,12 +246,13 @@ class MetricsCollector {
   ScalingReport scaling_;
   DefragReport defrag_;
   bool waiting_last_ = false;
-  double waiting_ms_ = 0, free_while_waiting_ = 0;  // ms; milli x ms
+  double waiting_ms_ = 0, free_while_waiting_ = 0, capacity_while_waiting_ = 0;  // ms; milli x ms; milli x ms
   double nodes_next_ = 0, nodes_last_ = 0, billed_next_ = 0, billed_last_ = 0, warm_next_ = 0, warm_last_ = 0;
   double billed_area_ = 0, warm_area_ = 0;  // nodes x ms
   int64_t capacity_last_ = 0;               // GPU milli of the nodes in service
   double capacity_area_ = 0;                // milli x ms
   std::vector<double> pool_capacity_area_;  // milli x ms, per pool
+  std::vector<int64_t> pool_capacity_last_; // GPU milli per pool, in force since last_
   std::vector<double> reclaim_latency_s_, resume_latency_s_, reallocation_latency_s_, lost_work_s_,
       replace_latency_s_;
 };
