@@ -781,6 +781,7 @@ bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sin
   // How many of the job's replicas node n takes, each after the ones before
   // it, simulated on a copy of the node.
   auto replicas_fitting = [&](NodeIndex n) {
+    if (CheckFit(cluster.node(n), demand_of(0)) != FitFailure::kNone) return 0;  // not even one: no copy
     Node copy = cluster.node(n);
     int fitted = 0;
     for (int r = 0; r < j.spec.replicas; ++r) {
@@ -858,11 +859,7 @@ bool Engine::TryPlaceGangByTopology(const Job& j, PoolId pool, const std::functi
   RefreshTopology();
   const Cluster& cluster = state_.cluster;
   const int total_gpus = j.spec.replicas * j.spec.demand.gpu_count;
-  int max_node_gpus = 0;
-  for (const Node& n : cluster.nodes()) {
-    if (n.pool == pool) max_node_gpus = std::max<int>(max_node_gpus, n.gpu_count);
-  }
-  if (total_gpus <= max_node_gpus) {
+  if (pool < pool_max_node_gpus_.size() && total_gpus <= pool_max_node_gpus_[pool]) {
     // One NVLink domain (a node whose GPUs are joined by NVLink), then any one node.
     auto nvlink_node = [&](NodeIndex n) { return node_nvlink_[n] && takes_all(n); };
     if (attempt(true, nvlink_node)) return true;
@@ -894,6 +891,8 @@ void Engine::RefreshTopology() {
     const Node& node = state_.cluster.node(n);
     node_nvlink_.push_back(node.gpu_count > 1 && node.gpu_model != kNoGpuModel &&
                            JoinedByNvlink(catalog.Get(node.gpu_model)));
+    if (pool_max_node_gpus_.size() <= node.pool) pool_max_node_gpus_.resize(node.pool + 1, 0);
+    pool_max_node_gpus_[node.pool] = std::max<int32_t>(pool_max_node_gpus_[node.pool], node.gpu_count);
   }
   rack_count_ = static_cast<int32_t>(ids.size());
 }

@@ -354,6 +354,7 @@ class Engine {
   std::vector<int32_t> node_rack_;
   std::vector<bool> node_nvlink_;
   int32_t rack_count_ = 0;
+  std::vector<int32_t> pool_max_node_gpus_;  // the most GPUs a node of each pool has had
   // Soft state (rebuilt from fresh reports after a restart, never journaled).
   std::unordered_map<JobId, int> low_polls_;
   std::vector<Instant> last_heartbeat_;
