@@ -1,6 +1,7 @@
-// Elastic scaling through the simulator (SCALE-2, SCALE-4, SCALE-6), on
-// scenarios/scaling.yaml: the autoscaler does not oscillate, and no task
-// loses progress in a drain.
+// Elastic scaling through the simulator (SCALE-2, SCALE-4, SCALE-6,
+// SCALE-7), on scenarios/scaling.yaml: the autoscaler does not oscillate,
+// no task loses progress in a drain, and elastic training grows onto new
+// nodes and shrinks off leaving ones without a restart.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -99,6 +100,57 @@ TEST(ScalingScenarioTest, EveryDrainedTaskResumesFromItsCheckpoint) {
   EXPECT_LE(drained.size(), 2u) << "drained jobs still waiting at the horizon";
   EXPECT_EQ(run.report.scaling.drained_lost_work_s, 0);
   EXPECT_GT(run.report.scaling.nodes_removed, 0);
+}
+
+TEST(ScalingScenarioTest, ElasticTrainingGrowsOntoNewNodesAndShrinksOffLeavingOnes) {
+  const ScalingRun run = RunScaling([](Scenario& s) {
+    s.engine.scaling[0].rule.in_util = 0.5;
+    s.engine.scaling[0].rule.in_for = std::chrono::minutes(5);
+  });
+  std::set<JobId> elastic;
+  std::set<NodeIndex> provisioned, draining;
+  std::map<JobId, std::vector<NodeIndex>> where;  // replica nodes of running elastic jobs
+  NodeIndex nodes = 0;
+  int grew_onto_new = 0, shrank_off_leaving = 0, finished = 0, restarted = 0;
+  for (const Event& e : run.events) {
+    if (const auto* s = std::get_if<JobSubmitted>(&e.body); s && s->spec.elastic()) {
+      elastic.insert(s->job);
+      EXPECT_EQ(s->spec.replicas, s->spec.min_replicas);
+    } else if (const auto* n = std::get_if<NodeAdded>(&e.body)) {
+      if (n->provisioned) provisioned.insert(nodes);
+      ++nodes;
+    } else if (const auto* d = std::get_if<NodeDrainStarted>(&e.body)) {
+      draining.insert(d->node);
+    } else if (const auto* p = std::get_if<JobPlaced>(&e.body); p && elastic.contains(p->job)) {
+      where[p->job].clear();
+      for (const PlacedReplica& r : p->replicas) where[p->job].push_back(r.node);
+    } else if (const auto* r = std::get_if<JobResized>(&e.body)) {
+      ASSERT_TRUE(elastic.contains(r->job));
+      std::vector<NodeIndex>& at = where[r->job];
+      for (auto it = r->removed.rbegin(); it != r->removed.rend(); ++it) {
+        shrank_off_leaving += draining.contains(at[*it]);
+        at.erase(at.begin() + *it);
+      }
+      for (const PlacedReplica& p : r->added) {
+        grew_onto_new += provisioned.contains(p.node);
+        at.push_back(p.node);
+      }
+    } else if (const auto* p = std::get_if<JobPreempted>(&e.body); p && elastic.contains(p->victim)) {
+      ++restarted;
+      EXPECT_EQ(p->lost_work, Duration(0)) << "elastic job " << p->victim << " lost work";
+    } else if (const auto* f = std::get_if<JobFinished>(&e.body); f && elastic.contains(f->job)) {
+      ++finished;
+      where.erase(f->job);
+    }
+  }
+  ASSERT_FALSE(elastic.empty());
+  EXPECT_GT(grew_onto_new, 0);
+  EXPECT_GT(shrank_off_leaving, 0);
+  EXPECT_GT(run.report.scaling.elastic_resizes, 0);
+  EXPECT_GT(finished, 0);
+  EXPECT_EQ(run.report.scaling.drained_lost_work_s, 0);
+  // Restarts (a drain of a job's last node, or a preemption) stay rare next to resizes.
+  EXPECT_LT(restarted, run.report.scaling.elastic_resizes);
 }
 
 TEST(ScalingScenarioTest, WarmPoolNodesJoinFaster) {

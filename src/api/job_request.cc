@@ -118,7 +118,7 @@ ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, I
   ApiError* err = &out.error;
   FieldReader f;
   if (!FieldReader::Open(body, "",
-                         {"name", "tenant", "kind", "priority", "replicas", "gpus", "gpu_fraction", "gpu_memory_gib",
+                         {"name", "tenant", "kind", "priority", "replicas", "max_replicas", "gpus", "gpu_fraction", "gpu_memory_gib",
                           "sharing", "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement",
                           "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline",
                           "deadline_after", "expected_duration", "stages", "command", "env", "working_dir",
@@ -207,6 +207,13 @@ ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, I
     int64_t replicas = 1;
     if (!f.Int("replicas", replicas, 1, names.max_replicas, err)) return out;
     s.replicas = static_cast<int32_t>(replicas);
+    // SCALE-7: an elastic job runs with `replicas` at least and grows up to max_replicas.
+    int64_t max_replicas = 0;
+    if (!f.Int("max_replicas", max_replicas, replicas, names.max_replicas, err)) return out;
+    if (max_replicas > 0) {
+      s.min_replicas = s.replicas;
+      s.max_replicas = static_cast<int32_t>(max_replicas);
+    }
     std::string sharing;
     if (!ResourcesOf(f, cpu_kind, s.demand, sharing, err)) return out;
     s.auto_sharing = sharing == "auto";
@@ -326,7 +333,8 @@ json JobSpecToRequest(const JobSpec& s, const std::string& tenant, const ApiName
     }
     j["stages"] = std::move(stages);
   } else {
-    j["replicas"] = s.replicas;
+    j["replicas"] = s.elastic() ? s.min_replicas : s.replicas;
+    if (s.elastic()) j["max_replicas"] = s.max_replicas;
     resources(s.demand, j);
     if (s.auto_sharing) j["sharing"] = "auto";
   }

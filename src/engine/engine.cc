@@ -74,6 +74,7 @@ Result<std::unique_ptr<Engine>> Engine::Restore(EngineConfig config, TargetWorkl
   e->state_ = std::move(state);
   e->state_.lending = e->config_.lending;
   e->last_heartbeat_.assign(e->state_.cluster.node_count(), now);
+  for (const auto& [id, j] : e->state_.jobs) e->any_elastic_ |= j.spec.elastic();
   return e;
 }
 
@@ -94,6 +95,11 @@ Status Engine::Init() {
   }
   if (auto ok = ValidateDefragConfig(config_.defrag_config); !ok) return InvalidArgument("defrag." + ok.error().message);
   if (config_.defrag && config_.defrag_every <= Duration(0)) return InvalidArgument("defrag.every: must be positive");
+  if (config_.hotspots.enabled) {
+    if (auto ok = CheckHotspotConfig(config_.hotspots); !ok) return InvalidArgument("hotspots." + ok.error().message);
+  }
+  if (config_.elastic_resize_every < Duration(0)) return InvalidArgument("elastic.resize_every: must not be negative");
+  if (auto ok = CheckRegionPolicy(config_.regions); !ok) return ok;
   for (size_t i = 0; i < config_.scaling.size(); ++i) {
     if (auto ok = CheckScalingConfig(config_.scaling[i]); !ok) return ok;
     for (size_t k = 0; k < i; ++k) {
@@ -123,7 +129,10 @@ void Engine::Emit(EventBody body, Instant now, const Sink& sink) {
   if (sink) sink(e);
 }
 
-void Engine::Replay(const Event& e) { state_.Apply(e); }
+void Engine::Replay(const Event& e) {
+  state_.Apply(e);
+  if (const auto* s = std::get_if<JobSubmitted>(&e.body)) any_elastic_ |= s->spec.elastic();
+}
 
 Scheduler& Engine::scheduler() {
   if (!scheduler_ || scheduler_nodes_ != state_.cluster.node_count()) {
@@ -250,8 +259,13 @@ std::string Engine::NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools
         ++it->second;
       }
     };
-    for (const Node& n : state_.cluster.nodes()) {
-      if (n.condition != NodeCondition::kRemoved) add(Pristine(n));
+    for (NodeIndex i = 0; i < state_.cluster.node_count(); ++i) {
+      const Node& n = state_.cluster.node(i);
+      if (n.condition == NodeCondition::kRemoved) continue;
+      Node home = Pristine(n);
+      // A node lent to another pool (POOL-3) counts where it belongs.
+      if (auto lent = state_.lent_nodes.find(i); lent != state_.lent_nodes.end()) home.pool = lent->second;
+      add(home);
     }
     for (const PoolScalingConfig& c : config_.scaling) {
       for (const Pool& p : state_.pools) {
@@ -343,6 +357,18 @@ Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
       }
     }
     spec.replicas = static_cast<int32_t>(spec.stages.size());
+  }
+  if (spec.elastic() || spec.min_replicas != 0) {  // SCALE-7
+    if (spec.is_pipeline()) return InvalidArgument("max_replicas: a pipeline cannot be elastic");
+    if (spec.max_replicas < 1 || spec.max_replicas > config_.max_replicas) {
+      return InvalidArgument("max_replicas: must be between 1 and " + std::to_string(config_.max_replicas));
+    }
+    if (spec.min_replicas < 1 || spec.min_replicas > spec.max_replicas) {
+      return InvalidArgument("min_replicas: must be between 1 and max_replicas (" + std::to_string(spec.max_replicas) +
+                             ")");
+    }
+    spec.replicas = spec.min_replicas;  // it starts as its smallest gang and grows
+    any_elastic_ = true;
   }
   if (spec.replicas < 1 || spec.replicas > config_.max_replicas) {
     return InvalidArgument("replicas: must be between 1 and " + std::to_string(config_.max_replicas));
@@ -448,6 +474,7 @@ void Engine::Tick(Instant now, const Sink& sink) {
   Scale(now, sink);
   Defragment(now, sink);
   SchedulePass(now, sink);
+  GrowElastic(now, sink);
 }
 
 void Engine::StartReclaim(const Job& j, ReclaimReason reason, Instant now, const Sink& sink) {
@@ -508,17 +535,15 @@ void Engine::DetectFailures(Instant now, const Sink& sink) {
     if (c == NodeCondition::kDown || c == NodeCondition::kRemoved) continue;
     if (now - last_heartbeat_[n] <= config_.heartbeat_timeout) continue;
     Emit(NodeDown{n}, now, sink);
-    std::vector<JobId> hit;
-    for (const auto& [id, j] : state_.running) {
-      for (const ReplicaPlacement& r : j->placements) {
-        if (r.node == n) {
-          hit.push_back(id);
-          break;
-        }
-      }
-    }
-    for (JobId id : hit) {
+    hot_since_.erase(n);
+    for (JobId id : JobsOnNode(n)) {
       const Job& j = state_.job(id);
+      // SCALE-7: an elastic job that keeps its minimum elsewhere goes on
+      // without the replicas it lost.
+      if (j.state == JobState::kRunning && j.stopping == Job::Stop::kNone &&
+          ShrinkElastic(j, n, "node " + state_.cluster.node_name(n) + " failed", now, sink)) {
+        continue;
+      }
       const Duration ran = now - j.started;
       const Duration lost = j.spec.checkpoint_interval > Duration(0) ? ran % j.spec.checkpoint_interval : ran;
       low_polls_.erase(id);
@@ -529,6 +554,26 @@ void Engine::DetectFailures(Instant now, const Sink& sink) {
 }
 
 // --- lending (QUOTA-3, src/engine/lending.h) ----------------------------------
+
+Status Engine::SetRegions(RegionPolicy policy, Instant now, const Sink& sink) {
+  if (auto ok = CheckRegionPolicy(policy); !ok) return ok;
+  Emit(RegionsSet{std::move(policy)}, now, sink);
+  SchedulePass(now, sink);
+  return {};
+}
+
+std::vector<JobId> Engine::JobsOnNode(NodeIndex n) const {
+  std::vector<JobId> out;
+  for (const auto& [id, j] : state_.running) {
+    for (const ReplicaPlacement& r : j->placements) {
+      if (r.node == n) {
+        out.push_back(id);
+        break;
+      }
+    }
+  }
+  return out;
+}
 
 void Engine::Lend(Instant now, const Sink& sink) {
   for (QuotaLent& e : LendDecisions(state_, now)) Emit(std::move(e), now, sink);
@@ -576,7 +621,13 @@ void Engine::SchedulePass(Instant now, const Sink& sink) {
     TenantId tenant;
     auto operator<=>(const TenantKey&) const = default;
   };
-  auto key_of = [this](TenantId t) { return TenantKey{HasIdleGuarantee(t) ? 0 : 1, DominantShare(t), t}; };
+  // QUOTA-5: when a scale-out's node joins, tenants with a reserved quota in
+  // its pool are served first.
+  auto key_of = [this](TenantId t) {
+    const bool reserved_first = reserved_first_pool_ >= 0 &&
+                                state_.tenant_pool(t, static_cast<PoolId>(reserved_first_pool_)).quota.reserved;
+    return TenantKey{reserved_first ? -1 : (HasIdleGuarantee(t) ? 0 : 1), DominantShare(t), t};
+  };
   // Jobs that preempted others take what their victims freed, first.
   const std::vector<QueueKey> nominated(state_.nominated.begin(), state_.nominated.end());
   for (const QueueKey& key : nominated) {
@@ -626,17 +677,17 @@ void Engine::SchedulePass(Instant now, const Sink& sink) {
 }
 
 const RegionInfo* Engine::PoolRegion(PoolId p) const {
-  const auto& regions = state_.pools[p].selector.regions;
-  if (regions.size() != 1) return nullptr;
-  for (const RegionInfo& r : config_.regions.regions) {
-    if (r.name == regions[0]) return &r;
+  const auto& selected = state_.pools[p].selector.regions;
+  if (selected.size() != 1) return nullptr;
+  for (const RegionInfo& r : regions().regions) {
+    if (r.name == selected[0]) return &r;
   }
   return nullptr;
 }
 
 bool Engine::OutsideLatencyBudget(const Job& j, PoolId p) const {
-  if (config_.regions.kind == RegionPolicy::Kind::kOff || j.spec.kind != JobKind::kOnlineInference) return false;
-  for (const TenantUsers& u : config_.regions.users) {
+  if (regions().kind == RegionPolicy::Kind::kOff || j.spec.kind != JobKind::kOnlineInference) return false;
+  for (const TenantUsers& u : regions().users) {
     if (u.tenant != state_.tenants[j.spec.tenant].name || u.latency_budget_ms <= 0) continue;
     const RegionInfo* r = PoolRegion(p);
     if (r == nullptr) return true;
@@ -649,7 +700,7 @@ bool Engine::OutsideLatencyBudget(const Job& j, PoolId p) const {
 template <class C>
 void Engine::OrderByRegion(const Job& j, std::vector<C>& candidates) const {
   const TenantUsers* users = nullptr;
-  for (const TenantUsers& u : config_.regions.users) {
+  for (const TenantUsers& u : regions().users) {
     if (u.tenant == state_.tenants[j.spec.tenant].name) users = &u;
   }
   const bool online = j.spec.kind == JobKind::kOnlineInference;
@@ -664,7 +715,7 @@ void Engine::OrderByRegion(const Job& j, std::vector<C>& candidates) const {
     return r == nullptr ? std::numeric_limits<double>::infinity() : r->price_per_gpu_hour;
   };
   std::erase_if(candidates, [&](const C& c) { return OutsideLatencyBudget(j, c.pool); });
-  const bool by_latency = online || config_.regions.kind == RegionPolicy::Kind::kNearest;
+  const bool by_latency = online || regions().kind == RegionPolicy::Kind::kNearest;
   std::stable_sort(candidates.begin(), candidates.end(), [&](const C& a, const C& b) {
     const double ka = by_latency ? latency(a.pool) : price(a.pool), kb = by_latency ? latency(b.pool) : price(b.pool);
     if (ka != kb) return ka < kb;
@@ -696,9 +747,25 @@ Engine::Outcome Engine::TryStart(Job& j, Instant now, const Sink& sink) {
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.within > b.within; });
-  if (config_.regions.kind != RegionPolicy::Kind::kOff) OrderByRegion(j, candidates);
+  if (regions().kind != RegionPolicy::Kind::kOff) OrderByRegion(j, candidates);
   for (const Candidate& c : candidates) {
     if (TryPlaceIn(j, c.pool, c.within, now, sink)) return Outcome::kPlaced;
+  }
+  // SCALE-7: what elastic jobs grew onto is lent, not theirs: they give it
+  // back (a reshard, no restart) before anyone is preempted, and the job
+  // is admitted and placed again with that capacity and quota free.
+  if (any_elastic_ && !yielded_ && j.victims_pending == 0) {
+    bool yielded = false;
+    for (PoolId p = 0; p < state_.pools.size(); ++p) {
+      if (!(j.spec.demand.allowed_pools >> p & 1) || state_.tenant_pool(t, p).quota.elastic_limit_milli == 0) continue;
+      if (!OutsideLatencyBudget(j, p)) yielded |= YieldElastic(j, p, now, sink);
+    }
+    if (yielded) {
+      yielded_ = true;
+      const Outcome o = TryStart(j, now, sink);
+      yielded_ = false;
+      return o;
+    }
   }
   if (j.victims_pending > 0) return Outcome::kWaiting;
   // A job that a MIG re-cut moved waits for the room planned for it: the

@@ -18,6 +18,15 @@
 //  - Order: tenants with idle guarantee first, then by weighted dominant
 //    resource share (DRF over GPU, CPU and memory, QUOTA-6); within a tenant
 //    by priority, deadline, submit time and id (QUOTA-2).
+//  - Elastic jobs (SCALE-7, JobSpec::max_replicas) start as a gang of
+//    min_replicas. A job that cannot be placed first gets back what elastic
+//    jobs grew onto beyond their minimum (JobResized, lowest priority
+//    first, only when that leaves room for it), and is admitted and placed
+//    again. After each Tick's pass, running elastic jobs below their
+//    maximum grow onto free capacity their tenant's quota admits in pools
+//    no queued job may use, near their racks first, at most once per
+//    EngineConfig::elastic_resize_every; they shrink off nodes that drain,
+//    fail or turn hot while their minimum stays elsewhere.
 //  - A job that cannot be placed may preempt (PostFilter): a job within its
 //    tenant's guarantee takes capacity back from other tenants' borrowed
 //    jobs, never taking one below its guarantee; a job may preempt lower
@@ -64,6 +73,8 @@
 #include "src/base/status.h"
 #include "src/engine/event.h"
 #include "src/engine/defrag.h"
+#include "src/engine/hotspot.h"
+#include "src/engine/regions.h"
 #include "src/engine/mode_policy.h"
 #include "src/engine/scaling.h"
 #include "src/engine/state.h"
@@ -73,30 +84,6 @@
 #include "src/sched/target_workload.h"
 
 namespace gpupool {
-
-// TOPO-2: regions with a price and latencies to where users are. With a
-// policy, a job's candidate pools (those whose selector names one region)
-// are tried in region order: latency-insensitive work (everything but
-// online inference) cheapest region first; online inference nearest to
-// its tenant's users first, and only regions within the tenant's latency
-// budget. Kind kNearest orders all work by latency (the baseline an
-// operator without a cost model has). Supply is the pools' free capacity:
-// a region that cannot place the job now is passed over for the next.
-struct RegionInfo {
-  std::string name;
-  double price_per_gpu_hour = 0;
-  std::map<std::string, double> latency_ms;  // by user location
-};
-struct TenantUsers {
-  std::string tenant;                // a tenant name
-  std::string location;              // where its users are
-  double latency_budget_ms = 0;      // for its online inference; 0: none
-};
-struct RegionPolicy {
-  enum class Kind : uint8_t { kOff, kCostAware, kNearest } kind = Kind::kOff;
-  std::vector<RegionInfo> regions;
-  std::vector<TenantUsers> users;
-};
 
 // Idle reclamation (RECLAIM-1) and deadline eviction (RECLAIM-2); every
 // number configurable, the seeds' as defaults.
@@ -133,6 +120,13 @@ struct EngineConfig {
   DefragConfig defrag_config;
   Duration defrag_every = std::chrono::minutes(5);
   RegionPolicy regions;  // TOPO-2
+  HotspotConfig hotspots;  // OPS-2 (src/engine/hotspot.h)
+  // SCALE-7: an elastic job is not resized again within this long of its
+  // last resize (each resize costs a reshard).
+  Duration elastic_resize_every = std::chrono::minutes(5);
+  // POOL-3: a scaling pool short of capacity borrows empty nodes of other
+  // pools before it asks the provider (see NodeLent).
+  bool borrow_between_pools = true;
 };
 
 class Engine {
@@ -203,6 +197,9 @@ class Engine {
   // A node is alive (soft state). A down node that reports again is
   // scrubbed and rejoins (NodeUp).
   Status Heartbeat(NodeIndex node, Instant now, const Sink& sink);
+  // OPS-2: a node's GPU telemetry (soft state; see src/engine/hotspot.h).
+  // Fails for an unknown node or a GPU index outside it.
+  Status ReportNodeTelemetry(NodeIndex node, const std::vector<GpuTelemetry>& gpus, Instant now, const Sink& sink);
 
   // --- elastic scaling (src/engine/scaling.h) ----------------------------------
   // A node the provider created for a scale-out of `pool` joins it, built
@@ -215,10 +212,21 @@ class Engine {
   Status FailScaleOut(PoolId pool, int32_t nodes, std::string reason, Instant now, const Sink& sink);
   // The forecasters' accuracy so far (soft state: since the engine started).
   std::vector<ForecastStats> forecast_stats() const;
+  // FRAG-3: the rack of `pool` with the most free GPU capacity on partly
+  // used nodes (where a new node best joins gangs with what is left), or ""
+  // when the pool has no such node. Providers place new nodes there when
+  // they can.
+  std::string FragmentedRack(PoolId pool) const;
 
   // Applies an event decided earlier (recovery by replay). Requires the
   // event to be the next one (seq) and to fit the state.
   void Replay(const Event& e);
+
+  // TOPO-2: replaces the region table from now on (RegionsSet). Fails,
+  // deciding nothing, when CheckRegionPolicy does.
+  Status SetRegions(RegionPolicy policy, Instant now, const Sink& sink);
+  // The region table in force: the last one set, else the configuration's.
+  const RegionPolicy& regions() const { return state_.regions ? *state_.regions : config_.regions; }
 
   const EngineState& state() const { return state_; }
   const AttributeTable& attributes() const { return attributes_; }
@@ -300,7 +308,29 @@ class Engine {
   void Scale(Instant now, const Sink& sink);
   void ScalePool(size_t index, Instant now, const Sink& sink);
   void DrainNodes(PoolId pool, int32_t count, const std::string& reason, Instant now, const Sink& sink);
+  // Cordons node n for a drain and moves what can move off it.
+  void StartDrain(NodeIndex n, const std::string& reason, Instant now, const Sink& sink);
   void ProgressDrains(Instant now, const Sink& sink);
+  // POOL-3: lends empty nodes of other pools to `pool` (at most `count`);
+  // returns how many. Defined in src/engine/pool_borrowing.cc.
+  int32_t BorrowNodes(PoolId pool, int32_t count, const std::string& reason, Instant now, const Sink& sink);
+  // Asks back up to `count` nodes `pool` lent (drains them in the borrower).
+  int32_t RecallLentNodes(PoolId pool, int32_t count, Instant now, const Sink& sink);
+  // Pools that some queued job may run in (its tenant has quota there).
+  uint64_t PoolsWantedByQueue() const;
+  // Running jobs with a replica on node n, by id.
+  std::vector<JobId> JobsOnNode(NodeIndex n) const;
+  // SCALE-7 (src/engine/elastic.cc): grows running elastic jobs onto free
+  // capacity no queued job may use; shrinks `j` by the replicas on `node`
+  // (-1: every replica above its minimum). True when it resized.
+  void GrowElastic(Instant now, const Sink& sink);
+  bool ShrinkElastic(const Job& j, NodeIndex node, const std::string& reason, Instant now, const Sink& sink);
+  // Before preempting for `j` in pool p (one it may use): elastic jobs there
+  // give back the replicas they grew beyond their minimum, when that leaves
+  // room for j. True when any did.
+  bool YieldElastic(const Job& j, PoolId p, Instant now, const Sink& sink);
+  // OPS-2, each telemetry report (src/engine/hotspot.cc).
+  void ActOnHotspot(NodeIndex n, GpuMask gpus, const std::string& reason, Instant now, const Sink& sink);
   // Extends node_rack_ and node_nvlink_ to every node.
   void RefreshTopology();
   Scheduler& scheduler();
@@ -356,6 +386,14 @@ class Engine {
   int32_t rack_count_ = 0;
   std::vector<int32_t> pool_max_node_gpus_;  // the most GPUs a node of each pool has had
   // Soft state (rebuilt from fresh reports after a restart, never journaled).
+  // OPS-2, per node: since when its reports have had an over GPU, and its
+  // last detection.
+  std::unordered_map<NodeIndex, Instant> hot_since_, hot_detected_;
+  // QUOTA-5: the pool whose new node this scheduling pass serves (reserved
+  // tenants first), or -1.
+  int32_t reserved_first_pool_ = -1;
+  bool any_elastic_ = false;  // an elastic job was submitted (SCALE-7 work is skipped until then)
+  bool yielded_ = false;      // TryStart is trying again after elastic jobs gave capacity back
   std::unordered_map<JobId, int> low_polls_;
   std::vector<Instant> last_heartbeat_;
 };

@@ -396,9 +396,9 @@ TEST(EngineReplayTest, ReplayingTheEventLogRebuildsTheSameState) {
   // And it decides the same next events.
   std::vector<std::string> next_a, next_b;
   const Instant later = h.now + std::chrono::minutes(1);
-  (void)h.engine->Submit(JobSpec{"", b, JobKind::kTraining, 5, std::nullopt, 1, Whole(1, 1000)}, later,
+  (void)h.engine->Submit(JobSpec{"", b, JobKind::kTraining, 5, std::nullopt, 1, 0, 0, Whole(1, 1000)}, later,
                          [&](const Event& e) { next_a.push_back(ToJsonLine(e)); });
-  (void)fresh.engine->Submit(JobSpec{"", b, JobKind::kTraining, 5, std::nullopt, 1, Whole(1, 1000)}, later,
+  (void)fresh.engine->Submit(JobSpec{"", b, JobKind::kTraining, 5, std::nullopt, 1, 0, 0, Whole(1, 1000)}, later,
                              [&](const Event& e) { next_b.push_back(ToJsonLine(e)); });
   EXPECT_EQ(next_a, next_b);
   EXPECT_FALSE(next_a.empty());

@@ -12,6 +12,7 @@
 
 #include "src/base/status.h"
 #include "src/base/time.h"
+#include "src/engine/regions.h"
 #include "src/model/cluster.h"
 #include "src/model/job.h"
 #include "src/model/pool.h"
@@ -83,6 +84,9 @@ enum class PreemptReason : uint8_t {
   // Defragmentation (FRAG-2, MigrationStarted): the victim checkpoints and
   // moves to the planned GPUs (preemptor -1).
   kDefrag,
+  // The victim's node is a hotspot (OPS-2, HotspotDetected): it moves off
+  // (checkpointed first when it can be; preemptor -1).
+  kHotspot,
 };
 const char* PreemptReasonName(PreemptReason r);
 
@@ -254,12 +258,64 @@ struct WarmPoolSized {
   int32_t nodes = 0;
 };
 
+// --- elastic training (SCALE-7) ------------------------------------------------
+// A running elastic job changes size without a restart: the replicas at
+// `removed` (indexes into its placements before the event, ascending) are
+// released, the ones in `added` join at the end (in the job's pool), and
+// the job reshards its state for `reshard` (its checkpoint duration) before
+// it computes again. `borrowed` is the job's borrowed flag afterwards.
+struct JobResized {
+  JobId job = -1;
+  std::vector<int32_t> removed;
+  std::vector<PlacedReplica> added;
+  bool borrowed = false;
+  Duration reshard{0};
+  std::string reason;
+};
+
+// --- hotspots (OPS-2) ----------------------------------------------------------
+// A node's GPUs (`gpus`) stayed over a telemetry threshold for the hotspot
+// window: the node takes no new work (it is cordoned) until it cools down
+// (HotspotCleared). The actions follow as their own events: movable jobs on
+// those GPUs move off (PreemptionStarted, reason kHotspot) or, when none
+// can, the pool scales out (ScaleOutRequested naming the hotspot).
+struct HotspotDetected {
+  NodeIndex node = -1;
+  GpuMask gpus = 0;
+  std::string reason;
+};
+struct HotspotCleared {
+  NodeIndex node = -1;
+};
+
+// --- borrowing between pools (POOL-3) -----------------------------------------
+// A pool short of capacity borrows an empty ready node of another pool
+// (same GPU model, a region the borrower selects, neither pool dedicated)
+// before it scales out: the node moves to pool `to` until its home pool
+// needs it back; then it is drained (NodeDrainStarted) and, once empty,
+// returns (NodeReturned) instead of being removed.
+struct NodeLent {
+  NodeIndex node = -1;
+  PoolId to = 0;
+  std::string reason;
+};
+struct NodeReturned {
+  NodeIndex node = -1;
+};
+
+// --- regions (TOPO-2) ------------------------------------------------------------
+// The region table in force from now on, replacing the configuration's.
+struct RegionsSet {
+  RegionPolicy policy;
+};
+
 using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobSubmitted, JobRejected, JobPlaced,
                                JobFinished, JobCancelled, PreemptionStarted, JobPreempted, QuotaLent, QuotaRecalled,
                                QuotaExhausted, NodesReserved, ReservationReleased, GpusScrubbed, JobIdleSuspected,
                                JobIdleRecovered, ReclaimStarted, JobReclaimed, NodeDown, JobInterrupted, NodeUp,
                                MigRecutStarted, ScaleOutRequested, ScaleOutFailed, NodeDrainStarted, NodeRemoved,
-                               WarmPoolSized, MigrationStarted>;
+                               WarmPoolSized, MigrationStarted, JobResized, HotspotDetected, HotspotCleared,
+                               NodeLent, NodeReturned, RegionsSet>;
 
 struct Event {
   int64_t seq = 0;  // 1, 2, 3, ... in the order applied

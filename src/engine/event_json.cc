@@ -48,6 +48,10 @@ json SpecJson(const JobSpec& s) {
          {"affinity", s.affinity},
          {"anti_affinity", s.anti_affinity}};
   if (s.deadline) j["deadline_ms"] = ToMillis(*s.deadline);
+  if (s.elastic()) {
+    j["min_replicas"] = s.min_replicas;
+    j["max_replicas"] = s.max_replicas;
+  }
   if (s.expected_duration) j["expected_duration_ms"] = ToMillis(*s.expected_duration);
   if (!s.stages.empty()) {
     json stages = json::array();
@@ -66,6 +70,20 @@ json SpecJson(const JobSpec& s) {
                      {"stop_grace_ms", ToMillis(s.task.stop_grace)}};
   }
   return j;
+}
+
+json RegionPolicyJson(const RegionPolicy& p) {
+  json regions = json::array();
+  for (const RegionInfo& r : p.regions) {
+    json latency = json::object();
+    for (const auto& [location, ms] : r.latency_ms) latency[location] = ms;
+    regions.push_back(json{{"name", r.name}, {"price_per_gpu_hour", r.price_per_gpu_hour}, {"latency_ms", latency}});
+  }
+  json users = json::array();
+  for (const TenantUsers& u : p.users) {
+    users.push_back(json{{"tenant", u.tenant}, {"location", u.location}, {"latency_budget_ms", u.latency_budget_ms}});
+  }
+  return json{{"kind", RegionPolicyKindName(p.kind)}, {"regions", regions}, {"users", users}};
 }
 
 json QuotaJson(const Quota& q) {
@@ -210,6 +228,29 @@ struct BodyJson {
     j["gpus"] = e.gpus;
     j["frag_pct"] = e.frag_pct;
   }
+  void operator()(const JobResized& e) {
+    j["job"] = e.job;
+    j["removed"] = e.removed;
+    json added = json::array();
+    for (const auto& r : e.added) added.push_back(json{{"node", r.node}, {"gpus", r.gpus}});
+    j["added"] = std::move(added);
+    j["borrowed"] = e.borrowed;
+    j["reshard_ms"] = ToMillis(e.reshard);
+    j["reason"] = e.reason;
+  }
+  void operator()(const HotspotDetected& e) {
+    j["node"] = e.node;
+    j["gpus"] = e.gpus;
+    j["reason"] = e.reason;
+  }
+  void operator()(const HotspotCleared& e) { j["node"] = e.node; }
+  void operator()(const NodeLent& e) {
+    j["node"] = e.node;
+    j["to"] = e.to;
+    j["reason"] = e.reason;
+  }
+  void operator()(const NodeReturned& e) { j["node"] = e.node; }
+  void operator()(const RegionsSet& e) { j["policy"] = RegionPolicyJson(e.policy); }
 };
 
 }  // namespace
@@ -221,6 +262,7 @@ const char* PreemptReasonName(PreemptReason r) {
     case PreemptReason::kMigRecut: return "mig-recut";
     case PreemptReason::kDrain: return "drain";
     case PreemptReason::kDefrag: return "defrag";
+    case PreemptReason::kHotspot: return "hotspot";
   }
   return "unknown";
 }
@@ -236,7 +278,8 @@ const char* EventName(const EventBody& body) {
       "QuotaRecalled", "QuotaExhausted", "NodesReserved", "ReservationReleased", "GpusScrubbed",
       "JobIdleSuspected", "JobIdleRecovered", "ReclaimStarted", "JobReclaimed", "NodeDown", "JobInterrupted",
       "NodeUp", "MigRecutStarted", "ScaleOutRequested", "ScaleOutFailed", "NodeDrainStarted", "NodeRemoved",
-      "WarmPoolSized", "MigrationStarted"};
+      "WarmPoolSized", "MigrationStarted", "JobResized", "HotspotDetected", "HotspotCleared", "NodeLent",
+      "NodeReturned", "RegionsSet"};
   static_assert(std::size(kNames) == std::variant_size_v<EventBody>);
   return kNames[body.index()];
 }
@@ -436,6 +479,8 @@ JobSpec ReadSpec(Obj o) {
   s.affinity = o.Int<LabelMask>("affinity");
   s.anti_affinity = o.Int<LabelMask>("anti_affinity");
   if (auto d = o.OptInt<int64_t>("deadline_ms")) s.deadline = InstantFromMillis(*d);
+  if (auto m = o.OptInt<int32_t>("min_replicas")) s.min_replicas = *m;
+  if (auto m = o.OptInt<int32_t>("max_replicas")) s.max_replicas = *m;
   if (auto d = o.OptInt<int64_t>("expected_duration_ms")) s.expected_duration = Duration(*d);
   o.ForEach(
       "stages",
@@ -533,7 +578,7 @@ void Read(Obj& o, JobCancelled& e) { e.job = o.Int<JobId>("job"); }
 void Read(Obj& o, PreemptionStarted& e) {
   e.victim = o.Int<JobId>("victim");
   e.preemptor = o.Int<JobId>("preemptor");
-  e.reason = Enum<PreemptReason>(o, "reason", 5, PreemptReasonName);
+  e.reason = Enum<PreemptReason>(o, "reason", 6, PreemptReasonName);
   e.checkpoint = o.Bool("checkpoint");
 }
 void Read(Obj& o, JobPreempted& e) {
@@ -611,6 +656,76 @@ void Read(Obj& o, MigrationStarted& e) {
   e.node = o.Int<NodeIndex>("node");
   e.gpus = o.Int<GpuMask>("gpus");
   e.frag_pct = o.Double("frag_pct");
+}
+void Read(Obj& o, JobResized& e) {
+  e.job = o.Int<JobId>("job");
+  e.removed = o.IntArray<int32_t>("removed");
+  o.ForEach("added", [&](const json& item, const std::string& path) {
+    Obj r(o.errors(), &item, path);
+    PlacedReplica p;
+    p.node = r.Int<NodeIndex>("node");
+    p.gpus = r.Int<GpuMask>("gpus");
+    r.Done();
+    e.added.push_back(p);
+  });
+  e.borrowed = o.Bool("borrowed");
+  e.reshard = o.Millis("reshard_ms");
+  e.reason = o.Str("reason");
+}
+void Read(Obj& o, HotspotDetected& e) {
+  e.node = o.Int<NodeIndex>("node");
+  e.gpus = o.Int<GpuMask>("gpus");
+  e.reason = o.Str("reason");
+}
+void Read(Obj& o, HotspotCleared& e) { e.node = o.Int<NodeIndex>("node"); }
+void Read(Obj& o, NodeLent& e) {
+  e.node = o.Int<NodeIndex>("node");
+  e.to = o.Int<PoolId>("to");
+  e.reason = o.Str("reason");
+}
+void Read(Obj& o, NodeReturned& e) { e.node = o.Int<NodeIndex>("node"); }
+void Read(Obj& o, RegionsSet& e) {
+  Obj p = o.Child("policy");
+  const std::string kind = p.Str("kind");
+  bool known = false;
+  for (auto k : {RegionPolicy::Kind::kOff, RegionPolicy::Kind::kCostAware, RegionPolicy::Kind::kNearest}) {
+    if (kind == RegionPolicyKindName(k)) {
+      e.policy.kind = k;
+      known = true;
+    }
+  }
+  if (!known && !o.errors().first) o.errors().Fail(p.Path("kind"), "unknown region policy '" + kind + "'");
+  p.ForEach("regions", [&](const json& item, const std::string& path) {
+    Obj r(o.errors(), &item, path);
+    RegionInfo info;
+    info.name = r.Str("name");
+    info.price_per_gpu_hour = r.Double("price_per_gpu_hour");
+    if (const json* l = r.Find("latency_ms", true)) {
+      if (!l->is_object()) {
+        o.errors().Fail(r.Path("latency_ms"), "expected an object");
+      } else {
+        for (const auto& [location, ms] : l->items()) {
+          if (!ms.is_number()) {
+            o.errors().Fail(r.Path("latency_ms") + "." + location, "expected a number");
+            continue;
+          }
+          info.latency_ms[location] = ms.get<double>();
+        }
+      }
+    }
+    r.Done();
+    e.policy.regions.push_back(std::move(info));
+  });
+  p.ForEach("users", [&](const json& item, const std::string& path) {
+    Obj u(o.errors(), &item, path);
+    TenantUsers users;
+    users.tenant = u.Str("tenant");
+    users.location = u.Str("location");
+    users.latency_budget_ms = u.Double("latency_budget_ms");
+    u.Done();
+    e.policy.users.push_back(std::move(users));
+  });
+  p.Done();
 }
 
 constexpr size_t kEventTypes = std::variant_size_v<EventBody>;

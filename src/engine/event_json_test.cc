@@ -52,6 +52,8 @@ JobSpec RichSpec() {
   s.task.checkpoint_signal = 12;
   s.task.checkpoint_timeout = 90s;
   s.task.stop_grace = 5s;
+  s.min_replicas = 2;
+  s.max_replicas = 4;
   return s;
 }
 
@@ -92,6 +94,15 @@ std::vector<Event> EveryType() {
       NodeRemoved{6},
       WarmPoolSized{4, 2},
       MigrationStarted{30, 7, 0b0110, 12.5 + 0.1},
+      JobResized{31, {0, 3}, {{4, 0b1}, {9, 0b1100}}, true, 45s, "node n4 drains: utilization 0.12 over 10m"},
+      HotspotDetected{6, 0b11, "GPU 0 temperature 91 C above 85 C for 300 s"},
+      HotspotCleared{6},
+      NodeLent{8, 2, "pool train is short: utilization 0.95 over 5m"},
+      NodeReturned{8},
+      RegionsSet{RegionPolicy{RegionPolicy::Kind::kNearest,
+                              {{"east", 2.5 + 0.1, {{"shanghai", 5}, {"beijing", 28.25}}}, {"west", 1.4, {}}},
+                              {{"shop", "shanghai", 30}}}},
+      PreemptionStarted{32, -1, PreemptReason::kHotspot, false},
   };
   std::vector<Event> events;
   for (size_t i = 0; i < bodies.size(); ++i) {

@@ -2,7 +2,10 @@
 // nearest region within its latency budget, or it waits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "src/engine/engine.h"
+#include "src/engine/snapshot.h"
 #include "tests/builders.h"
 
 namespace gpupool {
@@ -22,6 +25,7 @@ struct RegionWorld {
     std::vector<Demand> mix = {Whole(1, 1000)};
     engine = std::move(*Engine::Create(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{}));
     sink = [this](const Event& e) {
+      events.push_back(e);
       if (const auto* p = std::get_if<JobPlaced>(&e.body)) placed[p->job] = p->pool;
     };
     for (const char* region : {"east", "north", "west"}) {
@@ -49,6 +53,7 @@ struct RegionWorld {
   std::vector<PoolId> pools;  // east, north, west
   std::vector<TenantId> tenants;
   std::map<JobId, PoolId> placed;
+  std::vector<Event> events;
 };
 
 TEST(RegionsTest, BatchGoesToTheCheapestRegionWithRoomOnlineToTheNearestWithinBudget) {
@@ -72,6 +77,35 @@ TEST(RegionsTest, NearestOnlyPutsEverythingNearTheUsers) {
   EXPECT_EQ(w.placed.at(train), w.pools[0]);  // east, nearest to Shanghai
   const JobId next = w.Submit(w.tenants[1], JobKind::kTraining, 2);
   EXPECT_EQ(w.placed.at(next), w.pools[1]);
+}
+
+TEST(RegionsTest, ATableSetAtRuntimeReplacesTheConfigurationsAndIsJournaled) {
+  RegionWorld w(RegionPolicy::Kind::kCostAware);
+  RegionPolicy cheaper_east = w.engine->regions();
+  cheaper_east.regions[0].price_per_gpu_hour = 0.9;  // east now the cheapest
+  ASSERT_TRUE(w.engine->SetRegions(cheaper_east, w.now, w.sink).has_value());
+  EXPECT_EQ(w.engine->regions(), cheaper_east);
+  const JobId train = w.Submit(w.tenants[1], JobKind::kTraining, 2);
+  EXPECT_EQ(w.placed.at(train), w.pools[0]);
+  // The event carries the whole table: a replay, its JSON and a snapshot keep it.
+  auto it = std::find_if(w.events.begin(), w.events.end(),
+                         [](const Event& e) { return std::holds_alternative<RegionsSet>(e.body); });
+  ASSERT_NE(it, w.events.end());
+  const Event& set = *it;
+  auto back = EventFromJson(ToJsonLine(set));
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(std::get<RegionsSet>(back->body).policy, cheaper_east);
+  auto restored = DecodeSnapshot(EncodeSnapshot(w.engine->state()), w.engine->config().lending);
+  ASSERT_TRUE(restored.has_value()) << restored.error().message;
+  ASSERT_TRUE(restored->regions.has_value());
+  EXPECT_EQ(*restored->regions, cheaper_east);
+  // A bad table is refused, naming the field, and changes nothing.
+  RegionPolicy bad = cheaper_east;
+  bad.regions[1].name = "east";
+  auto refused = w.engine->SetRegions(bad, w.now, w.sink);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("regions[1].name"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(w.engine->regions(), cheaper_east);
 }
 
 }  // namespace

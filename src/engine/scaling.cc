@@ -65,7 +65,9 @@ Result<NodeIndex> Engine::AddProvisionedNode(PoolId pool, std::string name, std:
   if (auto ok = probe.AddNode(spec); !ok) return std::unexpected(ok.error());
   const NodeIndex index = state_.cluster.node_count();
   Emit(NodeAdded{std::move(spec), t.region, t.zone, std::move(rack), /*provisioned=*/true}, now, sink);
+  reserved_first_pool_ = pool;  // QUOTA-5: the new node serves reserved tenants first
   SchedulePass(now, sink);
+  reserved_first_pool_ = -1;
   return index;
 }
 
@@ -136,13 +138,28 @@ void Engine::ScalePool(size_t index, Instant now, const Sink& sink) {
     capacity += n.gpu_milli_total();
     allocated += n.gpu_milli_total() - n.gpu_milli_free_total;
   }
+  // SCALE-7: what elastic jobs grew onto is idle capacity lent to them, not
+  // demand (else they would keep the pool scaling out for themselves).
+  if (any_elastic_) {
+    for (const auto& [id, j] : state_.running) {
+      if (j->pool != pool || !j->spec.elastic() || j->spec.replicas <= j->spec.min_replicas) continue;
+      allocated -= int64_t{j->spec.replicas - j->spec.min_replicas} * j->spec.demand.total_gpu_milli();
+    }
+    allocated = std::max<int64_t>(allocated, 0);
+  }
   // Pending jobs that may use the pool, and their GPUs.
   int64_t queued = 0, queued_milli = 0;
   for (TenantId t : state_.queue.tenants()) {
     for (const auto& [key, group] : state_.queue.find_tenant(t)->groups) {
       if (!(key.pools >> pool & 1)) continue;
-      queued += static_cast<int64_t>(group.jobs.size());
-      for (const QueueKey& k : group.jobs) queued_milli += state_.job(k.job).spec.total_gpu_milli();
+      for (const QueueKey& k : group.jobs) {
+        const Job& j = state_.job(k.job);
+        // Room is being made for it (preemption or a MIG re-cut, PART-5:
+        // vertical scaling serves it without a new node).
+        if (j.victims_pending > 0) continue;
+        ++queued;
+        queued_milli += j.spec.total_gpu_milli();
+      }
     }
   }
   const int32_t requested = state_.pool_scaling[pool].requested_nodes;
@@ -178,8 +195,14 @@ void Engine::ScalePool(size_t index, Instant now, const Sink& sink) {
   }
   const ScaleDecision d = r.rule->Observe(o);
   if (d.kind == ScaleDecision::Kind::kOut && d.nodes > 0) {
-    Emit(ScaleOutRequested{pool, d.nodes, d.reason}, now, sink);
-    r.scale_outs.emplace_back(now, d.nodes);
+    // POOL-3: first ask back the nodes this pool lent, then borrow empty
+    // nodes of other pools; the provider is asked only for the rest.
+    int32_t rest = d.nodes - RecallLentNodes(pool, d.nodes, now, sink);
+    if (config_.borrow_between_pools && rest > 0) rest -= BorrowNodes(pool, rest, d.reason, now, sink);
+    if (rest > 0) {
+      Emit(ScaleOutRequested{pool, rest, d.reason}, now, sink);
+      r.scale_outs.emplace_back(now, rest);
+    }
   } else if (d.kind == ScaleDecision::Kind::kIn && d.nodes > 0) {
     DrainNodes(pool, d.nodes, d.reason, now, sink);
   }
@@ -199,6 +222,7 @@ void Engine::DrainNodes(PoolId pool, int32_t count, const std::string& reason, I
   // (fragmented) nodes first; then the highest index (the newest).
   struct Candidate {
     bool reserved_work;
+    bool own;  // not borrowed from another pool (borrowed nodes go back first)
     int64_t used_milli;
     NodeIndex node;
   };
@@ -214,37 +238,33 @@ void Engine::DrainNodes(PoolId pool, int32_t count, const std::string& reason, I
     if (node.pool != pool || node.condition != NodeCondition::kReady || node.reserved_for >= 0) continue;
     const int64_t used = (node.gpu_milli_total() - node.gpu_milli_free_total) * 1000 +
                          (node.cpu_milli_total - node.cpu_milli_free) / 1000;
-    candidates.push_back({reserved_work[n], used, n});
+    candidates.push_back({reserved_work[n], !state_.lent_nodes.contains(n), used, n});
   }
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     if (a.reserved_work != b.reserved_work) return !a.reserved_work;
+    if (a.own != b.own) return !a.own;
     if (a.used_milli != b.used_milli) return a.used_milli < b.used_milli;
     return a.node > b.node;
   });
   if (static_cast<int32_t>(candidates.size()) > count) candidates.resize(count);
-  for (const Candidate& c : candidates) {
-    Emit(NodeDrainStarted{c.node, reason}, now, sink);
-    drain_started_[c.node] = now;
-    // Running work that can move, moves: checkpointed first when it can
-    // be; stateless online inference at once.
-    std::vector<JobId> movers;
-    for (const auto& [id, j] : state_.running) {
-      if (j->state != JobState::kRunning || j->stopping != Job::Stop::kNone) continue;
-      if (!j->spec.checkpointable && j->spec.kind != JobKind::kOnlineInference) continue;
-      for (const ReplicaPlacement& p : j->placements) {
-        if (p.node == c.node) {
-          movers.push_back(id);
-          break;
-        }
-      }
-    }
-    for (JobId id : movers) {
-      const Job& j = state_.job(id);
-      const bool checkpoint = j.spec.checkpointable;
-      low_polls_.erase(id);
-      Emit(PreemptionStarted{id, -1, PreemptReason::kDrain, checkpoint}, now, sink);
-      if (!checkpoint) Emit(JobPreempted{id, Duration(0)}, now, sink);  // stateless: nothing to lose
-    }
+  for (const Candidate& c : candidates) StartDrain(c.node, reason, now, sink);
+}
+
+void Engine::StartDrain(NodeIndex n, const std::string& reason, Instant now, const Sink& sink) {
+  Emit(NodeDrainStarted{n, reason}, now, sink);
+  drain_started_[n] = now;
+  // Running work that can move, moves: elastic jobs shrink off the node
+  // (SCALE-7); the rest is checkpointed first when it can be; stateless
+  // online inference moves at once.
+  for (JobId id : JobsOnNode(n)) {
+    const Job& j = state_.job(id);
+    if (j.state != JobState::kRunning || j.stopping != Job::Stop::kNone) continue;
+    if (ShrinkElastic(j, n, "node " + state_.cluster.node_name(n) + " drains: " + reason, now, sink)) continue;
+    if (!j.spec.checkpointable && j.spec.kind != JobKind::kOnlineInference) continue;
+    const bool checkpoint = j.spec.checkpointable;
+    low_polls_.erase(id);
+    Emit(PreemptionStarted{id, -1, PreemptReason::kDrain, checkpoint}, now, sink);
+    if (!checkpoint) Emit(JobPreempted{id, Duration(0)}, now, sink);  // stateless: nothing to lose
   }
 }
 
@@ -255,7 +275,12 @@ void Engine::ProgressDrains(Instant now, const Sink& sink) {
     auto started = drain_started_.find(n);
     if (started == drain_started_.end()) started = drain_started_.emplace(n, now).first;  // after a restart
     if (node.gpu_kinds_present == 0 && node.cpu_only_residents == 0) {
-      Emit(NodeRemoved{n}, now, sink);
+      // A borrowed node goes back to its pool (POOL-3); others leave.
+      if (state_.lent_nodes.contains(n)) {
+        Emit(NodeReturned{n}, now, sink);
+      } else {
+        Emit(NodeRemoved{n}, now, sink);
+      }
       drain_started_.erase(n);
       continue;
     }
@@ -266,18 +291,9 @@ void Engine::ProgressDrains(Instant now, const Sink& sink) {
       if (node.pool < state_.pools.size() && c.pool == state_.pools[node.pool].name) timeout = c.drain_timeout;
     }
     if (now - started->second < timeout) continue;
-    std::vector<JobId> left;
-    for (const auto& [id, j] : state_.running) {
-      if (j->state != JobState::kRunning || j->stopping != Job::Stop::kNone) continue;
-      for (const ReplicaPlacement& p : j->placements) {
-        if (p.node == n) {
-          left.push_back(id);
-          break;
-        }
-      }
-    }
-    for (JobId id : left) {
+    for (JobId id : JobsOnNode(n)) {
       const Job& j = state_.job(id);
+      if (j.state != JobState::kRunning || j.stopping != Job::Stop::kNone) continue;
       low_polls_.erase(id);
       Emit(PreemptionStarted{id, -1, PreemptReason::kDrain, false}, now, sink);
       Emit(JobPreempted{id, LostWork(j, now)}, now, sink);

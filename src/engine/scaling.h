@@ -5,21 +5,31 @@
 //
 // What the Engine does with them each Tick, per pool (deterministic; see
 // Engine::Scale in src/engine/scaling.cc):
-//  - observes the pool: utilization of its ready nodes (allocated GPU milli
-//    over their GPU milli), pending jobs that may use it, nodes (ready plus
-//    those requested and not yet joined) and, with forecasting on, the
-//    demand (allocated plus queued GPU milli) forecast `ahead` from now over
-//    the capacity at today's size;
-//  - scale-out: ScaleOutRequested for the rule's step; the world's node
-//    provider creates the nodes, which join with Engine::AddProvisionedNode
-//    (or fail: Engine::FailScaleOut);
+//  - observes the pool: utilization of its ready nodes (allocated GPU milli,
+//    less what elastic jobs grew onto beyond their minimum, over their GPU
+//    milli), pending jobs that may use it (but not those that preemption or
+//    a MIG re-cut is making room for: vertical scaling serves them), nodes
+//    (ready plus those requested and not yet joined) and, with forecasting
+//    on, the demand (allocated plus queued GPU milli) forecast `ahead` from
+//    now over the capacity at today's size;
+//  - scale-out: first the nodes the pool lent are asked back, then empty
+//    nodes of other pools are borrowed (POOL-3, EngineConfig::
+//    borrow_between_pools, NodeLent); ScaleOutRequested for the rest of the
+//    rule's step; the world's node provider creates the nodes (beside the
+//    pool's scattered free GPUs when it can: Engine::FragmentedRack,
+//    FRAG-3), which join with Engine::AddProvisionedNode (or fail:
+//    Engine::FailScaleOut); the scheduling pass a new node starts serves
+//    tenants with a reserved quota in its pool first (QUOTA-5);
 //  - scale-in: drains the rule's step of nodes, chosen so that capacity
-//    held for reserved tenants goes last and empty, then least used
-//    (fragmented) nodes go first (QUOTA-5, FRAG-3): NodeDrainStarted, then
-//    each running job there that can move does (checkpoint first when it
-//    can; stateless online inference at once: PreemptionStarted with reason
-//    kDrain) and queues again; the others finish, or are stopped at
-//    `drain_timeout`; an empty drained node is removed (NodeRemoved);
+//    held for reserved tenants goes last, borrowed nodes first, and empty,
+//    then least used (fragmented) nodes first (QUOTA-5, FRAG-3):
+//    NodeDrainStarted, then elastic jobs shrink off the node (JobResized,
+//    SCALE-7) and each other running job there that can move does
+//    (checkpoint first when it can; stateless online inference at once:
+//    PreemptionStarted with reason kDrain) and queues again; the others
+//    finish, or are stopped at `drain_timeout`; an empty drained node is
+//    removed (NodeRemoved), or goes back to its pool when it was borrowed
+//    (NodeReturned);
 //  - warm pool: the largest scale-out of the last `lookback`, at most
 //    `max_nodes` (WarmPoolSized when it changes).
 #pragma once

@@ -19,6 +19,9 @@
 //   recut    [S moved, S beneficiary]
 //   blocked  [S first job of the group, U blocked_epoch]
 //   scaling  per pool: S requested_nodes, S warm_nodes; then [S draining node]
+//   hot      [S node]
+//   lent     [S node, B home pool]
+//   regions  ?(B kind, [T name, F price, [T location, F ms]], [T tenant, T location, F budget])
 #include "src/engine/snapshot.h"
 
 #include <algorithm>
@@ -168,6 +171,8 @@ void WriteJob(Writer& w, const Job& j) {
   w.S(s.task.checkpoint_signal);
   w.S(ToMillis(s.task.checkpoint_timeout));
   w.S(ToMillis(s.task.stop_grace));
+  w.S(s.min_replicas);
+  w.S(s.max_replicas);
 
   w.Enum(j.state);
   w.Time(j.submitted);
@@ -189,6 +194,8 @@ void WriteJob(Writer& w, const Job& j) {
   w.Bool(j.idle_suspected);
   w.Time(j.idle_since);
   w.S(j.interruptions);
+  w.S(j.resizes);
+  w.Time(j.resharding_until);
 }
 
 // --- reading ----------------------------------------------------------------
@@ -408,6 +415,8 @@ Job ReadJob(Reader& r) {
   s.task.checkpoint_signal = r.Int<int32_t>("spec.task.checkpoint_signal");
   s.task.checkpoint_timeout = Duration(r.S("spec.task.checkpoint_timeout"));
   s.task.stop_grace = Duration(r.S("spec.task.stop_grace"));
+  s.min_replicas = r.Int<int32_t>("spec.min_replicas");
+  s.max_replicas = r.Int<int32_t>("spec.max_replicas");
 
   j.state = r.Enum("state", JobState::kEvicted);
   j.submitted = r.Time("submitted");
@@ -431,6 +440,8 @@ Job ReadJob(Reader& r) {
   j.idle_suspected = r.Bool("idle_suspected");
   j.idle_since = r.Time("idle_since");
   j.interruptions = r.Int<int32_t>("interruptions");
+  j.resizes = r.Int<int32_t>("resizes");
+  j.resharding_until = r.Time("resharding_until");
   return j;
 }
 
@@ -440,6 +451,10 @@ std::string JobProblem(const EngineState& s, const Job& j, std::vector<uint8_t>&
   const JobSpec& spec = j.spec;
   if (spec.tenant < 0 || static_cast<size_t>(spec.tenant) >= s.tenants.size()) return "unknown tenant";
   if (spec.replicas < 1) return "replicas must be at least 1";
+  if (spec.elastic() && (spec.min_replicas < 1 || spec.min_replicas > spec.max_replicas ||
+                         spec.replicas < spec.min_replicas || spec.replicas > spec.max_replicas)) {
+    return "an elastic job's replicas must lie in [min_replicas, max_replicas]";
+  }
   if (!spec.stages.empty() && spec.stages.size() != static_cast<size_t>(spec.replicas)) {
     return "a pipeline needs one replica per stage";
   }
@@ -718,6 +733,61 @@ Status ReadState(Reader& r, EngineState& s) {
     const NodeCondition c = s.cluster.node(static_cast<NodeIndex>(n)).condition;
     if (c != NodeCondition::kCordoned && c != NodeCondition::kDown) r.Fail("node", "drained node " + std::to_string(n) + " is not cordoned");
   }
+  r.At("hot");
+  const size_t hot = r.Count("hot");
+  for (size_t i = 0; i < hot && r.ok(); ++i) {
+    const int64_t n = r.S("node");
+    if (!r.ok()) break;
+    if (n < 0 || n >= s.cluster.node_count() || !s.hot_nodes.insert(static_cast<NodeIndex>(n)).second ||
+        s.cluster.node(static_cast<NodeIndex>(n)).condition != NodeCondition::kCordoned) {
+      r.Fail("node", "hot node " + std::to_string(n) + " unknown, listed twice or not cordoned");
+      break;
+    }
+  }
+  r.At("lent");
+  const size_t lent = r.Count("lent", 2);
+  for (size_t i = 0; i < lent && r.ok(); ++i) {
+    const int64_t n = r.S("node");
+    const PoolId home = r.B("home");
+    if (!r.ok()) break;
+    if (n < 0 || n >= s.cluster.node_count() || home >= s.pools.size() ||
+        s.cluster.node(static_cast<NodeIndex>(n)).pool == home ||
+        !s.lent_nodes.emplace(static_cast<NodeIndex>(n), home).second) {
+      r.Fail("node", "lent node " + std::to_string(n) + " unknown, listed twice, or home pool unknown or its own");
+      break;
+    }
+  }
+  r.At("regions");
+  if (r.Bool("regions")) {
+    RegionPolicy p;
+    const uint8_t kind = r.B("kind");
+    if (kind > static_cast<uint8_t>(RegionPolicy::Kind::kNearest)) r.Fail("kind", "unknown region policy");
+    p.kind = static_cast<RegionPolicy::Kind>(kind);
+    const size_t regions = r.Count("regions", 3);
+    for (size_t i = 0; i < regions && r.ok(); ++i) {
+      RegionInfo info;
+      info.name = r.T("name");
+      info.price_per_gpu_hour = r.F("price");
+      const size_t latencies = r.Count("latency_ms", 9);
+      for (size_t k = 0; k < latencies && r.ok(); ++k) {
+        std::string location = r.T("location");
+        info.latency_ms[location] = r.F("ms");
+      }
+      p.regions.push_back(std::move(info));
+    }
+    const size_t users = r.Count("users", 10);
+    for (size_t i = 0; i < users && r.ok(); ++i) {
+      TenantUsers u;
+      u.tenant = r.T("tenant");
+      u.location = r.T("location");
+      u.latency_budget_ms = r.F("budget");
+      p.users.push_back(std::move(u));
+    }
+    if (r.ok()) {
+      if (auto ok = CheckRegionPolicy(p); !ok) r.Fail("regions", ok.error().message);
+    }
+    s.regions = std::move(p);
+  }
   if (auto ok = check(); !ok) return ok;
   for (const Node& n : s.cluster.nodes()) s.removed_nodes += n.condition == NodeCondition::kRemoved;
   if (!r.at_end()) return fail("bytes left after the last section");
@@ -867,6 +937,33 @@ std::string EncodeSnapshot(const EngineState& s) {
   }
   w.U(s.draining.size());
   for (NodeIndex n : s.draining) w.S(n);
+  w.U(s.hot_nodes.size());
+  for (NodeIndex n : s.hot_nodes) w.S(n);
+  w.U(s.lent_nodes.size());
+  for (const auto& [n, home] : s.lent_nodes) {
+    w.S(n);
+    w.B(home);
+  }
+  w.Bool(s.regions.has_value());
+  if (s.regions) {
+    w.B(static_cast<uint8_t>(s.regions->kind));
+    w.U(s.regions->regions.size());
+    for (const RegionInfo& r : s.regions->regions) {
+      w.T(r.name);
+      w.F(r.price_per_gpu_hour);
+      w.U(r.latency_ms.size());
+      for (const auto& [location, ms] : r.latency_ms) {
+        w.T(location);
+        w.F(ms);
+      }
+    }
+    w.U(s.regions->users.size());
+    for (const TenantUsers& u : s.regions->users) {
+      w.T(u.tenant);
+      w.T(u.location);
+      w.F(u.latency_budget_ms);
+    }
+  }
 
   std::string& out = w.out();
   const std::string_view payload(out.data() + kSnapshotHeaderBytes, out.size() - kSnapshotHeaderBytes);

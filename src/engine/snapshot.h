@@ -45,7 +45,8 @@
 
 namespace gpupool {
 
-inline constexpr uint32_t kSnapshotVersion = 3;  // 2: jobs carry their task; 3: scaling state
+// 2: jobs carry their task; 3: scaling state; 4: elastic jobs, hot and lent nodes
+inline constexpr uint32_t kSnapshotVersion = 4;
 inline constexpr size_t kSnapshotHeaderBytes = 28;  // magic, version, length, checksum
 
 // The snapshot of `s`. Deterministic: equal states give equal bytes (jobs

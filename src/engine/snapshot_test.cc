@@ -159,8 +159,10 @@ TEST(JournalTest, EveryEventOfTheExampleScenariosRoundTripsAndTheyCoverEveryType
     }();
     if (!seen.contains(EventName(body))) missing.push_back(EventName(body));
   }
-  const std::vector<std::string> expected_missing = {"JobRejected", "JobCancelled", "QuotaExhausted",
-                                                      "MigRecutStarted", "ScaleOutFailed"};
+  const std::vector<std::string> expected_missing = {"JobRejected",     "JobCancelled",   "QuotaExhausted",
+                                                      "MigRecutStarted", "ScaleOutFailed", "HotspotDetected",
+                                                      "HotspotCleared",  "NodeLent",       "NodeReturned",
+                                                      "RegionsSet"};
   for (const std::string& m : missing) {
     EXPECT_NE(std::find(expected_missing.begin(), expected_missing.end(), m), expected_missing.end())
         << m << " no longer appears in the example scenarios";

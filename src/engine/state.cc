@@ -122,6 +122,8 @@ void EngineState::Occupy(Job& j, const JobPlaced& e) {
   if (j.spec.deadline) running_deadlines.insert({ToMillis(*j.spec.deadline), j.id});
   j.idle_suspected = false;
   j.stopping = Job::Stop::kNone;
+  j.resizes = 0;
+  j.resharding_until = Instant{};
 }
 
 void EngineState::Release(Job& j) {
@@ -251,6 +253,7 @@ struct ApplyVisitor {
     v.queued_since = s.now;
     v.preempted_by = -1;
     v.stopping = Job::Stop::kNone;
+    if (v.spec.elastic()) v.spec.replicas = v.spec.min_replicas;  // starts again as its smallest gang
     s.queue.Add(v);
   }
   void operator()(const JobPreempted& e) {
@@ -279,6 +282,7 @@ struct ApplyVisitor {
     s.jobs.erase(e.job);
   }
   void operator()(const NodeDown& e) {
+    s.hot_nodes.erase(e.node);  // judged afresh from its reports when it is back
     const Node& n = s.cluster.node(e.node);
     GP_CHECK(n.condition != NodeCondition::kDown) << "node " << e.node << " is down already";
     GP_CHECK(n.condition != NodeCondition::kRemoved) << "node " << e.node << " was removed";
@@ -314,7 +318,9 @@ struct ApplyVisitor {
   }
   void operator()(const NodeDrainStarted& e) {
     const Node& n = s.cluster.node(e.node);
-    GP_CHECK(n.condition == NodeCondition::kReady || n.condition == NodeCondition::kDown)
+    const bool hot = s.hot_nodes.erase(e.node) > 0;  // the drain keeps the hotspot's cordon
+    GP_CHECK(n.condition == NodeCondition::kReady || n.condition == NodeCondition::kDown ||
+             (hot && n.condition == NodeCondition::kCordoned))
         << "node " << e.node << " drained while cordoned or removed";
     GP_CHECK(n.reserved_for < 0) << "node " << e.node << " drained while held for job " << n.reserved_for;
     if (n.condition == NodeCondition::kReady) {
@@ -337,6 +343,113 @@ struct ApplyVisitor {
     s.draining.erase(e.node);
     s.cluster.SetCondition(e.node, NodeCondition::kRemoved);
     ++s.removed_nodes;
+  }
+  void operator()(const JobResized& e) {
+    Job& j = s.job(e.job);
+    GP_CHECK(j.state == JobState::kRunning && j.spec.elastic()) << "job " << e.job << " resized while "
+                                                                << JobStateName(j.state);
+    TenantPool& tp = s.tenant_pool(j.spec.tenant, j.pool);
+    tp.usage.gpu_milli -= j.spec.total_gpu_milli();
+    tp.usage.cpu_milli -= j.spec.total_cpu_milli();
+    tp.usage.memory_mib -= j.spec.total_memory_mib();
+    std::vector<ReplicaPlacement> kept;
+    size_t next_removed = 0;
+    for (size_t i = 0; i < j.placements.size(); ++i) {
+      const ReplicaPlacement& r = j.placements[i];
+      if (next_removed < e.removed.size() && e.removed[next_removed] == static_cast<int32_t>(i)) {
+        ++next_removed;
+        s.cluster.Release(r.allocation);
+        s.LabelNode(r.node, j.spec.labels, -1);
+      } else {
+        kept.push_back(r);
+      }
+    }
+    GP_CHECK(next_removed == e.removed.size()) << "job " << e.job << " resize removes unknown replicas";
+    for (const PlacedReplica& r : e.added) {
+      Demand d = j.spec.demand;
+      d.reservation = j.id;
+      d.allowed_pools = uint64_t{1} << j.pool;
+      const AllocationId a = s.cluster.Allocate(r.node, d, r.gpus, j.spec.tenant);
+      kept.push_back(ReplicaPlacement{r.node, r.gpus, a});
+      s.LabelNode(r.node, j.spec.labels, +1);
+    }
+    j.placements = std::move(kept);
+    j.spec.replicas = static_cast<int32_t>(j.placements.size());
+    GP_CHECK(j.spec.replicas >= j.spec.min_replicas && j.spec.replicas <= j.spec.max_replicas)
+        << "job " << e.job << " resized to " << j.spec.replicas;
+    tp.usage.gpu_milli += j.spec.total_gpu_milli();
+    tp.usage.cpu_milli += j.spec.total_cpu_milli();
+    tp.usage.memory_mib += j.spec.total_memory_mib();
+    if (!e.removed.empty()) {
+      tp.usage.exhausted_alerted = false;
+      tp.usage.over_limit_milli = std::max<int64_t>(
+          0, std::min(tp.usage.over_limit_milli, tp.usage.gpu_milli - tp.quota.elastic_limit_milli));
+      ++s.capacity_epoch;
+    }
+    s.UsageChanged(tp);
+    j.borrowed = e.borrowed;
+    ++j.resizes;
+    j.resharding_until = s.now + e.reshard;
+  }
+  void operator()(const HotspotDetected& e) {
+    const Node& n = s.cluster.node(e.node);
+    GP_CHECK(n.condition == NodeCondition::kReady && !s.hot_nodes.contains(e.node))
+        << "node " << e.node << " found hot while not ready or hot already";
+    s.pool_totals[n.pool].unavailable_gpu_milli += n.gpu_milli_total();
+    s.cluster.SetCondition(e.node, NodeCondition::kCordoned);
+    s.hot_nodes.insert(e.node);
+  }
+  void operator()(const HotspotCleared& e) {
+    GP_CHECK(s.hot_nodes.erase(e.node) > 0) << "node " << e.node << " is not hot";
+    const Node& n = s.cluster.node(e.node);
+    GP_CHECK(n.condition == NodeCondition::kCordoned) << "hot node " << e.node << " is not cordoned";
+    s.pool_totals[n.pool].unavailable_gpu_milli -= n.gpu_milli_total();
+    s.cluster.SetCondition(e.node, NodeCondition::kReady);
+    ++s.capacity_epoch;
+  }
+  void MoveTotals(const Node& n, PoolId from, PoolId to, bool unavailable) {
+    auto& a = s.pool_totals[from];
+    auto& b = s.pool_totals[to];
+    a.gpu_milli -= n.gpu_milli_total();
+    a.cpu_milli -= n.cpu_milli_total;
+    a.memory_mib -= n.memory_mib_total;
+    b.gpu_milli += n.gpu_milli_total();
+    b.cpu_milli += n.cpu_milli_total;
+    b.memory_mib += n.memory_mib_total;
+    if (unavailable) a.unavailable_gpu_milli -= n.gpu_milli_total();
+  }
+  void operator()(const NodeLent& e) {
+    const Node& n = s.cluster.node(e.node);
+    GP_CHECK(e.to < s.pools.size() && e.to != n.pool) << "node " << e.node << " lent to pool " << int{e.to};
+    GP_CHECK(n.condition == NodeCondition::kReady && n.reserved_for < 0 && !s.lent_nodes.contains(e.node) &&
+             n.gpu_milli_free_total == n.gpu_milli_total() && n.cpu_milli_free == n.cpu_milli_total &&
+             n.gpu_kinds_present == 0 && n.cpu_only_residents == 0)
+        << "node " << e.node << " lent while not ready, held, lent or busy";
+    s.lent_nodes[e.node] = n.pool;
+    MoveTotals(n, n.pool, e.to, false);
+    s.cluster.SetPool(e.node, static_cast<uint8_t>(e.to));
+    ++s.capacity_epoch;
+  }
+  void operator()(const NodeReturned& e) {
+    auto it = s.lent_nodes.find(e.node);
+    GP_CHECK(it != s.lent_nodes.end() && s.draining.contains(e.node)) << "node " << e.node << " returned unlent";
+    const Node& n = s.cluster.node(e.node);
+    GP_CHECK(n.gpu_milli_free_total == n.gpu_milli_total() && n.cpu_milli_free == n.cpu_milli_total &&
+             n.gpu_kinds_present == 0 && n.cpu_only_residents == 0)
+        << "node " << e.node << " returned while running work";
+    const PoolId home = it->second;
+    const bool down = n.condition == NodeCondition::kDown;
+    MoveTotals(n, n.pool, home, true);
+    if (down) s.pool_totals[home].unavailable_gpu_milli += n.gpu_milli_total();
+    s.lent_nodes.erase(it);
+    s.draining.erase(e.node);
+    s.cluster.SetPool(e.node, static_cast<uint8_t>(home));
+    if (!down) s.cluster.SetCondition(e.node, NodeCondition::kReady);
+    ++s.capacity_epoch;
+  }
+  void operator()(const RegionsSet& e) {
+    s.regions = e.policy;
+    ++s.capacity_epoch;  // waiting work may now go elsewhere
   }
   void operator()(const MigrationStarted& e) {
     GP_CHECK(s.job(e.job).state == JobState::kRunning) << "job " << e.job << " migrates while not running";

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -92,8 +93,16 @@ struct EngineState {
     int32_t warm_nodes = 0;
   };
   std::vector<PoolScaling> pool_scaling;
-  // Nodes being drained for a scale-in (cordoned; removed once empty).
+  // Nodes being drained for a scale-in (cordoned; removed once empty), or
+  // to go back to their home pool (returned once empty).
   std::set<NodeIndex> draining;
+  // OPS-2: nodes found hot (cordoned until HotspotCleared).
+  std::set<NodeIndex> hot_nodes;
+  // POOL-3: nodes lent to another pool -> their home pool.
+  std::map<NodeIndex, PoolId> lent_nodes;
+  // TOPO-2: the region table set at runtime (RegionsSet); unset: the
+  // configuration's.
+  std::optional<RegionPolicy> regions;
   int32_t removed_nodes = 0;  // nodes in condition kRemoved
 
   JobId next_job_id = 1;

@@ -329,6 +329,12 @@ void Cluster::SetCondition(NodeIndex i, NodeCondition c) {
   NoteChange(i);
 }
 
+void Cluster::SetPool(NodeIndex i, uint8_t pool) {
+  GP_CHECK(i >= 0 && i < node_count()) << "node index " << i;
+  nodes_[i].pool = pool;
+  NoteChange(i);
+}
+
 void Cluster::SetReservation(NodeIndex i, int64_t job) {
   GP_CHECK(i >= 0 && i < node_count()) << "node index " << i;
   nodes_[i].reserved_for = job;

@@ -194,6 +194,8 @@ class Cluster {
   void Release(AllocationId id);
   // Node lifecycle and reservations; each is a logged change.
   void SetCondition(NodeIndex i, NodeCondition c);
+  // Moves an empty node to another pool (POOL-3 borrowing between pools).
+  void SetPool(NodeIndex i, uint8_t pool);
   void SetReservation(NodeIndex i, int64_t job);  // -1 clears
   const Allocation& allocation(AllocationId id) const { return allocations_[id]; }
   int live_allocations() const { return live_allocations_; }

@@ -66,7 +66,14 @@ struct JobSpec {
   JobKind kind = JobKind::kTraining;
   int32_t priority = 0;              // higher runs first (within a tenant)
   std::optional<Instant> deadline;   // earlier runs first among equal priority
-  int32_t replicas = 1;              // gang size
+  int32_t replicas = 1;              // gang size (of an elastic job: its size now)
+  // SCALE-7 elastic training: a job with max_replicas > 0 is elastic. It
+  // starts as a gang of min_replicas, grows toward max_replicas onto free
+  // capacity nobody queued needs, and shrinks (never below min_replicas)
+  // off nodes that leave or fail and for queued work, each time with a
+  // checkpoint-and-reshard step instead of a restart (JobResized).
+  int32_t min_replicas = 0;
+  int32_t max_replicas = 0;
   Demand demand;                     // per replica (allowed_pools is set by the engine)
   // A pipeline (PART-4): one replica per stage, each with its own demand,
   // all placed together on one node. Empty for an ordinary job. The stages'
@@ -87,6 +94,7 @@ struct JobSpec {
   TaskSpec task;                     // what runs (servers with agents); empty in simulations
 
   bool is_pipeline() const { return !stages.empty(); }
+  bool elastic() const { return max_replicas > 0; }
   // Replica i's demand: the job's demand, or stage i's resources with the
   // job's constraints.
   Demand replica_demand(int i) const {
@@ -144,6 +152,8 @@ struct Job {
   bool idle_suspected = false;        // RECLAIM-1: the tenant has been notified
   Instant idle_since{};               // when it was suspected
   int32_t interruptions = 0;          // node failures it lived through
+  int32_t resizes = 0;                // SCALE-7: JobResized events of its current run
+  Instant resharding_until{};         // SCALE-7: after its last resize, computing resumes then
 };
 
 }  // namespace gpupool

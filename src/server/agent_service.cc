@@ -242,6 +242,24 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
     return out;
   }
   (void)engine.Heartbeat(node, now, sink);
+  // OPS-2: the GPUs' telemetry feeds hotspot detection (GPUs the node does
+  // not have are left out rather than failing the heartbeat).
+  if (engine.config().hotspots.enabled && !r.gpus.empty()) {
+    std::vector<GpuTelemetry> telemetry;
+    const int gpu_count = engine.state().cluster.node(node).gpu_count;
+    for (const GpuSample& g : r.gpus) {
+      if (g.index < 0 || g.index >= gpu_count) continue;
+      GpuTelemetry t;
+      t.gpu = g.index;
+      t.util_pct = g.util_pct;
+      t.memory_used_pct = g.memory_total_mib > 0 ? 100.0 * static_cast<double>(g.memory_used_mib) /
+                                                       static_cast<double>(g.memory_total_mib)
+                                                 : -1;
+      t.temperature_c = g.temperature_c;
+      telemetry.push_back(t);
+    }
+    (void)engine.ReportNodeTelemetry(node, telemetry, now, sink);
+  }
   const EngineState& st = engine.state();
   // Each engine call below may start a scheduling pass that ends or moves
   // other jobs: every decision re-checks that the job is still the attempt

@@ -128,6 +128,15 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
   core->names_.max_replicas = s.engine.max_replicas;
   core->logs_ = std::make_unique<LogStore>(options.data_dir + "/logs");
   core->agents_ = std::make_unique<AgentService>(s.engine.reclaim.poll, s.engine.heartbeat_timeout, core->logs_.get());
+  if (!s.engine.scaling.empty()) {
+    // The provider's answers are commands like any other: applied on the
+    // engine thread, journaled.
+    ServerCore* self = core.get();
+    core->provider_ = std::make_unique<CommandNodeProvider>(
+        s.server.provider, s.engine.scaling,
+        [self](const CommandNodeProvider::Created& c) { self->Execute(ProvisionedNodeCmd{c.pool, c.name, c.rack}); },
+        [self](const CommandNodeProvider::Failed& f) { self->Execute(FailScaleOutCmd{f.pool, 1, f.reason}); });
+  }
   if (auto ok = core->Recover(); !ok) return std::unexpected(ok.error());
   return core;
 }
@@ -233,6 +242,12 @@ Status ServerCore::Recover() {
     }
   }
   agents_->Rebuild(engine_->state());
+  const auto& pool_scaling = engine_->state().pool_scaling;
+  for (size_t p = 0; p < pool_scaling.size(); ++p) {
+    if (pool_scaling[p].requested_nodes > 0) {
+      unanswered_scale_outs_.emplace_back(static_cast<PoolId>(p), pool_scaling[p].requested_nodes);
+    }
+  }
   {
     std::unique_lock lock(read_model_.mu());
     read_model_.set_summary(Summarize());
@@ -288,6 +303,13 @@ Status ServerCore::Bootstrap() {
 ServerCore::~ServerCore() { Stop(); }
 
 void ServerCore::Start() {
+  // Queued before the engine thread starts: answered before any tick.
+  for (const auto& [pool, nodes] : unanswered_scale_outs_) {
+    LogInfo("failing a scale-out that the provider never answered",
+            {{"pool", config_.pools[pool].name}, {"nodes", std::to_string(nodes)}});
+    Execute(FailScaleOutCmd{pool, nodes, "server restarted before the provider answered"});
+  }
+  unanswered_scale_outs_.clear();
   engine_thread_ = std::thread([this] { EngineLoop(); });
   writer_thread_ = std::thread([this] { WriterLoop(); });
   publish_thread_ = std::thread([this] { PublishLoop(); });
@@ -295,6 +317,8 @@ void ServerCore::Start() {
 
 void ServerCore::Stop() {
   if (!engine_thread_.joinable()) return;
+  // First the provider: its commands' answers still go through the queue.
+  if (provider_) provider_->Stop();
   Call(SnapshotCmd{});
   {
     std::lock_guard lock(mu_);
@@ -439,6 +463,27 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
           r.id = o.reply.node_index;
           r.detail = ToJson(o.reply);
           return r;
+        } else if constexpr (std::is_same_v<T, ProvisionedNodeCmd>) {
+          setup = true;  // a new node changes capacity
+          auto id = e.AddProvisionedNode(cmd.pool, cmd.name, cmd.rack, now, sink);
+          if (!id) {
+            // E.g. an operator added a node of that name meanwhile: the
+            // request for it fails, so the autoscaler may ask again.
+            LogError("a provisioned node could not join", {{"node", cmd.name}, {"error", id.error().message}});
+            if (cmd.pool < st.pool_scaling.size() && st.pool_scaling[cmd.pool].requested_nodes > 0) {
+              const Status ok = e.FailScaleOut(cmd.pool, 1, "node '" + cmd.name + "' could not join: " + id.error().message,
+                                               now, sink);
+              GP_CHECK(ok.has_value()) << ok.error().message;
+            }
+            return engine_error(id.error());
+          }
+          return Reply{std::nullopt, *id};
+        } else if constexpr (std::is_same_v<T, FailScaleOutCmd>) {
+          if (auto ok = e.FailScaleOut(cmd.pool, cmd.nodes, cmd.reason, now, sink); !ok) {
+            LogError("a failed scale-out could not be recorded", {{"reason", cmd.reason}, {"error", ok.error().message}});
+            return engine_error(ok.error());
+          }
+          return Reply{};
         } else if constexpr (std::is_same_v<T, ExplainCmd>) {
           const Engine::PendingExplanation why = e.WhyPending(cmd.job);
           if (!why.pending) return Reply{};
@@ -504,6 +549,7 @@ void ServerCore::EngineLoop() {
       item.batch.events.push_back(JournalEvent{e.seq, ToMillis(e.at), EventName(e.body), ToJsonLine(e)});
       item.events.push_back(e);
       agents_->OnEvent(e, engine_->state());
+      if (provider_) provider_->Plan(e, engine_->state());
     };
     bool setup = false;
     for (Pending& p : work) {
@@ -616,6 +662,15 @@ void ServerCore::PublishLoop() {
       for (WriterItem& it : items) {
         for (auto& [promise, reply] : it.replies) promise.set_value(std::move(reply));
       }
+    }
+    if (provider_) {  // the provider's commands start once their events are durable
+      int64_t committed = 0;
+      for (const auto& items : groups) {
+        for (const WriterItem& it : items) {
+          if (!it.events.empty()) committed = std::max(committed, it.events.back().seq);
+        }
+      }
+      if (committed > 0) provider_->Committed(committed);
     }
     for (const auto& items : groups) {
       for (const WriterItem& it : items) {

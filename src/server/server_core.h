@@ -38,6 +38,7 @@
 #include "src/server/journal.h"
 #include "src/server/log_store.h"
 #include "src/server/metrics.h"
+#include "src/server/node_provider.h"
 #include "src/server/read_model.h"
 #include "src/sim/scenario.h"
 
@@ -89,8 +90,21 @@ struct RegisterAgentCmd {
 struct AgentHeartbeatCmd {
   HeartbeatRequest request;
 };
+// The node provider's answers to a scale-out (src/server/node_provider.h):
+// a node it created joins (Engine::AddProvisionedNode), or nodes asked
+// for will not come (Engine::FailScaleOut).
+struct ProvisionedNodeCmd {
+  PoolId pool = 0;
+  std::string name, rack;
+};
+struct FailScaleOutCmd {
+  PoolId pool = 0;
+  int32_t nodes = 1;
+  std::string reason;
+};
 using Command = std::variant<CreateTenantCmd, SetQuotaCmd, SubmitJobCmd, CancelJobCmd, AddNodeCmd, ExplainCmd,
-                             SnapshotCmd, IssueNodeTokenCmd, RegisterAgentCmd, AgentHeartbeatCmd>;
+                             SnapshotCmd, IssueNodeTokenCmd, RegisterAgentCmd, AgentHeartbeatCmd, ProvisionedNodeCmd,
+                             FailScaleOutCmd>;
 
 struct Reply {
   std::optional<ApiError> error;
@@ -104,8 +118,13 @@ class ServerCore {
   static Result<std::unique_ptr<ServerCore>> Open(const ServerOptions& options);
   ~ServerCore();
 
-  void Start();  // starts the engine and writer threads
-  void Stop();   // drains the queue, takes a final snapshot, joins
+  // Starts the engine and writer threads; then fails the scale-outs a
+  // previous run asked for whose nodes never joined (their provider
+  // commands died with it), so that the autoscaler may ask again.
+  void Start();
+  // Waits for the node provider's running commands (each killed at its
+  // timeout), drains the queue, takes a final snapshot, joins.
+  void Stop();
 
   // Enqueues a command; the future is ready once its events are durable.
   std::future<Reply> Execute(Command c);
@@ -157,6 +176,12 @@ class ServerCore {
   std::unique_ptr<Engine> engine_;
   ReadModel read_model_;
   std::unique_ptr<AgentService> agents_;  // engine thread only
+  // With `scaling`: plans on the engine thread, starts commands once their
+  // events are committed (publisher thread).
+  std::unique_ptr<CommandNodeProvider> provider_;
+  // Per pool, the nodes asked for and not joined when the state was
+  // recovered: failed by Start.
+  std::vector<std::pair<PoolId, int32_t>> unanswered_scale_outs_;
   std::unique_ptr<LogStore> logs_;
   AgentStatusBoard agent_status_;
   AuthStore auth_;

@@ -95,7 +95,7 @@ json NodeView(NodeIndex i, const ReadModel& m) {
   const auto& s = *m.summary();
   if (static_cast<size_t>(i) < s.nodes.size()) {
     const Node& n = s.nodes[i];
-    static constexpr const char* kConditions[] = {"ready", "cordoned", "down"};
+    static constexpr const char* kConditions[] = {"ready", "cordoned", "down", "removed"};
     v["condition"] = kConditions[static_cast<int>(n.condition)];
     v["free_gpus"] = Gpus(n.gpu_milli_free_total);
     json gpus = json::array();

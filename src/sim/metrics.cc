@@ -360,6 +360,7 @@ nlohmann::json ToJson(const SimReport& r) {
             {"drains", r.scaling.drains},
             {"nodes_removed", r.scaling.nodes_removed},
             {"drained_jobs", r.scaling.drained_jobs},
+            {"elastic_resizes", r.scaling.elastic_resizes},
             {"drained_lost_work_s", Round3(r.scaling.drained_lost_work_s)},
             {"node_hours", Round3(r.scaling.node_hours)},
             {"warm_node_hours", Round3(r.scaling.warm_node_hours)},

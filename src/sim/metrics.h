@@ -98,6 +98,7 @@ struct ScalingReport {
   int64_t scale_outs = 0, nodes_requested = 0, nodes_added = 0, warm_starts = 0;
   int64_t drains = 0, nodes_removed = 0;
   int64_t drained_jobs = 0;        // jobs moved off draining nodes
+  int64_t elastic_resizes = 0;     // SCALE-7: JobResized events
   double drained_lost_work_s = 0;  // their work lost (0 when every one resumed from a checkpoint)
   double node_hours = 0;           // billed: from the request to the removal
   double warm_node_hours = 0;      // warm-pool nodes waiting

@@ -402,7 +402,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   if (server_) {
     SCENARIO_ASSIGN(f, Map(root, "",
                            {"name", "description", "seed", "engine", "priorities", "node_classes", "requirements",
-                            "cluster", "pools", "tenants", "server"}));
+                            "cluster", "pools", "tenants", "server", "scaling", "regions"}));
   } else {
     SCENARIO_ASSIGN(f, Map(root, "",
                            {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
@@ -453,6 +453,15 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   }
   if (server_) {
     if (auto* n = f.Find("server")) SCENARIO_TRY(ParseServer(*n, "server", s));
+    if (auto* n = f.Find("regions")) SCENARIO_TRY(ParseRegions(*n, "regions", s));
+    if (auto* n = f.Find("scaling")) {
+      SCENARIO_TRY(ParseScaling(*n, "scaling", s));
+      // Scale-outs are only requests: without a provider nothing would
+      // ever create the nodes.
+      if (s.server.provider.create.empty()) {
+        return Fail(*n, "scaling", "needs server.provider (the commands that create and delete nodes)");
+      }
+    }
     // Agents heartbeat every reclaim.poll: a node silent for six of them
     // (30 s by default) is down, unless the configuration says otherwise
     // (0s: no failure detection, e.g. nodes without agents).
@@ -472,12 +481,24 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
 
 Status Parser::ParseServer(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"tick", "snapshot_every_events", "max_body_bytes", "http_threads"}));
+  SCENARIO_ASSIGN(f, Map(n, path, {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "provider"}));
   ServerSettings& c = s.server;
   SCENARIO_TRY(DurationField(f, "tick", c.tick, PositiveDuration));
   SCENARIO_TRY(IntField(f, "snapshot_every_events", c.snapshot_every_events, IntRange(1, INT64_MAX)));
   SCENARIO_TRY(IntField(f, "max_body_bytes", c.max_body_bytes, IntRange(1024, 1 << 30)));
   SCENARIO_TRY(IntField(f, "http_threads", c.http_threads, IntRange(1, 1024)));
+  if (const YAML::Node* p = f.Find("provider")) {
+    // The command node provider (src/server/node_provider.h).
+    Fields pf;
+    SCENARIO_ASSIGN(pf, Map(*p, f.PathOf("provider"), {"create", "delete", "timeout"}));
+    if (p->IsNull()) return Fail(*p, f.PathOf("provider"), "expected a map with create (and delete, timeout)");
+    SCENARIO_TRY(Require(pf, "create"));
+    SCENARIO_TRY(StringField(pf, "create", c.provider.create));
+    SCENARIO_TRY(StringField(pf, "delete", c.provider.remove));
+    SCENARIO_TRY(DurationField(pf, "timeout", c.provider.timeout, [](Duration d) -> std::string {
+      return d >= std::chrono::seconds(1) ? "" : "must be at least 1s";
+    }));
+  }
   return {};
 }
 
@@ -485,7 +506,8 @@ Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenari
   Fields f;
   SCENARIO_ASSIGN(f, Map(n, path,
                          {"policy", "seed", "tick", "start_latency", "sample_every", "lending", "sharing_policy",
-                          "reclaim", "heartbeat_timeout", "costs", "topology", "defrag"}));
+                          "reclaim", "heartbeat_timeout", "costs", "topology", "defrag", "hotspots", "elastic",
+                          "borrow_between_pools"}));
   if (const YAML::Node* p = f.Find("policy")) {
     std::string name;
     SCENARIO_ASSIGN(name, String(*p, f.PathOf("policy")));
@@ -551,6 +573,33 @@ Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenari
     SCENARIO_TRY(BoolField(rf, "deadlines", c.deadlines));
   }
   SCENARIO_TRY(DurationField(f, "heartbeat_timeout", s.engine.heartbeat_timeout, AnyDuration));
+  if (const YAML::Node* h = f.Find("hotspots")) {
+    Fields hf;
+    SCENARIO_ASSIGN(hf, Map(*h, f.PathOf("hotspots"),
+                            {"enabled", "util_above_pct", "memory_above_pct", "temperature_above_c", "window",
+                             "max_moves", "cooldown"}));
+    HotspotConfig& c = s.engine.hotspots;
+    c.enabled = true;
+    SCENARIO_TRY(BoolField(hf, "enabled", c.enabled));
+    const auto pct = [](double v) -> std::string { return v >= 0 && v <= 100 ? "" : "must be between 0 and 100 (0: off)"; };
+    SCENARIO_TRY(NumberField(hf, "util_above_pct", c.util_above_pct, pct));
+    SCENARIO_TRY(NumberField(hf, "memory_above_pct", c.memory_above_pct, pct));
+    SCENARIO_TRY(NumberField(hf, "temperature_above_c", c.temperature_above_c, [](double v) -> std::string {
+      return v >= 0 && v <= 150 ? "" : "must be between 0 and 150 (0: off)";
+    }));
+    SCENARIO_TRY(DurationField(hf, "window", c.window, PositiveDuration));
+    SCENARIO_TRY(IntField(hf, "max_moves", c.max_moves, IntRange(0, 1000)));
+    SCENARIO_TRY(DurationField(hf, "cooldown", c.cooldown, AnyDuration));
+    if (c.enabled) {
+      if (auto ok = CheckHotspotConfig(c); !ok) return Fail(*h, f.PathOf("hotspots"), ok.error().message);
+    }
+  }
+  if (const YAML::Node* e = f.Find("elastic")) {
+    Fields ef;
+    SCENARIO_ASSIGN(ef, Map(*e, f.PathOf("elastic"), {"resize_every"}));
+    SCENARIO_TRY(DurationField(ef, "resize_every", s.engine.elastic_resize_every, AnyDuration));
+  }
+  SCENARIO_TRY(BoolField(f, "borrow_between_pools", s.engine.borrow_between_pools));
   if (const YAML::Node* c = f.Find("costs")) {
     Fields cf;
     SCENARIO_ASSIGN(cf,
@@ -990,7 +1039,7 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
                          {"name", "weight", "kind", "priority", "gpus", "gpu_fraction", "cpu_cores", "memory_gib",
                           "replicas", "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline_after",
                           "pools", "requirement", "duration", "sharing", "gpu_memory_gib", "stages",
-                          "utilization", "model_gib", "step_compute"}));
+                          "utilization", "model_gib", "step_compute", "max_replicas"}));
   SCENARIO_TRY(Require(f, "name"));
   SCENARIO_TRY(StringField(f, "name", t.name));
   SCENARIO_TRY(NumberField(f, "weight", t.weight, Positive));
@@ -1042,6 +1091,16 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
       SCENARIO_ASSIGN(v, Integer(*r, rpath));
       if (std::string problem = check(v); !problem.empty()) return Fail(*r, rpath, problem);
       t.replicas.push_back(static_cast<int32_t>(v));
+    }
+  }
+  SCENARIO_TRY(IntField(f, "max_replicas", t.max_replicas, IntRange(1, EngineConfig{}.max_replicas)));
+  if (const YAML::Node* m = f.Find("max_replicas")) {
+    if (stages) return Fail(*m, f.PathOf("max_replicas"), "a pipeline cannot be elastic");
+    for (int32_t r : t.replicas) {
+      if (r > t.max_replicas) {
+        return Fail(*m, f.PathOf("max_replicas"),
+                    "must be at least every replica count (" + std::to_string(r) + "): replicas is the minimum");
+      }
     }
   }
   SCENARIO_TRY(BoolField(f, "checkpointable", t.checkpointable));
@@ -1451,7 +1510,8 @@ Status Parser::ParseRegions(const YAML::Node& n, const std::string& path, Scenar
       TenantUsers users;
       SCENARIO_TRY(Require(uf, "tenant"));
       SCENARIO_TRY(StringField(uf, "tenant", users.tenant));
-      if (std::none_of(s.tenants.begin(), s.tenants.end(), [&](const ScenarioTenant& t) { return t.name == users.tenant; })) {
+      // A server's tenants may also be created later through its API.
+      if (!server_ && std::none_of(s.tenants.begin(), s.tenants.end(), [&](const ScenarioTenant& t) { return t.name == users.tenant; })) {
         return Fail(*uf.Find("tenant"), uf.PathOf("tenant"), "unknown tenant '" + users.tenant + "'");
       }
       SCENARIO_TRY(Require(uf, "at"));

@@ -110,6 +110,7 @@ struct JobTemplate {
   int64_t cpu_milli = 4000;
   int64_t memory_mib = 16384;
   std::vector<int32_t> replicas = {1};  // drawn uniformly
+  int32_t max_replicas = 0;  // > 0: elastic (SCALE-7), from the drawn replicas up to this
   bool checkpointable = false;
   Duration checkpoint_interval{0};
   Duration checkpoint_duration{std::chrono::seconds(30)};
@@ -190,11 +191,21 @@ struct SharingCosts {
 
 // Settings of `gpupool server` (the `server` section of a server
 // configuration; see docs/server.md).
+// The daemon's command node provider (SCALE-1, `server.provider`; see
+// src/server/node_provider.h): shell command lines run with /bin/sh -c to
+// create and delete a node. Configured exactly when `scaling` is.
+struct CommandProviderSettings {
+  std::string create;  // empty: no provider
+  std::string remove;  // `delete`; empty: removed nodes are not deleted
+  Duration timeout{std::chrono::minutes(10)};  // per command; then it is killed
+};
+
 struct ServerSettings {
   Duration tick{std::chrono::seconds(1)};  // how often the control loops run
   int64_t snapshot_every_events = 20000;    // a snapshot after this many events
   int64_t max_body_bytes = 1 << 20;         // larger request bodies are refused
   int64_t http_threads = 64;                // concurrent HTTP connections served
+  CommandProviderSettings provider;
 };
 
 // The simulated node provider (SCALE-1, SCALE-5): how long a node takes to
@@ -242,8 +253,9 @@ Result<Scenario> LoadScenario(const std::string& path);
 // Parses scenario text; `source` names it in messages, `base_dir` resolves
 // relative trace paths.
 // With `server`, the text is a server configuration instead: the same
-// schema without horizon, workload, trace and faults, with tenants and
-// cluster optional and a `server` section (ServerSettings).
+// schema without horizon, workload, trace, faults and provider, with
+// tenants and cluster optional and a `server` section (ServerSettings);
+// `scaling` there requires `server.provider`.
 Result<Scenario> ParseScenario(std::string_view text, std::string_view source, const std::string& base_dir,
                                bool server = false);
 

@@ -62,7 +62,10 @@ void Simulator::UpdateRate(JobId id, Running& r, Instant now) {
   // A communicating job computes a step, then all-reduces (no overlap).
   const double step_s = ToSeconds(job.step_compute);
   const double communicating = r.comm_s > 0 ? step_s / (step_s + r.comm_s) : 1.0;
-  r.rate = r.factor * checkpointing * communicating;
+  // SCALE-7: an elastic job's work is given at its minimum size.
+  const double width =
+      job.spec.elastic() ? static_cast<double>(r.replicas.size()) / std::max(1, job.spec.min_replicas) : 1.0;
+  r.rate = r.factor * checkpointing * communicating * width;
   ++r.token;
   if (job.spec.kind == JobKind::kOnlineInference) {  // a lifetime on the wall clock from its first start
     Push(std::max(r.rate_since, r.util_origin + job.work), Kind::kCompletion, id, r.token);
@@ -243,6 +246,43 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
   }
 }
 
+void Simulator::OnResized(const JobResized& e, Instant now) {
+  Running& r = live_.at(e.job);
+  const Job& engine_job = engine_->state().job(e.job);
+  const SimJob& job = jobs_[r.index];
+  std::vector<PlacedReplica> after;
+  for (const ReplicaPlacement& p : engine_job.placements) after.push_back({p.node, p.gpus});
+  ++metrics_.scaling().elastic_resizes;
+  if (!r.placed) {
+    r.replicas = std::move(after);
+    return;
+  }
+  const bool computing = r.computing;
+  if (computing) StopComputing(e.job, r, now);
+  r.done += Duration(std::llround(r.progress_ms));  // the reshard saves everything computed
+  r.progress_ms = 0;
+  Release(e.job, r, now);  // GPU time held so far, at the old size
+  r.placed = true;
+  r.replicas = std::move(after);
+  r.gpus = static_cast<double>(engine_job.spec.total_gpu_milli()) / kMilliPerGpu;
+  r.placed_at = now;
+  r.run_start = now + e.reshard;
+  r.rate_since = r.run_start;
+  SetCommunication(r, job, engine_job.spec, JobPlaced{e.job, engine_job.pool, engine_job.borrowed, r.replicas});
+  bool on_failed_node = false;
+  for (const PlacedReplica& at : r.replicas) on_failed_node |= failed_[at.node];
+  if (!computing && !(r.failed_at && !on_failed_node)) return;
+  if (on_failed_node) return;
+  if (r.failed_at) {  // it lost the failed node's replicas and goes on without them
+    metrics_.Replaced(now - *r.failed_at, false);
+    r.failed_at.reset();
+  }
+  r.computing = true;
+  const std::vector<JobId> others = load_.Add(e.job, r.replicas, r.util.mean());
+  UpdateRate(e.job, r, now);
+  UpdateRates(others, now);
+}
+
 void Simulator::OnEvent(const Event& e) {
   if (options_.on_event) options_.on_event(e);
   ++events_;
@@ -307,6 +347,8 @@ void Simulator::OnEvent(const Event& e) {
     scrubbed_[g->node] |= g->gpus;
   } else if (const auto* p = std::get_if<JobPlaced>(&e.body)) {
     OnPlaced(*p, now);
+  } else if (const auto* rs = std::get_if<JobResized>(&e.body)) {
+    OnResized(*rs, now);
   } else if (const auto* ps = std::get_if<PreemptionStarted>(&e.body)) {
     Running& r = live_.at(ps->victim);
     if (ps->reason == PreemptReason::kDrain) drained_.insert(ps->victim);
@@ -559,8 +601,11 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
           }
           if (t == nullptr) break;
           const int64_t serial = p.serial++;
-          auto added = engine_->AddProvisionedNode(pool, ProvisionedNodeName(*t, serial),
-                                                   ProvisionedNodeRack(*t, serial), now, sink_);
+          // FRAG-3: the provider puts the node beside the pool's scattered
+          // free GPUs when there are any, else in its own racks in turn.
+          std::string rack = engine_->FragmentedRack(pool);
+          if (rack.empty()) rack = ProvisionedNodeRack(*t, serial);
+          auto added = engine_->AddProvisionedNode(pool, ProvisionedNodeName(*t, serial), std::move(rack), now, sink_);
           if (!added) ok = std::unexpected(added.error());
           break;
         }

@@ -152,6 +152,10 @@ class Simulator {
   void Push(Instant at, Kind kind, int64_t id = -1, uint64_t token = 0);
   void OnEvent(const Event& e);
   void OnPlaced(const JobPlaced& p, Instant now);
+  // SCALE-7: an elastic job changed size: what it computed is kept (the
+  // reshard saves it), it computes again after the reshard, at a rate in
+  // proportion to its replicas over its minimum.
+  void OnResized(const JobResized& e, Instant now);
   Status OnPoll(JobId id, uint64_t token, Instant now);
   void OnFault(NodeIndex node, Instant now);
   Status Resubmit(size_t index, Instant now);

@@ -181,6 +181,10 @@ Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& i
       spec.priority = s.priorities.at(t->priority);
       if (t->deadline_after) spec.deadline = at + *t->deadline_after;
       spec.replicas = t->replicas[tenant_rng.Below(t->replicas.size())];
+      if (t->max_replicas > 0) {
+        spec.min_replicas = spec.replicas;
+        spec.max_replicas = std::max(t->max_replicas, spec.replicas);
+      }
       spec.demand.cpu_milli = t->cpu_milli;
       spec.demand.memory_mib = t->memory_mib;
       spec.demand.gpu_count = t->gpus;

@@ -1,0 +1,342 @@
+#include "src/server/node_provider.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "src/base/time_text.h"
+#include "src/model/gpu_catalog.h"
+#include "src/server/log.h"
+
+extern char** environ;
+
+namespace gpupool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kKeepOutputBytes = 16 * 1024;  // of the newest output, to find the last lines in
+constexpr size_t kMaxTailChars = 1000;
+
+// The last kOutputTailLines non-empty lines of `out`, joined with " | ".
+std::string TailLines(const std::string& out) {
+  std::vector<std::string> lines;
+  size_t end = out.size();
+  while (end > 0 && static_cast<int>(lines.size()) < kOutputTailLines) {
+    const size_t nl = out.rfind('\n', end - 1);
+    const size_t begin = nl == std::string::npos ? 0 : nl + 1;
+    std::string line = out.substr(begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    if (!line.empty()) lines.push_back(std::move(line));
+    if (nl == std::string::npos) break;
+    end = nl;
+  }
+  std::string joined;
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) joined += (joined.empty() ? "" : " | ") + *it;
+  if (joined.size() > kMaxTailChars) joined = "..." + joined.substr(joined.size() - kMaxTailChars);
+  return joined;
+}
+
+// "create-node.sh" for "/opt/x/create-node.sh --zone a": what a message calls the command.
+std::string ProgramName(const std::string& command) {
+  const size_t start = command.find_first_not_of(" \t");
+  if (start == std::string::npos) return "command";
+  const size_t stop = command.find_first_of(" \t", start);
+  std::string first = command.substr(start, stop == std::string::npos ? std::string::npos : stop - start);
+  const size_t slash = first.rfind('/');
+  if (slash != std::string::npos && slash + 1 < first.size()) first = first.substr(slash + 1);
+  return first;
+}
+
+// Reaps `pid` if it has ended; fills `o` then.
+bool Reaped(pid_t pid, CommandOutcome& o) {
+  int status = 0;
+  const pid_t r = ::waitpid(pid, &status, WNOHANG);
+  if (r == 0) return false;
+  if (r < 0) {
+    o.exit_code = -1;  // not our child any more (cannot happen: nobody else waits for it)
+  } else if (WIFEXITED(status)) {
+    o.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    o.signal = WTERMSIG(status);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string CommandOutcome::Describe() const {
+  std::string s;
+  if (!start_error.empty()) return "could not start: " + start_error;
+  if (timed_out) {
+    s = "timed out after " + FormatDuration(timeout);
+  } else if (signal != 0) {
+    s = "killed by signal " + std::to_string(signal);
+  } else {
+    s = "exited " + std::to_string(exit_code);
+  }
+  if (!output_tail.empty()) s += ": " + output_tail;
+  return s;
+}
+
+CommandOutcome RunCommand(const std::string& command, const std::vector<std::pair<std::string, std::string>>& env,
+                          Duration timeout) {
+  CommandOutcome o;
+  o.timeout = timeout;
+  // The child's environment: the server's, with `env` set on top.
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : env) vars[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : vars) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string sh = "/bin/sh", dash_c = "-c", cmd = command;
+  char* argv[] = {sh.data(), dash_c.data(), cmd.data(), nullptr};
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    o.start_error = std::string("pipe: ") + std::strerror(errno);
+    return o;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);  // the server's sockets and journal
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  // A session of its own: a timeout kills everything the command started.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, sh.c_str(), &actions, &attr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    o.start_error = "/bin/sh: " + std::string(std::strerror(rc));
+    return o;
+  }
+
+  std::string out;
+  auto read_some = [&]() -> bool {  // false at end of file (or error)
+    char buf[4096];
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+      if (out.size() > 2 * kKeepOutputBytes) out.erase(0, out.size() - kKeepOutputBytes);
+      return true;
+    }
+    return n < 0 && errno == EINTR;
+  };
+  const auto deadline = Clock::now() + timeout;
+  bool open = true, ended = false;
+  while (!ended) {
+    if (open) {
+      pollfd p{fds[0], POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0) open = read_some();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // output closed, process not yet gone
+    }
+    ended = Reaped(pid, o);
+    if (!ended && Clock::now() >= deadline) {
+      o.timed_out = true;
+      ::kill(-pid, SIGTERM);
+      const auto grace = Clock::now() + std::chrono::seconds(1);
+      while (!(ended = Reaped(pid, o)) && Clock::now() < grace) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (!ended) {
+        ::kill(-pid, SIGKILL);
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        o.signal = SIGKILL;
+        ended = true;
+      }
+    }
+  }
+  // What it wrote before it ended (a grandchild that keeps the pipe open
+  // does not hold us up).
+  if (open) {
+    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::read(fds[0], buf, sizeof buf);
+      if (n > 0) {
+        out.append(buf, static_cast<size_t>(n));
+      } else if (!(n < 0 && errno == EINTR)) {
+        break;
+      }
+    }
+  }
+  ::close(fds[0]);
+  o.output_tail = TailLines(out);
+  o.ok = !o.timed_out && o.signal == 0 && o.exit_code == 0;
+  return o;
+}
+
+CommandNodeProvider::CommandNodeProvider(CommandProviderSettings settings, std::vector<PoolScalingConfig> scaling,
+                                         CreatedFn on_created, FailedFn on_failed)
+    : settings_(std::move(settings)),
+      scaling_(std::move(scaling)),
+      on_created_(std::move(on_created)),
+      on_failed_(std::move(on_failed)) {}
+
+CommandNodeProvider::~CommandNodeProvider() { Stop(); }
+
+void CommandNodeProvider::Plan(const Event& e, const EngineState& state) {
+  if (const auto* so = std::get_if<ScaleOutRequested>(&e.body)) {
+    const std::string& pool_name = state.pools[so->pool].name;
+    const auto config = std::find_if(scaling_.begin(), scaling_.end(),
+                                     [&](const PoolScalingConfig& c) { return c.pool == pool_name; });
+    std::vector<Action> actions;
+    if (config == scaling_.end()) {  // cannot happen: the Engine scales only the configured pools
+      for (int32_t i = 0; i < so->nodes; ++i) {
+        actions.push_back(Action{e.seq, true, so->pool, pool_name, "", "", {}});
+      }
+    } else {
+      const NodeTemplate& t = config->node;
+      // The next serial: past every node named PREFIX-N and past every
+      // name handed out before.
+      const std::string prefix = t.name_prefix + "-";
+      int64_t& next = next_serial_[t.name_prefix];
+      for (NodeIndex n = 0; n < state.cluster.node_count(); ++n) {
+        const std::string& name = state.cluster.node_name(n);
+        if (name.size() <= prefix.size() || !name.starts_with(prefix) || name.size() - prefix.size() > 15) continue;
+        const std::string digits = name.substr(prefix.size());
+        if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+        next = std::max<int64_t>(next, std::stoll(digits) + 1);
+      }
+      // The warm pool target before this scale-out (WarmPoolSized follows it).
+      const int32_t warm = state.pool_scaling[so->pool].warm_nodes;
+      for (int32_t i = 0; i < so->nodes; ++i) {
+        const int64_t serial = next++;
+        Action a{e.seq, true, so->pool, pool_name, ProvisionedNodeName(t, serial), ProvisionedNodeRack(t, serial), {}};
+        a.env = {{"GPUPOOL_POOL", pool_name},
+                 {"GPUPOOL_NODE", a.node},
+                 {"GPUPOOL_RACK", a.rack},
+                 {"GPUPOOL_REGION", t.region},
+                 {"GPUPOOL_ZONE", t.zone},
+                 {"GPUPOOL_GPU_MODEL", Catalog::Builtin().Get(t.gpu_model).name},
+                 {"GPUPOOL_GPUS", std::to_string(t.gpus)},
+                 {"GPUPOOL_WARM", i < warm ? "1" : "0"}};
+        actions.push_back(std::move(a));
+      }
+    }
+    std::lock_guard lock(mu_);
+    for (Action& a : actions) planned_.push_back(std::move(a));
+  } else if (const auto* r = std::get_if<NodeRemoved>(&e.body)) {
+    if (settings_.remove.empty()) return;
+    const Node& node = state.cluster.node(r->node);
+    Action a{e.seq, false, node.pool, state.pools[node.pool].name, state.cluster.node_name(r->node), "", {}};
+    a.env = {{"GPUPOOL_POOL", a.pool_name}, {"GPUPOOL_NODE", a.node}};
+    std::lock_guard lock(mu_);
+    planned_.push_back(std::move(a));
+  }
+}
+
+void CommandNodeProvider::Committed(int64_t seq) {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  while (n < planned_.size() && planned_[n].seq <= seq) ++n;
+  if (n == 0) return;
+  std::vector<Action> ready(std::make_move_iterator(planned_.begin()), std::make_move_iterator(planned_.begin() + n));
+  planned_.erase(planned_.begin(), planned_.begin() + n);
+  for (Action& a : ready) Launch(std::move(a));
+}
+
+void CommandNodeProvider::Launch(Action a) {
+  // Threads whose command ended are joined here (and in Stop).
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (it->done) {
+      it->thread.join();
+      it = workers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (stopping_) {
+    LogInfo("node provider: shutting down, command not started",
+            {{"node", a.node}, {"pool", a.pool_name}, {"action", a.create ? "create" : "delete"}});
+    return;
+  }
+  ++running_;
+  Worker& w = workers_.emplace_back();
+  w.thread = std::thread([this, a = std::move(a), self = &w] { RunAction(a, self); });
+}
+
+void CommandNodeProvider::RunAction(const Action& a, Worker* self) {
+  if (a.create) {
+    if (a.node.empty()) {
+      on_failed_(Failed{a.pool, "", "pool '" + a.pool_name + "' has no scaling settings"});
+    } else {
+      LogInfo("node provider: creating a node", {{"node", a.node}, {"pool", a.pool_name}, {"rack", a.rack}});
+      const CommandOutcome o = RunCommand(settings_.create, a.env, settings_.timeout);
+      if (o.ok) {
+        LogInfo("node provider: node created", {{"node", a.node}, {"pool", a.pool_name}});
+        on_created_(Created{a.pool, a.node, a.rack});
+      } else {
+        std::string reason = ProgramName(settings_.create) + " " + o.Describe();
+        LogError("node provider: node not created", {{"node", a.node}, {"pool", a.pool_name}, {"reason", reason}});
+        on_failed_(Failed{a.pool, a.node, std::move(reason)});
+      }
+    }
+  } else {
+    LogInfo("node provider: deleting a node", {{"node", a.node}, {"pool", a.pool_name}});
+    const CommandOutcome o = RunCommand(settings_.remove, a.env, settings_.timeout);
+    if (!o.ok) {
+      LogError("node provider: node not deleted (it has left its pool; delete it by hand)",
+               {{"node", a.node}, {"pool", a.pool_name}, {"reason", ProgramName(settings_.remove) + " " + o.Describe()}});
+    }
+  }
+  std::lock_guard lock(mu_);
+  self->done = true;
+  --running_;
+  cv_.notify_all();
+}
+
+void CommandNodeProvider::Stop() {
+  std::unique_lock lock(mu_);
+  if (!stopping_ && !planned_.empty()) {
+    LogInfo("node provider: shutting down; planned commands dropped (their scale-outs fail at the next start)",
+            {{"commands", std::to_string(planned_.size())}});
+  }
+  stopping_ = true;
+  planned_.clear();
+  if (running_ > 0) {
+    LogInfo("node provider: waiting for running commands", {{"commands", std::to_string(running_)}});
+  }
+  cv_.wait(lock, [&] { return running_ == 0; });
+  std::list<Worker> workers;
+  workers.swap(workers_);
+  lock.unlock();
+  for (Worker& w : workers) w.thread.join();
+}
+
+int64_t CommandNodeProvider::busy() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int64_t>(planned_.size()) + running_;
+}
+
+}  // namespace gpupool
