@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "src/engine/engine.h"
-#include "tests/builders.h"
+#include "tests/engine_harness.h"
 
 namespace gpupool {
 namespace {
@@ -12,71 +12,41 @@ namespace {
 using namespace std::chrono_literals;
 using testing::Whole;
 
-class ScalingHarness {
+EngineConfig ScalingConfig(double in_util, double target_util) {
+  EngineConfig config;
+  config.policy = "BestFit";
+  PoolScalingConfig c;
+  c.pool = "gpu";
+  c.rule.min_nodes = 1;
+  c.rule.max_nodes = 4;
+  c.rule.out_for = 1min;
+  c.rule.in_for = 2min;
+  c.rule.cooldown = 1min;
+  c.rule.safety_window = 2min;
+  c.rule.in_util = in_util;
+  c.rule.out_util = std::max(c.rule.out_util, std::min(1.0, target_util + 0.05));
+  c.rule.target_util = target_util;
+  c.node = NodeTemplate{"auto", 64000, 1 << 19, 8, *Catalog::Builtin().Find("H100"), 0, "r", "z", 2};
+  c.drain_timeout = 10min;
+  config.scaling.push_back(c);
+  return config;
+}
+
+// One scaled pool "gpu" with one 8-GPU node and one tenant.
+class ScalingHarness : public testing::EngineHarness {
  public:
-  explicit ScalingHarness(double in_util = 0.3, double target_util = 0.65) {
-    EngineConfig config;
-    config.policy = "BestFit";
-    config.lending.enabled = false;
-    PoolScalingConfig c;
-    c.pool = "gpu";
-    c.rule.min_nodes = 1;
-    c.rule.max_nodes = 4;
-    c.rule.out_for = 1min;
-    c.rule.in_for = 2min;
-    c.rule.cooldown = 1min;
-    c.rule.safety_window = 2min;
-    c.rule.in_util = in_util;
-    c.rule.out_util = std::max(c.rule.out_util, std::min(1.0, target_util + 0.05));
-    c.rule.target_util = target_util;
-    c.node = NodeTemplate{"auto", 64000, 1 << 19, 8, *Catalog::Builtin().Find("H100"), 0, "r", "z", 2};
-    c.drain_timeout = 10min;
-    config.scaling.push_back(c);
-    std::vector<Demand> mix = {Whole(1, 1000)};
-    auto e = Engine::Create(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
-    EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
-    engine = std::move(*e);
-    sink = [this](const Event& ev) {
-      events.push_back(ev);
-      auto ok = CheckInvariants(engine->state());
-      ASSERT_TRUE(ok.has_value()) << ok.error().message << " after " << ToJsonLine(ev);
-    };
-    pool = *engine->AddPool("gpu", PoolSelector{}, {}, now, sink);
-    tenant = *engine->AddTenant("team", now, sink);
-    EXPECT_TRUE(engine->SetQuota(tenant, pool, Quota{0, 64 * kMilliPerGpu, 1, false}, now, sink).has_value());
-    NodeSpec spec{"n0", 64000, 1 << 19, 8, *Catalog::Builtin().Find("H100"), 0, 0};
-    EXPECT_TRUE(engine->AddNode(spec, "r", "z", "rack-0", now, sink).has_value());
+  explicit ScalingHarness(double in_util = 0.3, double target_util = 0.65)
+      : EngineHarness(ScalingConfig(in_util, target_util)) {
+    pool = Pool("gpu");
+    tenant = Tenant("team", pool, 0, 64);
+    Node("n0");
   }
   JobId Submit(int gpus, bool checkpointable, JobKind kind = JobKind::kTraining) {
-    JobSpec s;
-    s.tenant = tenant;
+    JobSpec s = Spec(tenant, gpus, checkpointable);
     s.kind = kind;
-    s.demand = Whole(gpus, 1000);
-    s.checkpointable = checkpointable;
-    s.checkpoint_duration = 30s;
-    return *engine->Submit(s, now, sink);
-  }
-  // Ticks every 30 s for `d`.
-  void Advance(Duration d) {
-    const Instant end = now + d;
-    while (now < end) {
-      now += 30s;
-      engine->Tick(now, sink);
-    }
-  }
-  template <class T>
-  std::vector<T> Of() const {
-    std::vector<T> out;
-    for (const Event& e : events) {
-      if (const auto* x = std::get_if<T>(&e.body)) out.push_back(*x);
-    }
-    return out;
+    return EngineHarness::Submit(s);
   }
 
-  std::unique_ptr<Engine> engine;
-  Engine::Sink sink;
-  std::vector<Event> events;
-  Instant now{};
   PoolId pool = 0;
   TenantId tenant = -1;
 };
