@@ -263,6 +263,7 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.topology = topology_;
   r.scaling = scaling_;
   r.defrag = defrag_;
+  r.hotspots = hotspots_;
   r.defrag.waiting_hours = waiting_ms_ / kMsPerHour;
   r.defrag.migrations_per_hour = r.horizon_h > 0 ? static_cast<double>(defrag_.migrations) / r.horizon_h : 0;
   // Free GPU milli over GPU milli in service, integrated over the times jobs waited.
@@ -376,6 +377,8 @@ nlohmann::json ToJson(const SimReport& r) {
             {"migration_lost_work_s", Round3(r.defrag.migration_lost_work_s)},
             {"unallocated_while_waiting_pct", Round3(r.defrag.unallocated_while_waiting_pct)},
             {"waiting_hours", Round3(r.defrag.waiting_hours)}}},
+          {"hotspots",
+           {{"detected", r.hotspots.detected}, {"cleared", r.hotspots.cleared}, {"moves", r.hotspots.moves}}},
           {"events", r.events},
           {"event_log_sha256", r.event_log_sha256}};
 }

@@ -119,6 +119,12 @@ struct DefragReport {
   double waiting_hours = 0;  // how long some job waited
 };
 
+// Hotspots (OPS-2): what the engine found and did.
+struct HotspotReport {
+  int64_t detected = 0, cleared = 0;
+  int64_t moves = 0;  // jobs moved off hot GPUs (PreemptionStarted, reason hotspot)
+};
+
 struct SimReport {
   std::string scenario;
   std::map<std::string, PoolReport> pools;
@@ -139,6 +145,7 @@ struct SimReport {
   TopologyReport topology;
   ScalingReport scaling;
   DefragReport defrag;
+  HotspotReport hotspots;
   int64_t events = 0;
   std::string event_log_sha256;
 };
@@ -210,6 +217,7 @@ class MetricsCollector {
   }
   ScalingReport& scaling() { return scaling_; }
   DefragReport& defrag() { return defrag_; }
+  HotspotReport& hotspots() { return hotspots_; }
   // After every engine event: integrates allocation and usage up to `now`.
   void Observe(Instant now);
   SimReport Finish(Instant horizon, std::string scenario, int64_t events, std::string sha256);
@@ -246,6 +254,7 @@ class MetricsCollector {
   TopologyReport topology_;
   ScalingReport scaling_;
   DefragReport defrag_;
+  HotspotReport hotspots_;
   bool waiting_last_ = false;
   double waiting_ms_ = 0, free_while_waiting_ = 0, capacity_while_waiting_ = 0;  // ms; milli x ms; milli x ms
   double nodes_next_ = 0, nodes_last_ = 0, billed_next_ = 0, billed_last_ = 0, warm_next_ = 0, warm_last_ = 0;

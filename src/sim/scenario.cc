@@ -339,6 +339,7 @@ class Parser {
   Status ParseStages(const YAML::Node& n, const std::string& path, JobTemplate& t) const;
   Status ParseUtilization(const YAML::Node& n, const std::string& path, UtilizationModel& m) const;
   Status ParseFaults(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParseHotSpells(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseScaling(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseProvider(const YAML::Node& n, const std::string& path, Scenario& s) const;
@@ -407,7 +408,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
     SCENARIO_ASSIGN(f, Map(root, "",
                            {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
                             "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults", "scaling",
-                            "provider", "regions"}));
+                            "provider", "regions", "hot_spells"}));
   }
   SCENARIO_TRY(Require(f, "name"));
   SCENARIO_TRY(StringField(f, "name", s.name));
@@ -472,6 +473,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   if (auto* n = f.Find("workload")) SCENARIO_TRY(ParseWorkloads(*n, "workload", s));
   if (auto* n = f.Find("trace")) SCENARIO_TRY(ParseTrace(*n, "trace", s));
   if (auto* n = f.Find("faults")) SCENARIO_TRY(ParseFaults(*n, "faults", s));
+  if (auto* n = f.Find("hot_spells")) SCENARIO_TRY(ParseHotSpells(*n, "hot_spells", s));
   if (auto* n = f.Find("scaling")) SCENARIO_TRY(ParseScaling(*n, "scaling", s));
   if (auto* n = f.Find("provider")) SCENARIO_TRY(ParseProvider(*n, "provider", s));
   if (auto* n = f.Find("regions")) SCENARIO_TRY(ParseRegions(*n, "regions", s));
@@ -1288,6 +1290,32 @@ Status Parser::ParseFaults(const YAML::Node& n, const std::string& path, Scenari
       }
     }
     s.faults.push_back(std::move(x));
+  }
+  return {};
+}
+
+Status Parser::ParseHotSpells(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  if (n.IsNull()) return {};
+  if (!n.IsSequence()) return Fail(n, path, "expected a list of hot spells");
+  if (n.size() > 0 && !s.engine.hotspots.enabled) {
+    return Fail(n, path, "hot spells need engine.hotspots (without it nothing watches the telemetry)");
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    Fields f;
+    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"node", "at", "for", "temperature_c"}));
+    HotSpell x;
+    SCENARIO_TRY(Require(f, "node"));
+    SCENARIO_TRY(StringField(f, "node", x.node));
+    if (s.trace_nodes_path.empty() && !NodeGroupsName(s, x.node)) {
+      return Fail(*f.Find("node"), f.PathOf("node"), "unknown node '" + x.node + "'");
+    }
+    SCENARIO_TRY(Require(f, "at"));
+    SCENARIO_TRY(DurationField(f, "at", x.at, AnyDuration));
+    SCENARIO_TRY(DurationField(f, "for", x.hot_for, PositiveDuration));
+    SCENARIO_TRY(NumberField(f, "temperature_c", x.temperature_c, [](double v) -> std::string {
+      return v >= 0 && v <= 150 ? "" : "must be between 0 and 150";
+    }));
+    s.hot_spells.push_back(std::move(x));
   }
   return {};
 }

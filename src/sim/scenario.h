@@ -176,6 +176,16 @@ struct FaultSpec {
   Duration down_for{std::chrono::minutes(10)};
 };
 
+// A node that runs hot for a while (OPS-2): its GPUs report
+// `temperature_c` from `at` for `hot_for`; other nodes report a
+// temperature that follows their GPUs' allocation (40 C idle, 80 C full).
+struct HotSpell {
+  std::string node;  // a node name
+  Duration at{0};
+  Duration hot_for{std::chrono::minutes(30)};
+  double temperature_c = 95;
+};
+
 // What sharing costs in the simulator (PART-1): time-slicing switches
 // contexts (a fixed overhead when two or more tasks share a GPU) and slows
 // co-located tasks down when together they want more than the whole GPU;
@@ -239,6 +249,7 @@ struct Scenario {
   std::vector<TenantWorkload> workloads;
   std::optional<TraceWorkload> trace;
   std::vector<FaultSpec> faults;
+  std::vector<HotSpell> hot_spells;  // needs engine.hotspots
   SharingCosts costs;
   // Optional: the openb node list to build the cluster from instead of
   // `nodes` (every node into the pools by model).

@@ -337,6 +337,10 @@ void Simulator::OnEvent(const Event& e) {
     p.warm_ready = std::min(p.warm_ready, w->nodes);  // extra warm nodes are released
     RefillWarmPool(w->pool, now);
     UpdateNodeCounts();
+  } else if (std::holds_alternative<HotspotDetected>(e.body)) {
+    ++metrics_.hotspots().detected;
+  } else if (std::holds_alternative<HotspotCleared>(e.body)) {
+    ++metrics_.hotspots().cleared;
   } else if (std::holds_alternative<MigRecutStarted>(e.body)) {
     metrics_.MigRecut();
   } else if (const auto* g = std::get_if<GpusScrubbed>(&e.body)) {
@@ -352,6 +356,7 @@ void Simulator::OnEvent(const Event& e) {
   } else if (const auto* ps = std::get_if<PreemptionStarted>(&e.body)) {
     Running& r = live_.at(ps->victim);
     if (ps->reason == PreemptReason::kDrain) drained_.insert(ps->victim);
+    if (ps->reason == PreemptReason::kHotspot) ++metrics_.hotspots().moves;
     if (ps->reason == PreemptReason::kDefrag) {
       migrating_.insert(ps->victim);
       ++metrics_.defrag().migrations;
@@ -558,6 +563,21 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     Push(kTimeOrigin + f.at, Kind::kFault, node);
     Push(kTimeOrigin + f.at + f.down_for, Kind::kRecover, node);
   }
+  struct Spell {
+    NodeIndex node;
+    Instant from, to;
+    double temperature_c;
+  };
+  std::vector<Spell> spells;
+  for (const HotSpell& h : options_.hot_spells) {
+    NodeIndex node = -1;
+    for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
+      if (cluster.node_name(n) == h.node) node = n;
+    }
+    if (node < 0) return NotFound("hot_spells: unknown node '" + h.node + "'");
+    spells.push_back({node, kTimeOrigin + h.at, kTimeOrigin + h.at + h.hot_for, h.temperature_c});
+  }
+  const bool telemetry = engine_->config().hotspots.enabled;
   if (options_.tick > Duration(0)) Push(kTimeOrigin + options_.tick, Kind::kTick);
   size_t next_arrival = 0;
   while (failure_) {
@@ -636,6 +656,27 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
       for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
         if (failed_[n] || cluster.node(n).condition == NodeCondition::kRemoved) continue;
         if (auto ok = engine_->Heartbeat(n, now, sink_); !ok) return std::unexpected(ok.error());
+      }
+    }
+    // OPS-2: each node's GPU telemetry. Utilization follows the GPUs'
+    // allocations, and so does the temperature (40 C idle, 80 C full) but on
+    // a node in a hot spell, where it is the spell's. Memory is not reported
+    // (what jobs hold is not what they use).
+    if (telemetry) {
+      std::vector<GpuTelemetry> gpus;
+      for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
+        const Node& node = cluster.node(n);
+        if (failed_[n] || node.condition == NodeCondition::kRemoved || node.gpu_count == 0) continue;
+        double spell = -1;
+        for (const Spell& s : spells) {
+          if (s.node == n && now >= s.from && now < s.to) spell = s.temperature_c;
+        }
+        gpus.clear();
+        for (int g = 0; g < node.gpu_count; ++g) {
+          const double util = 100.0 * (kMilliPerGpu - node.gpu_free_milli[g]) / kMilliPerGpu;
+          gpus.push_back({g, util, -1, spell >= 0 ? spell : 40 + 0.4 * util});
+        }
+        if (auto ok = engine_->ReportNodeTelemetry(n, gpus, now, sink_); !ok) return std::unexpected(ok.error());
       }
     }
     engine_->Tick(now, sink_);

@@ -67,6 +67,7 @@ struct SimOptions {
   // (must outlive the simulator when any job uses one).
   const std::vector<std::vector<double>>* duty_cycles = nullptr;
   std::vector<FaultSpec> faults;  // by node name
+  std::vector<HotSpell> hot_spells;  // by node name; reported at each tick with engine.hotspots
   // When set, also handed every event as it arrives (tests that need the
   // events themselves, not their log lines).
   std::function<void(const Event&)> on_event;
