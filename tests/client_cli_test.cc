@@ -224,6 +224,38 @@ TEST_F(ClientCliTest, CancelOnceThenConflict) {
   EXPECT_EQ(again.err.rfind("error: ", 0), 0u) << again.err;
 }
 
+TEST_F(ClientCliTest, RegionsGetAndSetFromAFile) {
+  // The default configuration has no region table: policy off, no regions.
+  const json before = AdminJson({"regions", "get"});
+  EXPECT_EQ(before["policy"], "off") << before.dump();
+  EXPECT_TRUE(before["regions"].empty()) << before.dump();
+
+  const std::string file = dir_ + "/regions.yaml";
+  std::ofstream(file) << "policy: cost-aware\nregions:\n  - {name: east, price_per_gpu_hour: 2, latency_ms: {nyc: 10}}\n"
+                         "  - {name: west, price_per_gpu_hour: 3}\n";
+  const auto set = Admin({"regions", "set", "-f", file});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(set.out.rfind("policy: cost-aware\nREGION ", 0), 0u) << set.out;
+  EXPECT_NE(set.out.find("nyc=10"), std::string::npos) << set.out;
+  const json after = AdminJson({"regions", "get"});
+  ASSERT_EQ(after["regions"].size(), 2u) << after.dump();
+  EXPECT_EQ(after["regions"][1]["name"], "west");
+
+  // A bad table names the field; a tenant may read the table but not set it.
+  const std::string bad = dir_ + "/bad.json";
+  std::ofstream(bad) << R"({"regions": [{"name": "east", "price_per_gpu_hour": -1}]})";
+  const auto refused = Admin({"regions", "set", "-f", bad});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("(field: regions[0].price_per_gpu_hour)"), std::string::npos) << refused.err;
+  AddClusterAndTenant();
+  const json created = AdminJson({"tenant", "create", "team-r"});
+  const std::string token = created["token"];
+  EXPECT_EQ(As(token, {"regions", "get"}).exit_code, 0);
+  const auto tenant_set = As(token, {"regions", "set", "-f", file});
+  EXPECT_EQ(tenant_set.exit_code, 1);
+  EXPECT_EQ(tenant_set.err.rfind("error: ", 0), 0u) << tenant_set.err;
+}
+
 TEST_F(ClientCliTest, MissingTokenAndStoppedServerSayWhatToDo) {
   const auto no_token = testing::RunGpupool({"pool", "list", "--addr", url_, "--config", config_});
   // GPUPOOL_TOKEN may be set where the tests run; only assert when it is not.

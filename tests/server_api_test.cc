@@ -201,6 +201,8 @@ TEST_F(ServerApiTest, AuthorizationOfEveryEndpoint) {
       {"POST", "/v1/nodes", json{{"name", "auth-node"}, {"model", "A100-80GB"}, {"gpus", 1}, {"cpu_cores", 8}, {"memory_gib", 32}},
        false},
       {"GET", "/v1/pools", std::nullopt, true},
+      {"GET", "/v1/regions", std::nullopt, true},
+      {"PUT", "/v1/regions", json{{"policy", "off"}}, false},  // what the configuration has: no region order
       {"GET", "/v1/events", std::nullopt, false},
   };
   for (const Case& c : cases) {

@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
 #include "src/client/api_client.h"
 #include "src/client/client_config.h"
@@ -491,12 +493,58 @@ void AddNodeCommands(CLI::App& app) {
   }
 }
 
+// --- regions (TOPO-2) ---------------------------------------------------------
+
+void AddRegionCommands(CLI::App& app) {
+  CLI::App* regions = app.add_subcommand("regions", "Show or replace the region table (REST API client)");
+  regions->require_subcommand(1);
+  {
+    auto g = std::make_shared<GlobalFlags>();
+    CLI::App* cmd = regions->add_subcommand("get", "Show the region table in force");
+    AddGlobalFlags(cmd, *g);
+    cmd->callback([g] {
+      Run(*g, [](ApiClient& api, Output out) -> Result<int> {
+        auto table = api.Get("/v1/regions");
+        if (!table) return std::unexpected(table.error());
+        Print(*table, out, [&] { return FormatRegionsTable(*table); });
+        return 0;
+      });
+    });
+  }
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string file;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = regions->add_subcommand("set", "Replace the region table (admin) with a file's (JSON or YAML: "
+                                                   "policy, regions, users as PUT /v1/regions takes them)");
+    cmd->add_option("-f,--file", f->file, "the table (JSON or YAML)")->required();
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        std::ifstream in(f->file);
+        if (!in) return IoError(f->file + ": cannot open");
+        std::stringstream text;
+        text << in.rdbuf();
+        auto body = YamlToJson(text.str(), f->file);  // JSON is YAML
+        if (!body) return std::unexpected(body.error());
+        auto table = api.Put("/v1/regions", *body);
+        if (!table) return std::unexpected(table.error());
+        Print(*table, out, [&] { return FormatRegionsTable(*table); });
+        return 0;
+      });
+    });
+  }
+}
+
 }  // namespace
 
 void AddClientCommands(CLI::App& app) {
   AddJobCommands(app);
   AddTenantCommands(app);
   AddNodeCommands(app);
+  AddRegionCommands(app);
 }
 
 }  // namespace gpupool

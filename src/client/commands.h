@@ -1,5 +1,5 @@
 // The command-line client of the REST API: `gpupool job ...`, `tenant ...`,
-// `node ...`, `pool ...` (docs/api/openapi.yaml; examples/README.md shows
+// `node ...`, `pool ...`, `regions get|set` (docs/api/openapi.yaml; examples/README.md shows
 // them in use).
 //
 // Every client command takes --addr, --token, --token-file, --config
@@ -16,7 +16,7 @@
 
 namespace gpupool {
 
-// Adds the client's subcommands (job, tenant, node, pool) to the binary.
+// Adds the client's subcommands (job, tenant, node, pool, regions) to the binary.
 void AddClientCommands(CLI::App& app);
 
 }  // namespace gpupool

@@ -156,6 +156,12 @@ class FakeServer {
                   {"fragmented_gpus", 0.5},
                   {"available_gpus", 7.5}}}}}}});
     });
+    server_.Put("/v1/regions", [this, reply](const httplib::Request& req, httplib::Response& res) {
+      Record(req);
+      json body = json::parse(req.body);
+      if (!body.contains("users")) body["users"] = json::array();
+      reply(res, 200, body);
+    });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     // stop() is a no-op until the accept loop runs, so wait for it.
@@ -422,6 +428,23 @@ TEST_F(ClientCommandsTest, NodeAddSendsOnlyGivenPlacementLabels) {
   EXPECT_EQ(o.out,
             "NAME     POOL      MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK     CONDITION\n"
             "h100-0   default   H100    8      8      96    1024         -        -      rack-1   ready\n");
+}
+
+TEST_F(ClientCommandsTest, RegionsSetSendsTheFileAsJson) {
+  const std::string file = dir_ + "/regions.yaml";
+  std::ofstream(file) << "policy: nearest\nregions:\n  - {name: east, price_per_gpu_hour: 2.5, latency_ms: {nyc: 10}}\n";
+  const Outcome o = Admin({"regions", "set", "-f", file});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(server_.Log().back(), "PUT /v1/regions");
+  EXPECT_EQ(server_.LastBody().dump(),
+            R"({"policy":"nearest","regions":[{"latency_ms":{"nyc":10},"name":"east","price_per_gpu_hour":2.5}]})");
+  EXPECT_EQ(o.out,
+            "policy: nearest\n"
+            "REGION   PRICE_PER_GPU_HOUR   LATENCY_MS\n"
+            "east     2.5                  nyc=10\n");
+  const Outcome missing = Admin({"regions", "set", "-f", dir_ + "/nope.json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("nope.json: cannot open"), std::string::npos) << missing.err;
 }
 
 TEST_F(ClientCommandsTest, PoolListShowsCapacity) {

@@ -15,7 +15,7 @@ namespace {
 // JOBREQUEST's keys (docs/api/openapi.yaml, components.schemas.JobRequest).
 // clang-format off
 const std::vector<std::string_view> kJobKeys = {
-    "name", "tenant", "kind", "priority", "replicas", "gpus", "gpu_fraction", "gpu_memory_gib", "sharing",
+    "name", "tenant", "kind", "priority", "replicas", "max_replicas", "gpus", "gpu_fraction", "gpu_memory_gib", "sharing",
     "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement", "checkpointable", "checkpoint_interval",
     "checkpoint_duration", "deadline", "deadline_after", "expected_duration", "stages", "command", "env",
     "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace"};

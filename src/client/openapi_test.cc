@@ -98,6 +98,7 @@ const std::map<std::string, std::set<std::string>> kContract = {
     {"/v1/agent/register", {"post"}},
     {"/v1/agent/heartbeat", {"post"}},
     {"/v1/pools", {"get"}},
+    {"/v1/regions", {"get", "put"}},
     {"/v1/events", {"get"}},
     {"/healthz", {"get"}},
     {"/metrics", {"get"}},
@@ -142,6 +143,8 @@ TEST_F(OpenApiTest, EveryOperationSaysWhichRolesMayCallIt) {
       {"post /v1/agent/register", {"node"}},
       {"post /v1/agent/heartbeat", {"node"}},
       {"get /v1/pools", {"admin", "tenant"}},
+      {"get /v1/regions", {"admin", "tenant"}},
+      {"put /v1/regions", {"admin"}},
       {"get /v1/events", {"admin"}},
       {"get /healthz", {"none"}},
       {"get /metrics", {"none"}},
@@ -216,7 +219,7 @@ TEST_F(OpenApiTest, RequestBodiesRejectUnknownFields) {
     }
   }
   for (const char* name : {"Quota", "Stage", "AgentGpu", "AgentMigInstance", "GpuSample", "TaskReport", "ScrubReport",
-                           "LogChunk"}) {
+                           "LogChunk", "Region", "RegionUsers"}) {
     EXPECT_EQ(At(Schema(name), "additionalProperties"), false) << name;
   }
 }
@@ -244,11 +247,16 @@ TEST_F(OpenApiTest, SchemasHaveTheContractsFields) {
       {"NodeCreate", {"name", "model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "rack", "class"}},
       {"Node",
        {"name", "pool", "model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "rack", "condition", "free_gpus",
-        "gpu", "agent"}},
+        "gpu", "hotspot", "agent", "lent_from"}},
       {"NodeList", {"nodes"}},
       {"NodeGpu", {"index", "mode", "free_milli", "memory_free_mib"}},
       {"Pool", {"name", "models", "regions", "dedicated_to", "nodes", "capacity"}},
       {"PoolList", {"pools"}},
+      // The region table (src/api/region_request.cc: the keys ParseRegionRequest accepts).
+      {"RegionTable", {"policy", "regions", "users"}},
+      {"RegionTableUpdate", {"policy", "regions", "users"}},
+      {"Region", {"name", "price_per_gpu_hour", "latency_ms"}},
+      {"RegionUsers", {"tenant", "location", "latency_budget_ms"}},
       {"PoolCapacity", {"total_gpus", "allocated_gpus", "reserved_gpus", "fragmented_gpus", "available_gpus"}},
       {"Event", {"seq", "at", "type"}},
       {"EventList", {"events", "next_since"}},
@@ -282,6 +290,7 @@ TEST_F(OpenApiTest, SchemasHaveTheContractsFields) {
   EXPECT_EQ(Strings(At(Schema("JobKind"), "enum")),
             (std::set<std::string>{"training", "online-inference", "batch-inference", "development", "cpu"}));
   EXPECT_EQ(Strings(At(Schema("Sharing"), "enum")), (std::set<std::string>{"any", "time-slice", "mps", "mig", "auto"}));
+  EXPECT_EQ(Strings(At(Schema("RegionPolicy"), "enum")), (std::set<std::string>{"cost-aware", "nearest", "off"}));
   EXPECT_EQ(Strings(At(Schema("TaskPhase"), "enum")),
             (std::set<std::string>{"running", "exited", "checkpointed", "start_failed"}));
   EXPECT_EQ(Strings(At(At(At(Schema("TaskOrder"), "properties"), "action"), "enum")),

@@ -192,6 +192,26 @@ std::string FormatPoolsTable(const json& pools) {
                      rows);
 }
 
+std::string FormatRegionsTable(const json& table) {
+  std::vector<std::vector<std::string>> regions;
+  for (const auto& r : Items(Field(table, "regions"))) {
+    std::string latency;
+    const json& l = Field(r, "latency_ms");
+    if (l.is_object()) {
+      for (const auto& [location, ms] : l.items()) latency += (latency.empty() ? "" : ",") + location + "=" + Text(ms);
+    }
+    regions.push_back({Text(r, "name"), Text(r, "price_per_gpu_hour"), latency.empty() ? "-" : latency});
+  }
+  std::string out = "policy: " + Text(table, "policy") + "\n";
+  out += FormatTable({"REGION", "PRICE_PER_GPU_HOUR", "LATENCY_MS"}, regions);
+  std::vector<std::vector<std::string>> users;
+  for (const auto& u : Items(Field(table, "users"))) {
+    users.push_back({Text(u, "tenant"), Text(u, "location"), Text(u, "latency_budget_ms")});
+  }
+  if (!users.empty()) out += "\n" + FormatTable({"TENANT", "LOCATION", "LATENCY_BUDGET_MS"}, users);
+  return out;
+}
+
 std::string FormatTenantsTable(const json& tenants) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : Items(tenants)) {

@@ -35,4 +35,10 @@ std::string FormatPoolsTable(const nlohmann::json& pools);
 // USED BORROWED LENT; a tenant without quota gets one line of "-".
 std::string FormatTenantsTable(const nlohmann::json& tenants);
 
+// The region table (GET /v1/regions): a "policy: ..." line, then one line
+// per region (REGION PRICE_PER_GPU_HOUR LATENCY_MS, the latencies as
+// "location=ms,..."), then, when the table has users, one line per tenant
+// (TENANT LOCATION LATENCY_BUDGET_MS).
+std::string FormatRegionsTable(const nlohmann::json& table);
+
 }  // namespace gpupool

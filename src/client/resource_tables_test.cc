@@ -109,6 +109,23 @@ TEST(ResourceTablesTest, PoolsTableShowsCapacity) {
             "h100      H100,H200   r1        2       16      0           0          0            16          team-a\n");
 }
 
+TEST(ResourceTablesTest, RegionsTableShowsPricesLatenciesAndUsers) {
+  const json table = json::parse(R"({"policy": "cost-aware",
+    "regions": [{"name": "east", "price_per_gpu_hour": 2.5, "latency_ms": {"nyc": 10, "sf": 70}},
+                {"name": "west", "price_per_gpu_hour": 3, "latency_ms": {}}],
+    "users": [{"tenant": "team-a", "location": "nyc", "latency_budget_ms": 50}]})");
+  EXPECT_EQ(FormatRegionsTable(table),
+            "policy: cost-aware\n"
+            "REGION   PRICE_PER_GPU_HOUR   LATENCY_MS\n"
+            "east     2.5                  nyc=10,sf=70\n"
+            "west     3                    -\n"
+            "\n"
+            "TENANT   LOCATION   LATENCY_BUDGET_MS\n"
+            "team-a   nyc        50\n");
+  EXPECT_EQ(FormatRegionsTable(json::parse(R"({"policy": "off", "regions": [], "users": []})")),
+            "policy: off\nREGION   PRICE_PER_GPU_HOUR   LATENCY_MS\n");
+}
+
 TEST(ResourceTablesTest, TenantsTableHasOneLinePerPool) {
   const json tenants = json::parse(R"([
     {"name": "team-a",

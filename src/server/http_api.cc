@@ -9,6 +9,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "src/api/region_request.h"
 #include "src/base/time_text.h"
 #include "src/model/gpu_catalog.h"
 #include "src/server/log.h"
@@ -646,6 +647,25 @@ void HttpApi::Routes() {
           json list = json::array();
           for (size_t p = 0; p < m.pools().size(); ++p) list.push_back(PoolView(static_cast<PoolId>(p), m));
           SendJson(res, 200, json{{"pools", list}});
+        }));
+
+  // --- regions (TOPO-2) -----------------------------------------------------------------
+  s.Get("/v1/regions", route("/v1/regions", [=, this](const Request& req, Response& res) {
+          if (!auth(req, res, false)) return;
+          std::shared_lock lock(core_.read_model().mu());
+          SendJson(res, 200, RegionPolicyToJson(core_.read_model().regions()));
+        }));
+  s.Put("/v1/regions", route("/v1/regions", [=, this](const Request& req, Response& res) {
+          if (!auth(req, res, true)) return;
+          auto j = body(req, res);
+          if (!j) return;
+          auto parsed = ParseRegionRequest(*j);
+          if (!parsed.ok()) return SendError(res, parsed.error);
+          const Reply r = core_.Call(SetRegionsCmd{std::move(*parsed.value)});
+          if (reply_failed(res, r)) return;
+          // The RegionsSet event is in the read model before the reply.
+          std::shared_lock lock(core_.read_model().mu());
+          SendJson(res, 200, RegionPolicyToJson(core_.read_model().regions()));
         }));
 
   // --- events ----------------------------------------------------------------------------

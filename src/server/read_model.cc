@@ -6,7 +6,10 @@ namespace gpupool {
 namespace {
 
 constexpr uint32_t kMagic = 0x47505252;  // "GPRR"
-constexpr uint32_t kVersion = 2;  // 2: jobs carry their task
+// 2: jobs carry their task; 3: the region table set at runtime, the
+// nodes' hotspots, elastic jobs' bounds and lent nodes' home pools, after
+// the jobs (a version 2 snapshot still loads: it has none of them).
+constexpr uint32_t kVersion = 3;
 
 void PutDemand(ByteWriter& w, const Demand& d) {
   w.Put(d.cpu_milli);
@@ -157,6 +160,7 @@ void ReadModel::Apply(const Event& e) {
     if (j) {
       j->state = JobState::kPending;
       j->placements.clear();
+      if (j->spec.elastic()) j->spec.replicas = j->spec.min_replicas;  // as the engine requeues it
     }
     return j;
   };
@@ -210,6 +214,45 @@ void ReadModel::Apply(const Event& e) {
           end(b.job, JobState::kEvicted);
         } else if constexpr (std::is_same_v<T, JobInterrupted>) {
           if (JobRecord* j = requeue(b.job)) ++j->interruptions;
+        } else if constexpr (std::is_same_v<T, JobResized>) {
+          if (JobRecord* j = mutable_job(b.job)) {  // SCALE-7: as EngineState applies it
+            for (auto it = b.removed.rbegin(); it != b.removed.rend(); ++it) {
+              if (*it >= 0 && static_cast<size_t>(*it) < j->placements.size()) j->placements.erase(j->placements.begin() + *it);
+            }
+            j->placements.insert(j->placements.end(), b.added.begin(), b.added.end());
+            j->spec.replicas = static_cast<int32_t>(j->placements.size());
+            j->borrowed = b.borrowed;
+          }
+        } else if constexpr (std::is_same_v<T, NodeLent>) {
+          if (b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size()) {
+            NodeRecord& n = nodes_[b.node];
+            n.home_pool = n.spec.pool;  // POOL-3: shown in the borrower's pool until returned
+            n.spec.pool = static_cast<uint8_t>(b.to);
+          }
+        } else if constexpr (std::is_same_v<T, NodeReturned>) {
+          if (b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size()) {
+            NodeRecord& n = nodes_[b.node];
+            n.spec.pool = static_cast<uint8_t>(n.home_pool);
+            n.home_pool = -1;
+          }
+        } else if constexpr (std::is_same_v<T, HotspotDetected>) {
+          if (b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size()) {
+            NodeRecord& n = nodes_[b.node];
+            n.hot = true;
+            n.hot_gpus = b.gpus;
+            n.hot_reason = b.reason;
+            n.hot_since = at;
+          }
+        } else if constexpr (std::is_same_v<T, HotspotCleared>) {
+          if (b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size()) {
+            NodeRecord& n = nodes_[b.node];
+            n.hot = false;
+            n.hot_gpus = 0;
+            n.hot_reason.clear();
+            n.hot_since = Instant{};
+          }
+        } else if constexpr (std::is_same_v<T, RegionsSet>) {
+          set_regions_ = b.policy;
         }
       },
       e.body);
@@ -276,14 +319,64 @@ std::string ReadModel::Encode() const {
     w.Put(j.interruptions);
     w.PutString(j.reason);
   }
+  // Version 3.
+  w.Put<uint8_t>(set_regions_.has_value());
+  if (set_regions_) {
+    w.Put(static_cast<uint8_t>(set_regions_->kind));
+    w.Put<uint64_t>(set_regions_->regions.size());
+    for (const RegionInfo& info : set_regions_->regions) {
+      w.PutString(info.name);
+      w.Put(info.price_per_gpu_hour);
+      w.Put<uint64_t>(info.latency_ms.size());
+      for (const auto& [location, ms] : info.latency_ms) {
+        w.PutString(location);
+        w.Put(ms);
+      }
+    }
+    w.Put<uint64_t>(set_regions_->users.size());
+    for (const TenantUsers& u : set_regions_->users) {
+      w.PutString(u.tenant);
+      w.PutString(u.location);
+      w.Put(u.latency_budget_ms);
+    }
+  }
+  uint64_t hot = 0;
+  for (const NodeRecord& n : nodes_) hot += n.hot;
+  w.Put(hot);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const NodeRecord& n = nodes_[i];
+    if (!n.hot) continue;
+    w.Put(static_cast<NodeIndex>(i));
+    w.Put(n.hot_gpus);
+    w.PutString(n.hot_reason);
+    w.Put<int64_t>(ToMillis(n.hot_since));
+  }
+  // Elastic jobs' bounds (SCALE-7) and lent nodes' home pools (POOL-3).
+  uint64_t elastic = 0, lent = 0;
+  for (const JobRecord& j : jobs_) elastic += j.id >= 0 && j.spec.elastic();
+  for (const NodeRecord& n : nodes_) lent += n.home_pool >= 0;
+  w.Put(elastic);
+  for (const JobRecord& j : jobs_) {
+    if (j.id < 0 || !j.spec.elastic()) continue;
+    w.Put(j.id);
+    w.Put(j.spec.min_replicas);
+    w.Put(j.spec.max_replicas);
+  }
+  w.Put(lent);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].home_pool < 0) continue;
+    w.Put(static_cast<NodeIndex>(i));
+    w.Put(nodes_[i].home_pool);
+  }
   return std::move(w.bytes());
 }
 
 Status ReadModel::Decode(std::string_view bytes) {
   ByteReader r(bytes);
   if (r.Get<uint32_t>() != kMagic) return InvalidArgument("read-model snapshot: bad magic");
-  if (const uint32_t v = r.Get<uint32_t>(); v != kVersion) {
-    return InvalidArgument("read-model snapshot: version " + std::to_string(v) + " (expected " +
+  const uint32_t version = r.Get<uint32_t>();
+  if (version != kVersion && version != 2) {
+    return InvalidArgument("read-model snapshot: version " + std::to_string(version) + " (expected 2 or " +
                            std::to_string(kVersion) + ")");
   }
   ReadModel m;
@@ -360,6 +453,73 @@ Status ReadModel::Decode(std::string_view bytes) {
     j.reason = r.GetString();
     m.jobs_by_tenant_[j.spec.tenant].push_back(j.id);
   }
+  if (version >= 3 && !r.failed()) {
+    if (r.Get<uint8_t>()) {
+      RegionPolicy p;
+      const uint8_t kind = r.Get<uint8_t>();
+      if (kind > static_cast<uint8_t>(RegionPolicy::Kind::kNearest)) r.Fail();
+      p.kind = static_cast<RegionPolicy::Kind>(kind);
+      const uint64_t regions = r.GetCount(16);
+      for (uint64_t i = 0; i < regions && !r.failed(); ++i) {
+        RegionInfo info;
+        info.name = r.GetString();
+        info.price_per_gpu_hour = r.Get<double>();
+        const uint64_t latencies = r.GetCount(16);
+        for (uint64_t k = 0; k < latencies && !r.failed(); ++k) {
+          std::string location = r.GetString();
+          info.latency_ms[std::move(location)] = r.Get<double>();
+        }
+        p.regions.push_back(std::move(info));
+      }
+      const uint64_t users = r.GetCount(24);
+      for (uint64_t i = 0; i < users && !r.failed(); ++i) {
+        TenantUsers u;
+        u.tenant = r.GetString();
+        u.location = r.GetString();
+        u.latency_budget_ms = r.Get<double>();
+        p.users.push_back(std::move(u));
+      }
+      m.set_regions_ = std::move(p);
+    }
+    const uint64_t hot = r.GetCount(22);
+    for (uint64_t i = 0; i < hot && !r.failed(); ++i) {
+      const NodeIndex node = r.Get<NodeIndex>();
+      const GpuMask gpus = r.Get<GpuMask>();
+      std::string reason = r.GetString();
+      const int64_t since = r.Get<int64_t>();
+      if (node < 0 || static_cast<size_t>(node) >= m.nodes_.size()) {
+        r.Fail();
+        break;
+      }
+      NodeRecord& n = m.nodes_[node];
+      n.hot = true;
+      n.hot_gpus = gpus;
+      n.hot_reason = std::move(reason);
+      n.hot_since = InstantFromMillis(since);
+    }
+    const uint64_t elastic = r.GetCount(16);
+    for (uint64_t i = 0; i < elastic && !r.failed(); ++i) {
+      const JobId id = r.Get<JobId>();
+      const int32_t min = r.Get<int32_t>(), max = r.Get<int32_t>();
+      if (id < 1 || static_cast<size_t>(id) > m.jobs_.size() || min < 1 || max < min) {
+        r.Fail();
+        break;
+      }
+      m.jobs_[id - 1].spec.min_replicas = min;
+      m.jobs_[id - 1].spec.max_replicas = max;
+    }
+    const uint64_t lent = r.GetCount(12);
+    for (uint64_t i = 0; i < lent && !r.failed(); ++i) {
+      const NodeIndex node = r.Get<NodeIndex>();
+      const int32_t home = r.Get<int32_t>();
+      if (node < 0 || static_cast<size_t>(node) >= m.nodes_.size() || home < 0 ||
+          static_cast<size_t>(home) >= m.pools_.size()) {
+        r.Fail();
+        break;
+      }
+      m.nodes_[node].home_pool = home;
+    }
+  }
   if (r.failed() || r.remaining() != 0) return InvalidArgument("read-model snapshot: truncated or corrupt");
   last_seq_ = m.last_seq_;
   jobs_ = std::move(m.jobs_);
@@ -370,6 +530,7 @@ Status ReadModel::Decode(std::string_view bytes) {
   quotas_ = std::move(m.quotas_);
   nodes_ = std::move(m.nodes_);
   node_ids_ = std::move(m.node_ids_);
+  set_regions_ = std::move(m.set_regions_);
   return {};
 }
 

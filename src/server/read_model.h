@@ -1,7 +1,8 @@
 // What the server's read endpoints answer from: a projection of the
 // committed events (jobs, including ended ones; tenants and their quotas;
-// pools; nodes' static facts) plus the latest engine summary (usage,
-// capacity, per-GPU state) that the engine thread publishes.
+// pools; nodes' static facts and hotspots; the region table in force) plus
+// the latest engine summary (usage, capacity, per-GPU state) that the
+// engine thread publishes.
 //
 // The writer thread applies each committed event (Apply) under the write
 // lock; HTTP threads read under the shared lock, so a reader sees the state
@@ -20,6 +21,7 @@
 
 #include "src/base/status.h"
 #include "src/engine/event.h"
+#include "src/engine/regions.h"
 #include "src/model/pool.h"
 #include "src/model/tenant.h"
 
@@ -41,6 +43,14 @@ struct JobRecord {
 struct NodeRecord {
   NodeSpec spec;
   std::string region, zone, rack;
+  // OPS-2: set by HotspotDetected, cleared by HotspotCleared (the node is
+  // cordoned meanwhile).
+  bool hot = false;
+  GpuMask hot_gpus = 0;
+  std::string hot_reason;
+  Instant hot_since{};
+  // POOL-3: while lent to another pool (spec.pool), its home pool; else -1.
+  int32_t home_pool = -1;
 };
 
 // Published by the engine thread (every tick and after set-up commands).
@@ -75,6 +85,14 @@ class ReadModel {
   const std::vector<NodeRecord>& nodes() const { return nodes_; }
   std::optional<NodeIndex> node_id(const std::string& name) const;
 
+  // TOPO-2: the region table in force, as Engine::regions() has it: the
+  // last RegionsSet applied, else the configuration's. The server gives the
+  // configuration's table before it recovers or serves (it is not an event:
+  // a changed configuration changes it, unless a table was set through the
+  // API, which the journal and the snapshot keep).
+  void set_config_regions(RegionPolicy p) { config_regions_ = std::move(p); }
+  const RegionPolicy& regions() const { return set_regions_ ? *set_regions_ : config_regions_; }
+
   void set_summary(std::shared_ptr<const EngineSummary> s) { summary_ = std::move(s); }
   const std::shared_ptr<const EngineSummary>& summary() const { return summary_; }
 
@@ -96,6 +114,8 @@ class ReadModel {
   std::vector<std::vector<Quota>> quotas_;
   std::vector<NodeRecord> nodes_;
   std::map<std::string, NodeIndex> node_ids_;
+  RegionPolicy config_regions_;
+  std::optional<RegionPolicy> set_regions_;  // the last RegionsSet
   std::shared_ptr<const EngineSummary> summary_ = std::make_shared<EngineSummary>();
 };
 

@@ -137,6 +137,9 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
         [self](const CommandNodeProvider::Created& c) { self->Execute(ProvisionedNodeCmd{c.pool, c.name, c.rack}); },
         [self](const CommandNodeProvider::Failed& f) { self->Execute(FailScaleOutCmd{f.pool, 1, f.reason}); });
   }
+  // The read model answers GET /v1/regions: the configuration's table until
+  // a RegionsSet (replayed, or from the read model's snapshot) replaces it.
+  core->read_model_.set_config_regions(s.engine.regions);
   if (auto ok = core->Recover(); !ok) return std::unexpected(ok.error());
   return core;
 }
@@ -457,7 +460,14 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
           r.detail = ToJson(o.reply);
           return r;
         } else if constexpr (std::is_same_v<T, AgentHeartbeatCmd>) {
+          const size_t before = item.events.size();
           AgentService::Outcome o = agents_->Heartbeat(e, cmd.request, now, sink);
+          // A hotspot found or cleared cordons or frees the node: the node
+          // view's condition shows it at once, not at the next tick.
+          for (size_t i = before; i < item.events.size(); ++i) {
+            setup = setup || std::holds_alternative<HotspotDetected>(item.events[i].body) ||
+                    std::holds_alternative<HotspotCleared>(item.events[i].body);
+          }
           if (o.error) return Reply{o.error};
           Reply r;
           r.id = o.reply.node_index;
@@ -482,6 +492,15 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
           if (auto ok = e.FailScaleOut(cmd.pool, cmd.nodes, cmd.reason, now, sink); !ok) {
             LogError("a failed scale-out could not be recorded", {{"reason", cmd.reason}, {"error", ok.error().message}});
             return engine_error(ok.error());
+          }
+          return Reply{};
+        } else if constexpr (std::is_same_v<T, SetRegionsCmd>) {
+          setup = true;  // the scheduling pass that follows may place jobs
+          if (auto ok = e.SetRegions(std::move(cmd.policy), now, sink); !ok) {
+            // CheckRegionPolicy's message starts with the field's path in the body.
+            const std::string& m = ok.error().message;
+            const size_t colon = m.find(": ");
+            return engine_error(ok.error(), colon == std::string::npos ? "regions" : m.substr(0, colon));
           }
           return Reply{};
         } else if constexpr (std::is_same_v<T, ExplainCmd>) {

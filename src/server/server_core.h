@@ -102,9 +102,15 @@ struct FailScaleOutCmd {
   int32_t nodes = 1;
   std::string reason;
 };
+// TOPO-2 at runtime (PUT /v1/regions): replaces the region table
+// (Engine::SetRegions, journaled as RegionsSet). A table the Engine refuses
+// is a 400 naming the field (e.g. "regions[1].name"); nothing is journaled.
+struct SetRegionsCmd {
+  RegionPolicy policy;
+};
 using Command = std::variant<CreateTenantCmd, SetQuotaCmd, SubmitJobCmd, CancelJobCmd, AddNodeCmd, ExplainCmd,
                              SnapshotCmd, IssueNodeTokenCmd, RegisterAgentCmd, AgentHeartbeatCmd, ProvisionedNodeCmd,
-                             FailScaleOutCmd>;
+                             FailScaleOutCmd, SetRegionsCmd>;
 
 struct Reply {
   std::optional<ApiError> error;

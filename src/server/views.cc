@@ -92,6 +92,9 @@ json NodeView(NodeIndex i, const ReadModel& m) {
          {"region", r.region},
          {"zone", r.zone},
          {"rack", r.rack}};
+  if (r.home_pool >= 0 && static_cast<size_t>(r.home_pool) < m.pools().size()) {
+    v["lent_from"] = m.pools()[r.home_pool].name;  // POOL-3: borrowed by `pool` from this pool
+  }
   const auto& s = *m.summary();
   if (static_cast<size_t>(i) < s.nodes.size()) {
     const Node& n = s.nodes[i];
@@ -110,6 +113,11 @@ json NodeView(NodeIndex i, const ReadModel& m) {
     v["condition"] = "ready";  // registered after the latest summary
     v["free_gpus"] = r.spec.gpu_count;
     v["gpu"] = json::array();
+  }
+  if (r.hot) {
+    // OPS-2: cordoned until its GPUs report below the thresholds.
+    v["condition"] = "cordoned";
+    v["hotspot"] = json{{"gpus", GpuList(r.hot_gpus)}, {"reason", r.hot_reason}, {"since", FormatRfc3339(r.hot_since)}};
   }
   return v;
 }
