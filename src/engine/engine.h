@@ -215,7 +215,7 @@ class Engine {
   // FRAG-3: the rack of `pool` with the most free GPU capacity on partly
   // used nodes (where a new node best joins gangs with what is left), or ""
   // when the pool has no such node. Providers place new nodes there when
-  // they can.
+  // they can. (The free function below, for code that holds only a state.)
   std::string FragmentedRack(PoolId pool) const;
 
   // Applies an event decided earlier (recovery by replay). Requires the
@@ -397,5 +397,8 @@ class Engine {
   std::unordered_map<JobId, int> low_polls_;
   std::vector<Instant> last_heartbeat_;
 };
+
+// Engine::FragmentedRack of `state`.
+std::string FragmentedRack(const EngineState& state, PoolId pool);
 
 }  // namespace gpupool

@@ -108,13 +108,15 @@ uint64_t Engine::PoolsWantedByQueue() const {
   return wanted;
 }
 
-std::string Engine::FragmentedRack(PoolId pool) const {
+std::string Engine::FragmentedRack(PoolId pool) const { return gpupool::FragmentedRack(state_, pool); }
+
+std::string FragmentedRack(const EngineState& state, PoolId pool) {
   // Free GPU milli on partly used ready nodes, per rack of the pool.
   std::map<std::string, int64_t> free;
-  for (NodeIndex n = 0; n < state_.cluster.node_count(); ++n) {
-    const Node& node = state_.cluster.node(n);
+  for (NodeIndex n = 0; n < state.cluster.node_count(); ++n) {
+    const Node& node = state.cluster.node(n);
     if (node.pool != pool || node.condition != NodeCondition::kReady || Empty(node)) continue;
-    if (node.gpu_milli_free_total > 0) free[state_.node_places[n].rack] += node.gpu_milli_free_total;
+    if (node.gpu_milli_free_total > 0) free[state.node_places[n].rack] += node.gpu_milli_free_total;
   }
   std::string best;
   int64_t most = 0;

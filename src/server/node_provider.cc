@@ -14,6 +14,7 @@
 #include <map>
 
 #include "src/base/time_text.h"
+#include "src/engine/engine.h"
 #include "src/model/gpu_catalog.h"
 #include "src/server/log.h"
 
@@ -230,9 +231,12 @@ void CommandNodeProvider::Plan(const Event& e, const EngineState& state) {
       }
       // The warm pool target before this scale-out (WarmPoolSized follows it).
       const int32_t warm = state.pool_scaling[so->pool].warm_nodes;
+      // FRAG-3: beside the pool's scattered free GPUs when there are any.
+      const std::string fragmented = FragmentedRack(state, so->pool);
       for (int32_t i = 0; i < so->nodes; ++i) {
         const int64_t serial = next++;
-        Action a{e.seq, true, so->pool, pool_name, ProvisionedNodeName(t, serial), ProvisionedNodeRack(t, serial), {}};
+        Action a{e.seq, true, so->pool, pool_name, ProvisionedNodeName(t, serial),
+                 fragmented.empty() ? ProvisionedNodeRack(t, serial) : fragmented, {}};
         a.env = {{"GPUPOOL_POOL", pool_name},
                  {"GPUPOOL_NODE", a.node},
                  {"GPUPOOL_RACK", a.rack},
