@@ -10,8 +10,7 @@
 #include <fstream>
 #include <thread>
 
-#include "tests/run_binary.h"
-#include "tests/server_process.h"
+#include "tests/configured_server.h"
 
 namespace gpupool::testing {
 namespace {
@@ -29,19 +28,9 @@ server:
   tick: 200ms
 )";
 
-class ServerHotspotTest : public ::testing::Test {
+class ServerHotspotTest : public ConfiguredServerTest {
  protected:
-  void SetUp() override {
-    root_ = MakeTempDir();
-    std::ofstream(root_ + "/config.yaml") << kConfig;
-    server_ = std::make_unique<ServerProcess>(root_ + "/data", std::vector<std::string>{"--config", root_ + "/config.yaml"});
-    ASSERT_TRUE(server_->Start()) << server_->log();
-    admin_ = server_->admin_token();
-  }
-  void TearDown() override {
-    server_.reset();
-    std::filesystem::remove_all(root_);
-  }
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer(kConfig)); }
 
   // The node's view in GET /v1/nodes.
   json NodeView(const std::string& name) {
@@ -60,9 +49,6 @@ class ServerHotspotTest : public ::testing::Test {
     }
     return out;
   }
-
-  std::string root_, admin_;
-  std::unique_ptr<ServerProcess> server_;
 };
 
 TEST_F(ServerHotspotTest, AHotGpuCordonsItsNodeAndCheckpointsItsJobUntilItCools) {

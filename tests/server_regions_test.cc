@@ -8,8 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/run_binary.h"
-#include "tests/server_process.h"
+#include "tests/configured_server.h"
 
 namespace gpupool::testing {
 namespace {
@@ -43,24 +42,16 @@ json WestCheaper() {
               {"users", json::array({json{{"tenant", "team-r"}, {"location", "nyc"}, {"latency_budget_ms", 100}}})}};
 }
 
-class ServerRegionsTest : public ::testing::Test {
+class ServerRegionsTest : public ConfiguredServerTest {
  protected:
   void SetUp() override {
-    root_ = MakeTempDir();
-    std::ofstream(root_ + "/config.yaml") << kConfig;
-    server_ = std::make_unique<ServerProcess>(root_ + "/data", std::vector<std::string>{"--config", root_ + "/config.yaml"});
-    ASSERT_TRUE(server_->Start()) << server_->log();
-    admin_ = server_->admin_token();
+    ASSERT_NO_FATAL_FAILURE(StartServer(kConfig));
     auto t = Http(*server_, "POST", "/v1/tenants", admin_,
                   json{{"name", "team-r"},
                        {"quota", {{"east", {{"guaranteed_gpus", 8}, {"limit_gpus", 8}}},
                                   {"west", {{"guaranteed_gpus", 8}, {"limit_gpus", 8}}}}}});
     ASSERT_EQ(t.status, 201) << t.text;
     token_ = t.body["token"];
-  }
-  void TearDown() override {
-    server_.reset();
-    std::filesystem::remove_all(root_);
   }
 
   // Submits a one-GPU batch job and returns the pool it runs in ("" if it
@@ -74,8 +65,7 @@ class ServerRegionsTest : public ::testing::Test {
   }
   int64_t LastSeq() { return Http(*server_, "GET", "/healthz", "").body["last_seq"]; }
 
-  std::string root_, admin_, token_;
-  std::unique_ptr<ServerProcess> server_;
+  std::string token_;
 };
 
 TEST_F(ServerRegionsTest, GetReturnsTheConfiguredTableToAnyCaller) {
