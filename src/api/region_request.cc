@@ -86,18 +86,4 @@ ApiResult<RegionPolicy> ParseRegionRequest(const json& body) {
   return out;
 }
 
-json RegionPolicyToJson(const RegionPolicy& p) {
-  json regions = json::array();
-  for (const RegionInfo& r : p.regions) {
-    json latency = json::object();
-    for (const auto& [location, ms] : r.latency_ms) latency[location] = ms;
-    regions.push_back({{"name", r.name}, {"price_per_gpu_hour", r.price_per_gpu_hour}, {"latency_ms", latency}});
-  }
-  json users = json::array();
-  for (const TenantUsers& u : p.users) {
-    users.push_back({{"tenant", u.tenant}, {"location", u.location}, {"latency_budget_ms", u.latency_budget_ms}});
-  }
-  return {{"policy", RegionPolicyKindName(p.kind)}, {"regions", regions}, {"users", users}};
-}
-
 }  // namespace gpupool

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/api/json_fields.h"
-#include "src/engine/regions.h"
+#include "src/engine/region_json.h"  // RegionPolicyToJson: the body that describes a table
 
 namespace gpupool {
 
@@ -16,8 +16,5 @@ namespace gpupool {
 // Form and ranges are checked here, the table's rules by CheckRegionPolicy
 // (its message then names the field as a path in this body).
 ApiResult<RegionPolicy> ParseRegionRequest(const nlohmann::json& body);
-
-// The body that describes `p` (every field explicit).
-nlohmann::json RegionPolicyToJson(const RegionPolicy& p);
 
 }  // namespace gpupool

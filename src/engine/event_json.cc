@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/engine/event.h"
+#include "src/engine/region_json.h"
 
 namespace gpupool {
 namespace {
@@ -72,18 +73,10 @@ json SpecJson(const JobSpec& s) {
   return j;
 }
 
-json RegionPolicyJson(const RegionPolicy& p) {
-  json regions = json::array();
-  for (const RegionInfo& r : p.regions) {
-    json latency = json::object();
-    for (const auto& [location, ms] : r.latency_ms) latency[location] = ms;
-    regions.push_back(json{{"name", r.name}, {"price_per_gpu_hour", r.price_per_gpu_hour}, {"latency_ms", latency}});
-  }
-  json users = json::array();
-  for (const TenantUsers& u : p.users) {
-    users.push_back(json{{"tenant", u.tenant}, {"location", u.location}, {"latency_budget_ms", u.latency_budget_ms}});
-  }
-  return json{{"kind", RegionPolicyKindName(p.kind)}, {"regions", regions}, {"users", users}};
+json ReplicasJson(const std::vector<PlacedReplica>& replicas) {
+  json out = json::array();
+  for (const auto& r : replicas) out.push_back(json{{"node", r.node}, {"gpus", r.gpus}});
+  return out;
 }
 
 json QuotaJson(const Quota& q) {
@@ -137,9 +130,7 @@ struct BodyJson {
     j["job"] = e.job;
     j["pool"] = e.pool;
     j["borrowed"] = e.borrowed;
-    json replicas = json::array();
-    for (const auto& r : e.replicas) replicas.push_back(json{{"node", r.node}, {"gpus", r.gpus}});
-    j["replicas"] = std::move(replicas);
+    j["replicas"] = ReplicasJson(e.replicas);
   }
   void operator()(const JobFinished& e) {
     j["job"] = e.job;
@@ -231,9 +222,7 @@ struct BodyJson {
   void operator()(const JobResized& e) {
     j["job"] = e.job;
     j["removed"] = e.removed;
-    json added = json::array();
-    for (const auto& r : e.added) added.push_back(json{{"node", r.node}, {"gpus", r.gpus}});
-    j["added"] = std::move(added);
+    j["added"] = ReplicasJson(e.added);
     j["borrowed"] = e.borrowed;
     j["reshard_ms"] = ToMillis(e.reshard);
     j["reason"] = e.reason;
@@ -250,7 +239,7 @@ struct BodyJson {
     j["reason"] = e.reason;
   }
   void operator()(const NodeReturned& e) { j["node"] = e.node; }
-  void operator()(const RegionsSet& e) { j["policy"] = RegionPolicyJson(e.policy); }
+  void operator()(const RegionsSet& e) { j["policy"] = RegionPolicyToJson(e.policy); }
 };
 
 }  // namespace
@@ -557,18 +546,23 @@ void Read(Obj& o, JobRejected& e) {
   e.spec = ReadSpec(o.Child("spec"));
   e.reason = o.Str("reason");
 }
-void Read(Obj& o, JobPlaced& e) {
-  e.job = o.Int<JobId>("job");
-  e.pool = o.Int<PoolId>("pool");
-  e.borrowed = o.Bool("borrowed");
-  o.ForEach("replicas", [&](const json& item, const std::string& path) {
+std::vector<PlacedReplica> ReadReplicas(Obj& o, const char* key) {
+  std::vector<PlacedReplica> out;
+  o.ForEach(key, [&](const json& item, const std::string& path) {
     Obj r(o.errors(), &item, path);
     PlacedReplica p;
     p.node = r.Int<NodeIndex>("node");
     p.gpus = r.Int<GpuMask>("gpus");
     r.Done();
-    e.replicas.push_back(p);
+    out.push_back(p);
   });
+  return out;
+}
+void Read(Obj& o, JobPlaced& e) {
+  e.job = o.Int<JobId>("job");
+  e.pool = o.Int<PoolId>("pool");
+  e.borrowed = o.Bool("borrowed");
+  e.replicas = ReadReplicas(o, "replicas");
 }
 void Read(Obj& o, JobFinished& e) {
   e.job = o.Int<JobId>("job");
@@ -660,14 +654,7 @@ void Read(Obj& o, MigrationStarted& e) {
 void Read(Obj& o, JobResized& e) {
   e.job = o.Int<JobId>("job");
   e.removed = o.IntArray<int32_t>("removed");
-  o.ForEach("added", [&](const json& item, const std::string& path) {
-    Obj r(o.errors(), &item, path);
-    PlacedReplica p;
-    p.node = r.Int<NodeIndex>("node");
-    p.gpus = r.Int<GpuMask>("gpus");
-    r.Done();
-    e.added.push_back(p);
-  });
+  e.added = ReadReplicas(o, "added");
   e.borrowed = o.Bool("borrowed");
   e.reshard = o.Millis("reshard_ms");
   e.reason = o.Str("reason");
@@ -686,7 +673,7 @@ void Read(Obj& o, NodeLent& e) {
 void Read(Obj& o, NodeReturned& e) { e.node = o.Int<NodeIndex>("node"); }
 void Read(Obj& o, RegionsSet& e) {
   Obj p = o.Child("policy");
-  const std::string kind = p.Str("kind");
+  const std::string kind = p.Str("policy");
   bool known = false;
   for (auto k : {RegionPolicy::Kind::kOff, RegionPolicy::Kind::kCostAware, RegionPolicy::Kind::kNearest}) {
     if (kind == RegionPolicyKindName(k)) {
@@ -694,7 +681,7 @@ void Read(Obj& o, RegionsSet& e) {
       known = true;
     }
   }
-  if (!known && !o.errors().first) o.errors().Fail(p.Path("kind"), "unknown region policy '" + kind + "'");
+  if (!known && !o.errors().first) o.errors().Fail(p.Path("policy"), "unknown region policy '" + kind + "'");
   p.ForEach("regions", [&](const json& item, const std::string& path) {
     Obj r(o.errors(), &item, path);
     RegionInfo info;

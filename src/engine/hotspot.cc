@@ -78,9 +78,11 @@ Status Engine::ReportNodeTelemetry(NodeIndex node, const std::vector<GpuTelemetr
   const Instant since = hot_since_.emplace(node, now).first->second;
   if (now - since < c.window) return {};
   if (auto last = hot_detected_.find(node); last != hot_detected_.end() && now - last->second < c.cooldown) return {};
+  // Held for a preemptor: it starts there first; the node is judged again
+  // at the next report once the hold is gone (its window keeps running).
+  if (n.reserved_for >= 0) return {};
   hot_since_.erase(node);
   hot_detected_[node] = now;
-  if (n.reserved_for >= 0) return {};  // held for a preemptor: it starts there first
   const std::string reason = why + " for " + std::to_string(ToMillis(now - since) / 1000) + " s";
   Emit(HotspotDetected{node, over, reason}, now, sink);
   ActOnHotspot(node, over, reason, now, sink);

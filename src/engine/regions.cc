@@ -2,6 +2,8 @@
 // by region is in src/engine/engine.cc (Engine::OrderByRegion).
 #include "src/engine/regions.h"
 
+#include "src/engine/region_json.h"
+
 #include <cmath>
 #include <set>
 
@@ -45,6 +47,20 @@ Status CheckRegionPolicy(const RegionPolicy& p) {
     return InvalidArgument("regions: a policy other than off needs at least one region");
   }
   return {};
+}
+
+nlohmann::json RegionPolicyToJson(const RegionPolicy& p) {
+  nlohmann::json regions = nlohmann::json::array();
+  for (const RegionInfo& r : p.regions) {
+    nlohmann::json latency = nlohmann::json::object();
+    for (const auto& [location, ms] : r.latency_ms) latency[location] = ms;
+    regions.push_back({{"name", r.name}, {"price_per_gpu_hour", r.price_per_gpu_hour}, {"latency_ms", latency}});
+  }
+  nlohmann::json users = nlohmann::json::array();
+  for (const TenantUsers& u : p.users) {
+    users.push_back({{"tenant", u.tenant}, {"location", u.location}, {"latency_budget_ms", u.latency_budget_ms}});
+  }
+  return {{"policy", RegionPolicyKindName(p.kind)}, {"regions", regions}, {"users", users}};
 }
 
 }  // namespace gpupool
