@@ -26,6 +26,7 @@ pools:
     models: [H100]
 server:
   tick: 200ms
+  default_image: host
 )";
 
 class ServerHotspotTest : public ConfiguredServerTest {

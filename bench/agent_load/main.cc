@@ -143,7 +143,8 @@ int main(int argc, char** argv) {
   const std::string root = std::filesystem::temp_directory_path() / ("gpupool-agent-load-" + std::to_string(getpid()));
   std::filesystem::create_directories(root);
   std::ofstream(root + "/config.yaml") << "name: agent-load\npools:\n  - name: gpu\ntenants:\n  - name: load\n"
-                                          "    quota:\n      gpu: {guaranteed_gpus: 0, limit_gpus: 100000}\n";
+                                          "    quota:\n      gpu: {guaranteed_gpus: 0, limit_gpus: 100000}\n"
+                                          "server:\n  default_image: host\n";
   Server server{binary, root + "/data", root + "/config.yaml", FreePort()};
   if (!server.Start()) {
     std::cerr << "the server did not start; see " << server.dir << "/server.log\n";

@@ -55,6 +55,10 @@ bool IntList(const FieldReader& f, std::string_view key, std::vector<int>& out, 
 
 constexpr int64_t kMaxMib = int64_t{1} << 40;
 constexpr int kMaxGpuIndex = 1023;
+constexpr size_t kMaxImageBytes = 4096;
+constexpr int64_t kMaxShmMib = 64 * 1024;
+constexpr int64_t kMaxCpuMilli = int64_t{1} << 40;
+constexpr int64_t kMaxUid = (int64_t{1} << 31) - 1;
 
 json GpuJson(const GpuDevice& g) {
   json mig = json::array();
@@ -120,7 +124,8 @@ json ToJson(const RegisterRequest& r) {
   for (const GpuDevice& g : r.gpus) gpus.push_back(GpuJson(g));
   return json{{"node", r.node},           {"backend", r.backend},       {"class", r.node_class},
               {"region", r.region},       {"zone", r.zone},             {"rack", r.rack},
-              {"cpu_milli", r.cpu_milli}, {"memory_mib", r.memory_mib}, {"gpus", std::move(gpus)}};
+              {"cpu_milli", r.cpu_milli}, {"memory_mib", r.memory_mib}, {"gpus", std::move(gpus)},
+              {"isolation", r.isolation}};
 }
 
 ApiResult<RegisterRequest> ParseRegisterRequest(const json& j) {
@@ -129,13 +134,19 @@ ApiResult<RegisterRequest> ParseRegisterRequest(const json& j) {
   RegisterRequest r;
   FieldReader f;
   if (!FieldReader::Open(j, "", {"node", "backend", "class", "region", "zone", "rack", "cpu_milli", "memory_mib",
-                                 "gpus"},
+                                 "gpus", "isolation"},
                          &f, err) ||
       !f.Require("node", err) || !f.String("node", r.node, 253, err) || !f.String("backend", r.backend, 16, err) ||
       !f.String("class", r.node_class, 63, err) || !f.String("region", r.region, 63, err) ||
       !f.String("zone", r.zone, 63, err) || !f.String("rack", r.rack, 63, err) || !f.Require("cpu_milli", err) ||
       !IntAs(f, "cpu_milli", r.cpu_milli, 1, int64_t{1} << 40, err) || !f.Require("memory_mib", err) ||
-      !IntAs(f, "memory_mib", r.memory_mib, 1, kMaxMib, err)) {
+      !IntAs(f, "memory_mib", r.memory_mib, 1, kMaxMib, err) || !f.String("isolation", r.isolation, 16, err)) {
+    return out;
+  }
+  // Absent: an agent older than the field, which runs plain processes.
+  r.isolation_given = f.Has("isolation");
+  if (r.isolation != "container" && r.isolation != "none") {
+    *err = BadField("isolation", "unknown isolation '" + r.isolation + "' (known: container, none)");
     return out;
   }
   if (!Each(f, "gpus", err, [&](const json& g, const std::string& path) {
@@ -285,8 +296,14 @@ ApiResult<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
 json ToJson(const AgentReply& r) {
   json tasks = json::array();
   for (const TaskOrder& t : r.tasks) {
+    // The task object keeps its first keys (an older agent refuses others):
+    // the container fields travel beside it.
+    TaskSpec bare = t.task;
+    bare.image.clear();
+    bare.shm_mib = kDefaultShmMib;
+    bare.network_isolated = false;
     json task = json::object();
-    TaskToRequest(t.task, task);
+    TaskToRequest(bare, task);
     json x{{"job", t.job},
            {"replica", t.replica},
            {"attempt", t.attempt},
@@ -302,6 +319,17 @@ json ToJson(const AgentReply& r) {
     if (t.gpu_mode == "mig") {
       x["mig_profile"] = t.mig_profile;
       x["mig_start"] = t.mig_start;
+    }
+    // Only away from their defaults, so that a reply to an agent older than
+    // them (which the server leaves at the defaults) has none of them.
+    if (!t.image.empty()) x["image"] = t.image;
+    if (t.shm_mib != kDefaultShmMib) x["shm_mib"] = t.shm_mib;
+    if (t.network_isolated) x["network_isolated"] = true;
+    if (t.memory_mib != 0) x["memory_mib"] = t.memory_mib;
+    if (t.cpu_milli != 0) x["cpu_milli"] = t.cpu_milli;
+    if (t.uid != 0 || t.uid_count != 0) {
+      x["uid"] = t.uid;
+      x["uid_count"] = t.uid_count;
     }
     tasks.push_back(std::move(x));
   }
@@ -341,7 +369,8 @@ ApiResult<AgentReply> ParseAgentReply(const json& j) {
              std::string action;
              if (!FieldReader::Open(t, path, {"job", "replica", "attempt", "name", "tenant", "action", "idle_notice",
                                               "gpus", "gpu_mode", "gpu_milli", "gpu_memory_mib", "mig_profile",
-                                              "mig_start", "task"},
+                                              "mig_start", "task", "image", "shm_mib", "network_isolated",
+                                              "memory_mib", "cpu_milli", "uid", "uid_count"},
                                     &tf, err) ||
                  !tf.Require("job", err) || !IntAs(tf, "job", x.job, 1, INT64_MAX, err) ||
                  !IntAs(tf, "replica", x.replica, 0, INT32_MAX, err) ||
@@ -350,7 +379,24 @@ ApiResult<AgentReply> ParseAgentReply(const json& j) {
                  !tf.Bool("idle_notice", x.idle_notice, err) || !IntList(tf, "gpus", x.gpus, kMaxGpuIndex, err) ||
                  !tf.String("gpu_mode", x.gpu_mode, 16, err) || !IntAs(tf, "gpu_milli", x.gpu_milli, 0, 1000, err) ||
                  !IntAs(tf, "gpu_memory_mib", x.gpu_memory_mib, 0, kMaxMib, err) ||
-                 !tf.String("mig_profile", x.mig_profile, 32, err) || !IntAs(tf, "mig_start", x.mig_start, 0, 63, err)) {
+                 !tf.String("mig_profile", x.mig_profile, 32, err) || !IntAs(tf, "mig_start", x.mig_start, 0, 63, err) ||
+                 !tf.String("image", x.image, kMaxImageBytes, err) ||
+                 !IntAs(tf, "shm_mib", x.shm_mib, 1, kMaxShmMib, err) ||
+                 !tf.Bool("network_isolated", x.network_isolated, err) ||
+                 !IntAs(tf, "memory_mib", x.memory_mib, 0, kMaxMib, err) ||
+                 !IntAs(tf, "cpu_milli", x.cpu_milli, 0, kMaxCpuMilli, err) ||
+                 !IntAs(tf, "uid", x.uid, 0, kMaxUid, err) || !IntAs(tf, "uid_count", x.uid_count, 0, kMaxUid, err)) {
+               return false;
+             }
+             if (!x.image.empty()) {
+               if (std::string why = ImageProblem(x.image); !why.empty()) {
+                 *err = BadField(path + ".image", why);
+                 return false;
+               }
+             }
+             if ((x.uid == 0) != (x.uid_count == 0) || x.uid + x.uid_count > kMaxUid + 1) {
+               *err = BadField(path + ".uid_count", "uid and uid_count are both 0 (no user namespace) or both set, "
+                                                    "the range ending at or below 2^31");
                return false;
              }
              if (action != "run" && action != "checkpoint") {

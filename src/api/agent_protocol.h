@@ -12,7 +12,11 @@
 // reporting the final state of a task for as long as the task is desired.
 //
 // Parsing is strict (unknown fields are errors) and every error names the
-// field as a JSON path, on both sides.
+// field as a JSON path, on both sides. Fields added later are optional (a
+// missing one takes its default) and the server sends an agent only the
+// fields its registration showed it knows, so a server may be upgraded
+// before its agents (issue 14's fields: RegisterRequest.isolation, the
+// container fields of TaskOrder).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,12 @@ struct RegisterRequest {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   std::vector<GpuDevice> gpus;
+  std::string isolation = "none";  // how its tasks run: "container" (oci runtime) or "none" (plain processes)
+  // Set by ParseRegisterRequest when the body has "isolation" (ToJson always
+  // writes it): an agent that knows TaskOrder's container fields. An older
+  // agent's registration has no such key, and its replies get none of them
+  // (its parser refuses fields it does not know).
+  bool isolation_given = false;
 };
 
 enum class TaskPhase : uint8_t {
@@ -52,7 +62,7 @@ struct TaskReport {
   int32_t exit_code = 0;         // kExited
   int32_t signal = 0;            // kExited: the signal that ended it, 0 if none
   bool checkpoint_acked = false; // kCheckpointed: false when the wait timed out
-  std::string error;             // kStartFailed
+  std::string error;             // kStartFailed: why; kExited: what the node knows (e.g. "out of memory (limit 2 GiB)")
   double util_pct = -1;          // kRunning: GPU utilization since the last report; -1 unknown
   int64_t gpu_memory_mib = 0;
 };
@@ -102,6 +112,17 @@ struct TaskOrder {
   std::string mig_profile;     // "mig": the instance's profile and first memory slice
   int32_t mig_start = 0;
   TaskSpec task;
+  // The container (EXEC-1..6; an agent without one ignores them). On the
+  // wire each is written only when it differs from its default, and a
+  // missing one takes its default, so either side may be older; an agent
+  // that registered without "isolation" gets none of them.
+  std::string image;              // "host" or a path on the node; empty (an older server): the host's
+  int64_t shm_mib = 1024;         // /dev/shm
+  bool network_isolated = false;  // a network namespace of its own
+  int64_t memory_mib = 0;         // the replica's memory: a hard limit; 0 = none
+  int64_t cpu_milli = 0;          // the replica's CPU: a quota; 0 = none
+  int64_t uid = 0;                // host uid and gid of the container's root (the tenant's range)
+  int64_t uid_count = 0;          // the range's size; 0 = no user namespace
 };
 
 struct ScrubOrder {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "src/api/tenant_ids.h"
+
 namespace gpupool {
 namespace {
 
@@ -104,6 +106,123 @@ TEST(AgentProtocolTest, BadMessagesNameTheField) {
   auto action = ParseAgentReply(json::parse(R"({"tasks":[{"job":1,"action":"dance","task":{"command":["x"]}}]})"));
   ASSERT_FALSE(action.ok());
   EXPECT_EQ(action.error.field, "tasks[0].action");
+}
+
+TEST(AgentProtocolTest, IsolationIsReportedAndOptional) {
+  RegisterRequest r;
+  r.node = "gpu-7";
+  r.cpu_milli = 1000;
+  r.memory_mib = 1024;
+  r.isolation = "container";
+  auto back = ParseRegisterRequest(ToJson(r));
+  ASSERT_TRUE(back.ok()) << back.error.message;
+  EXPECT_EQ(back.value->isolation, "container");
+  EXPECT_TRUE(back.value->isolation_given);
+  // An agent older than the field: plain processes, and it says nothing.
+  auto old = ParseRegisterRequest(json::parse(R"({"node":"n","cpu_milli":1,"memory_mib":1})"));
+  ASSERT_TRUE(old.ok()) << old.error.message;
+  EXPECT_EQ(old.value->isolation, "none");
+  EXPECT_FALSE(old.value->isolation_given);
+  auto bad = ParseRegisterRequest(json::parse(R"({"node":"n","cpu_milli":1,"memory_mib":1,"isolation":"vm"})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error.field, "isolation");
+  EXPECT_NE(bad.error.message.find("known: container, none"), std::string::npos);
+}
+
+TEST(AgentProtocolTest, TheContainerFieldsRoundTripAndAreOptional) {
+  AgentReply a;
+  a.node_index = 0;
+  TaskOrder o;
+  o.job = 3;
+  o.name = "train";
+  o.tenant = "team-b";
+  o.gpus = {1};
+  o.gpu_mode = "whole";
+  o.gpu_milli = 1000;
+  o.task.command = {"python", "train.py"};
+  o.task.image = "/images/pytorch";  // travels beside the task object, not in it
+  o.task.shm_mib = 4096;
+  o.image = "/images/pytorch";
+  o.shm_mib = 4096;
+  o.network_isolated = true;
+  o.memory_mib = 16384;
+  o.cpu_milli = 4000;
+  std::tie(o.uid, o.uid_count) = TenantUidRange(1);
+  a.tasks = {o};
+  const json wire = ToJson(a);
+  const json& t = wire["tasks"][0];
+  EXPECT_EQ(t["image"], "/images/pytorch");
+  EXPECT_EQ(t["shm_mib"], 4096);
+  EXPECT_EQ(t["network_isolated"], true);
+  EXPECT_EQ(t["memory_mib"], 16384);
+  EXPECT_EQ(t["cpu_milli"], 4000);
+  EXPECT_EQ(t["uid"], 1'065'536);
+  EXPECT_EQ(t["uid_count"], 65'536);
+  EXPECT_FALSE(t["task"].contains("image")) << t.dump();  // an older agent refuses unknown task keys
+  EXPECT_FALSE(t["task"].contains("shm_gib")) << t.dump();
+  auto back = ParseAgentReply(wire);
+  ASSERT_TRUE(back.ok()) << back.error.field << ": " << back.error.message;
+  const TaskOrder& b = back.value->tasks[0];
+  EXPECT_EQ(b.image, o.image);
+  EXPECT_EQ(b.shm_mib, o.shm_mib);
+  EXPECT_TRUE(b.network_isolated);
+  EXPECT_EQ(b.memory_mib, o.memory_mib);
+  EXPECT_EQ(b.cpu_milli, o.cpu_milli);
+  EXPECT_EQ(b.uid, o.uid);
+  EXPECT_EQ(b.uid_count, o.uid_count);
+  EXPECT_EQ(ToJson(*back.value), wire);
+
+  // At their defaults none is written, so a reply to an older agent has
+  // only the keys it knows; an older server's reply reads with the defaults.
+  TaskOrder plain = o;
+  plain.task = TaskSpec{};
+  plain.task.command = {"sleep", "1"};
+  plain.image.clear();
+  plain.shm_mib = 1024;
+  plain.network_isolated = false;
+  plain.memory_mib = plain.cpu_milli = plain.uid = plain.uid_count = 0;
+  a.tasks = {plain};
+  const json old_shape = ToJson(a);
+  for (const char* key : {"image", "shm_mib", "network_isolated", "memory_mib", "cpu_milli", "uid", "uid_count"}) {
+    EXPECT_FALSE(old_shape["tasks"][0].contains(key)) << key;
+  }
+  auto old = ParseAgentReply(json::parse(
+      R"({"node_index":0,"session":"s","heartbeat_interval_ms":5000,"fence_after_ms":0,"tasks":[{"job":1,"replica":0,)"
+      R"("attempt":1,"name":"x","tenant":"t","action":"run","idle_notice":false,"gpus":[0],"gpu_mode":"whole",)"
+      R"("gpu_milli":1000,"gpu_memory_mib":0,"task":{"command":["sleep","1"]}}],"scrubs":[],"logs":[]})"));
+  ASSERT_TRUE(old.ok()) << old.error.field << ": " << old.error.message;
+  const TaskOrder& d = old.value->tasks[0];
+  EXPECT_EQ(d.image, "");
+  EXPECT_EQ(d.shm_mib, 1024);
+  EXPECT_FALSE(d.network_isolated);
+  EXPECT_EQ(d.memory_mib, 0);
+  EXPECT_EQ(d.cpu_milli, 0);
+  EXPECT_EQ(d.uid, 0);
+  EXPECT_EQ(d.uid_count, 0);
+}
+
+TEST(AgentProtocolTest, BadContainerFieldsNameTheField) {
+  auto reply = [](const std::string& extra) {
+    return ParseAgentReply(json::parse(R"({"tasks":[{"job":1,"action":"run","task":{"command":["x"]})" + extra +
+                                       "}]}"));
+  };
+  EXPECT_EQ(reply(R"(,"image":"relative")").error.field, "tasks[0].image");
+  EXPECT_EQ(reply(R"(,"shm_mib":0)").error.field, "tasks[0].shm_mib");
+  EXPECT_EQ(reply(R"(,"network_isolated":"yes")").error.field, "tasks[0].network_isolated");
+  EXPECT_EQ(reply(R"(,"memory_mib":-1)").error.field, "tasks[0].memory_mib");
+  EXPECT_EQ(reply(R"(,"uid":1000000)").error.field, "tasks[0].uid_count");  // a range needs its size
+  EXPECT_EQ(reply(R"(,"uid":2147480000,"uid_count":65536)").error.field, "tasks[0].uid_count");  // past 2^31
+  EXPECT_TRUE(reply(R"(,"uid":1000000,"uid_count":65536,"image":"host")").ok());
+}
+
+TEST(AgentProtocolTest, TenantUidRangesAreDisjointAndBelow2To31) {
+  EXPECT_EQ(TenantUidRange(0), (std::pair<int64_t, int64_t>{1'000'000, 65'536}));
+  EXPECT_EQ(TenantUidRange(1).first, TenantUidRange(0).first + TenantUidRange(0).second);
+  const auto [last, count] = TenantUidRange(static_cast<TenantId>(kMaxUidTenants - 1));
+  EXPECT_LE(last + count, int64_t{1} << 31);
+  EXPECT_GT(last + 2 * count, int64_t{1} << 31);  // one more would not fit
+  EXPECT_EQ(kMaxUidTenants, 32'752);
+  EXPECT_DEATH(TenantUidRange(static_cast<TenantId>(kMaxUidTenants)), "has no uid range");
 }
 
 TEST(AgentProtocolTest, SanitizeUtf8KeepsLengthsAndCutsOnlyAnIncompleteTail) {

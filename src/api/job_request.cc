@@ -122,7 +122,7 @@ ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, I
                           "sharing", "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement",
                           "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline",
                           "deadline_after", "expected_duration", "stages", "command", "env", "working_dir",
-                          "checkpoint_signal", "checkpoint_timeout", "stop_grace"},
+                          "checkpoint_signal", "checkpoint_timeout", "stop_grace", "image", "shm_gib", "network"},
                          &f, err)) {
     return out;
   }
@@ -307,6 +307,17 @@ ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, I
     s.expected_duration = d;
   }
   if (!ParseTaskFields(f, s.task, err)) return out;
+  // A job that runs a command runs it in an image (EXEC-1): its own, else
+  // the server's default, decided now (a later default_image changes no
+  // submitted job).
+  if (!s.task.empty() && s.task.image.empty()) {
+    if (names.default_image.empty()) {
+      *err = BadField("image", "no image given and the server has no default_image (give image: host, or an "
+                               "absolute path to an image on the nodes)");
+      return out;
+    }
+    s.task.image = names.default_image;
+  }
   out.value = std::move(r);
   return out;
 }

@@ -22,6 +22,9 @@ struct ApiNames {
   std::map<std::string, uint16_t> requirements;
   std::map<std::string, int32_t> priorities;  // priority classes
   int32_t max_replicas = 4096;
+  // server.default_image: the image of a job that runs a command and gives
+  // none; empty: such a job is refused naming `image`.
+  std::string default_image;
   std::optional<PoolId> pool_id(std::string_view name) const;
   std::string requirement_name(uint16_t id) const;
 };

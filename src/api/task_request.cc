@@ -1,5 +1,6 @@
 #include "src/api/task_request.h"
 
+#include <cmath>
 #include <csignal>
 
 #include "src/base/time_text.h"
@@ -46,6 +47,16 @@ bool TaskDuration(const FieldReader& f, std::string_view key, Duration& out, Api
 }
 
 }  // namespace
+
+std::string ImageProblem(std::string_view image) {
+  if (image == "host") return "";
+  if (image.empty() || image[0] != '/' || image.find('\0') != std::string_view::npos ||
+      image.size() > kMaxPathBytes) {
+    return "expected \"host\" or an absolute path on the node (at most " + std::to_string(kMaxPathBytes) +
+           " bytes, without NUL)";
+  }
+  return "";
+}
 
 std::optional<int> SignalFromName(std::string_view name) {
   for (const NamedSignal& s : kSignals) {
@@ -145,6 +156,37 @@ bool ParseTaskFields(const FieldReader& f, TaskSpec& task, ApiError* err) {
   }
   if (!TaskDuration(f, "checkpoint_timeout", task.checkpoint_timeout, err)) return false;
   if (!TaskDuration(f, "stop_grace", task.stop_grace, err)) return false;
+  if (const json* i = f.Find("image")) {
+    if (!i->is_string()) {
+      *err = BadField(f.PathOf("image"), "expected a string (\"host\" or an absolute path), got " + JsonTypeName(*i));
+      return false;
+    }
+    const std::string& image = i->get_ref<const std::string&>();
+    if (std::string why = ImageProblem(image); !why.empty()) {
+      *err = BadField(f.PathOf("image"), why);
+      return false;
+    }
+    task.image = image;
+  }
+  if (f.Has("shm_gib")) {
+    double gib = 0;
+    if (!f.Number("shm_gib", gib, 0, kMaxShmGib, err, /*lo_open=*/true)) return false;
+    const int64_t mib = std::llround(gib * 1024);
+    if (mib < 1) {
+      *err = BadField(f.PathOf("shm_gib"), "must be at least 1 MiB (1/1024 GiB)");
+      return false;
+    }
+    task.shm_mib = mib;
+  }
+  std::string network;
+  if (!f.String("network", network, 16, err)) return false;
+  if (f.Has("network")) {
+    if (network != "host" && network != "isolated") {
+      *err = BadField(f.PathOf("network"), "unknown network '" + network + "' (known: host, isolated)");
+      return false;
+    }
+    task.network_isolated = network == "isolated";
+  }
   return true;
 }
 
@@ -160,6 +202,9 @@ void TaskToRequest(const TaskSpec& task, json& request) {
   request["checkpoint_signal"] = SignalName(task.checkpoint_signal);
   request["checkpoint_timeout"] = FormatDuration(task.checkpoint_timeout);
   request["stop_grace"] = FormatDuration(task.stop_grace);
+  if (!task.image.empty()) request["image"] = task.image;
+  if (task.shm_mib != kDefaultShmMib) request["shm_gib"] = static_cast<double>(task.shm_mib) / 1024.0;
+  if (task.network_isolated) request["network"] = "isolated";
 }
 
 }  // namespace gpupool

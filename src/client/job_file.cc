@@ -18,13 +18,14 @@ const std::vector<std::string_view> kJobKeys = {
     "name", "tenant", "kind", "priority", "replicas", "max_replicas", "gpus", "gpu_fraction", "gpu_memory_gib", "sharing",
     "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement", "checkpointable", "checkpoint_interval",
     "checkpoint_duration", "deadline", "deadline_after", "expected_duration", "stages", "command", "env",
-    "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace"};
+    "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace", "image", "shm_gib", "network"};
 const std::vector<std::string_view> kStageKeys = {
     "gpus", "gpu_fraction", "gpu_memory_gib", "sharing", "cpu_cores", "memory_gib"};
 // Keys whose values are strings in the API.
 const std::vector<std::string_view> kStringKeys = {
     "name", "tenant", "kind", "sharing", "requirement", "checkpoint_interval", "checkpoint_duration", "deadline",
-    "deadline_after", "expected_duration", "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace"};
+    "deadline_after", "expected_duration", "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace",
+    "image", "network"};
 const std::vector<std::string_view> kStringListKeys = {"gpu_models", "pools", "command"};
 // clang-format on
 

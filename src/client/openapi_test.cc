@@ -264,7 +264,7 @@ TEST_F(OpenApiTest, SchemasHaveTheContractsFields) {
       {"NodeToken", {"node", "token"}},
       // The agent protocol (src/api/agent_protocol.cc: the keys its parsers accept).
       {"RegisterRequest",
-       {"node", "backend", "class", "region", "zone", "rack", "cpu_milli", "memory_mib", "gpus"}},
+       {"node", "backend", "class", "region", "zone", "rack", "cpu_milli", "memory_mib", "gpus", "isolation"}},
       {"AgentGpu", {"index", "uuid", "product", "model", "memory_mib", "mig_enabled", "mig", "nvlink_peers"}},
       {"AgentMigInstance", {"uuid", "profile", "start", "memory_mib"}},
       {"HeartbeatRequest", {"node", "session", "gpus", "tasks", "scrubs", "logs"}},
@@ -278,7 +278,8 @@ TEST_F(OpenApiTest, SchemasHaveTheContractsFields) {
       {"AgentReply", {"node_index", "session", "heartbeat_interval_ms", "fence_after_ms", "tasks", "scrubs", "logs"}},
       {"TaskOrder",
        {"job", "replica", "attempt", "name", "tenant", "action", "idle_notice", "gpus", "gpu_mode", "gpu_milli",
-        "gpu_memory_mib", "mig_profile", "mig_start", "task"}},
+        "gpu_memory_mib", "mig_profile", "mig_start", "task", "image", "shm_mib", "network_isolated", "memory_mib",
+        "cpu_milli", "uid", "uid_count"}},
       {"TaskSpec", {"command", "env", "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace"}},
       {"ScrubOrder", {"id", "gpus"}},
       {"LogAck", {"job", "replica", "attempt", "bytes"}},
@@ -297,6 +298,13 @@ TEST_F(OpenApiTest, SchemasHaveTheContractsFields) {
             (std::set<std::string>{"run", "checkpoint"}));
   EXPECT_EQ(Strings(At(At(At(Schema("TaskOrder"), "properties"), "gpu_mode"), "enum")),
             (std::set<std::string>{"whole", "time-slice", "mps", "mig", "none"}));
+  // Issue 14: how tasks run, and the job's network.
+  EXPECT_EQ(Strings(At(At(At(Schema("RegisterRequest"), "properties"), "isolation"), "enum")),
+            (std::set<std::string>{"container", "none"}));
+  EXPECT_EQ(Strings(At(At(At(At(At(Schema("Node"), "properties"), "agent"), "properties"), "isolation"), "enum")),
+            (std::set<std::string>{"container", "none"}));
+  EXPECT_EQ(Strings(At(At(At(Schema("JobRequest"), "properties"), "network"), "enum")),
+            (std::set<std::string>{"host", "isolated"}));
   // The created tenant carries its token.
   EXPECT_TRUE(Doc().contains(json::json_pointer("/components/schemas/TenantCreated/allOf/1/properties/token")));
 }

@@ -169,6 +169,18 @@ Result<PoolId> Engine::AddPool(std::string name, PoolSelector selector, std::vec
   return id;
 }
 
+std::optional<PoolId> Engine::PoolFor(GpuModelId model, const std::string& region) const {
+  for (const Pool& p : state_.pools) {
+    const bool model_ok =
+        model == kNoGpuModel ? p.selector.models == kAnyGpuModel : (p.selector.models >> model & 1) != 0;
+    const bool region_ok = p.selector.regions.empty() ||
+                           std::find(p.selector.regions.begin(), p.selector.regions.end(), region) !=
+                               p.selector.regions.end();
+    if (model_ok && region_ok) return p.id;
+  }
+  return std::nullopt;
+}
+
 Result<NodeIndex> Engine::AddNode(NodeSpec spec, std::string region, std::string zone, std::string rack,
                                   Instant now, const Sink& sink) {
   for (NodeIndex i = 0; i < state_.cluster.node_count(); ++i) {
@@ -177,18 +189,7 @@ Result<NodeIndex> Engine::AddNode(NodeSpec spec, std::string region, std::string
   if (spec.attr_class >= attributes_.node_class_count()) {
     return InvalidArgument("node '" + spec.name + "': unknown attribute class " + std::to_string(spec.attr_class));
   }
-  std::optional<PoolId> pool;
-  for (const Pool& p : state_.pools) {
-    const bool model_ok = spec.gpu_model == kNoGpuModel ? p.selector.models == kAnyGpuModel
-                                                       : (p.selector.models >> spec.gpu_model & 1) != 0;
-    const bool region_ok = p.selector.regions.empty() ||
-                           std::find(p.selector.regions.begin(), p.selector.regions.end(), region) !=
-                               p.selector.regions.end();
-    if (model_ok && region_ok) {
-      pool = p.id;
-      break;
-    }
-  }
+  const std::optional<PoolId> pool = PoolFor(spec.gpu_model, region);
   if (!pool) return InvalidArgument("node '" + spec.name + "': no pool selects its GPU model and region");
   spec.pool = *pool;
   // Validate as the cluster would, before anything is decided.
@@ -418,13 +419,13 @@ Status Engine::Cancel(JobId id, Instant now, const Sink& sink) {
   return {};
 }
 
-Status Engine::Finish(JobId id, bool succeeded, Instant now, const Sink& sink) {
+Status Engine::Finish(JobId id, bool succeeded, Instant now, const Sink& sink, std::string reason) {
   const Job* j = state_.find_job(id);
   if (!j || (j->state != JobState::kRunning && j->state != JobState::kCheckpointing)) {
     return NotFound("job " + std::to_string(id) + " is not running");
   }
   planned_moves_.erase(id);
-  Emit(JobFinished{id, succeeded}, now, sink);
+  Emit(JobFinished{id, succeeded, succeeded ? std::string() : std::move(reason)}, now, sink);
   SchedulePass(now, sink);
   return {};
 }

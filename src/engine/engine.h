@@ -167,7 +167,9 @@ class Engine {
   // --- set-up ---------------------------------------------------------------
   Result<PoolId> AddPool(std::string name, PoolSelector selector, std::vector<TenantId> dedicated_to, Instant now,
                          const Sink& sink);
-  // The node joins the first pool whose selector matches its model and region.
+  // The node joins the first pool whose selector matches its model and region
+  // (PoolFor; nullopt: none does, and AddNode refuses it).
+  std::optional<PoolId> PoolFor(GpuModelId model, const std::string& region) const;
   Result<NodeIndex> AddNode(NodeSpec spec, std::string region, std::string zone, std::string rack, Instant now,
                             const Sink& sink);
   Result<TenantId> AddTenant(std::string name, Instant now, const Sink& sink);
@@ -183,8 +185,9 @@ class Engine {
   // rejected (JobRejected, with the reason).
   Result<JobId> Submit(JobSpec spec, Instant now, const Sink& sink);
   Status Cancel(JobId job, Instant now, const Sink& sink);
-  // A running job ended (its replicas exited).
-  Status Finish(JobId job, bool succeeded, Instant now, const Sink& sink);
+  // A running job ended (its replicas exited); `reason` says why it failed
+  // when the node knows (an OOM kill, a start failure).
+  Status Finish(JobId job, bool succeeded, Instant now, const Sink& sink, std::string reason = "");
   // A checkpointing victim has saved its state: release it.
   Status CheckpointDone(JobId job, Instant now, const Sink& sink);
   // Control loops (lending, deadlines, idle grace, failure detection) and a

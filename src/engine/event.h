@@ -65,6 +65,7 @@ struct JobPlaced {
 struct JobFinished {
   JobId job = -1;
   bool succeeded = true;
+  std::string reason;  // why it failed, as its node reported it (e.g. "out of memory (limit 2 GiB)"); may be empty
 };
 struct JobCancelled {
   JobId job = -1;

@@ -69,6 +69,11 @@ json SpecJson(const JobSpec& s) {
                      {"checkpoint_signal", s.task.checkpoint_signal},
                      {"checkpoint_timeout_ms", ToMillis(s.task.checkpoint_timeout)},
                      {"stop_grace_ms", ToMillis(s.task.stop_grace)}};
+    // The container (EXEC-1..6), each only away from its default: journals
+    // written before these fields keep their text.
+    if (!s.task.image.empty()) j["task"]["image"] = s.task.image;
+    if (s.task.shm_mib != TaskSpec{}.shm_mib) j["task"]["shm_mib"] = s.task.shm_mib;
+    if (s.task.network_isolated) j["task"]["network_isolated"] = true;
   }
   return j;
 }
@@ -135,6 +140,7 @@ struct BodyJson {
   void operator()(const JobFinished& e) {
     j["job"] = e.job;
     j["succeeded"] = e.succeeded;
+    if (!e.reason.empty()) j["reason"] = e.reason;  // absent in simulation logs: their text stays
   }
   void operator()(const JobCancelled& e) { j["job"] = e.job; }
   void operator()(const PreemptionStarted& e) {
@@ -352,6 +358,12 @@ class Obj {
     if (v && !v->is_boolean()) errors_.Fail(Path(key), "expected true or false");
     return v && v->is_boolean() && v->get<bool>();
   }
+  std::optional<bool> OptBool(const char* key) {
+    const json* v = Find(key, false);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) errors_.Fail(Path(key), "expected true or false");
+    return v->is_boolean() && v->get<bool>();
+  }
   double Double(const char* key) {
     const json* v = Find(key);
     if (v && !v->is_number()) errors_.Fail(Path(key), "expected a number");
@@ -489,6 +501,9 @@ JobSpec ReadSpec(Obj o) {
     s.task.checkpoint_signal = t.Int<int32_t>("checkpoint_signal");
     s.task.checkpoint_timeout = t.Millis("checkpoint_timeout_ms");
     s.task.stop_grace = t.Millis("stop_grace_ms");
+    s.task.image = t.OptStr("image").value_or("");
+    if (auto m = t.OptInt<int64_t>("shm_mib")) s.task.shm_mib = *m;
+    s.task.network_isolated = t.OptBool("network_isolated").value_or(false);
     t.Done();
     if (s.task.command.empty() && !o.errors().first) o.errors().Fail(o.Path("task.command"), "must not be empty");
   }
@@ -567,6 +582,7 @@ void Read(Obj& o, JobPlaced& e) {
 void Read(Obj& o, JobFinished& e) {
   e.job = o.Int<JobId>("job");
   e.succeeded = o.Bool("succeeded");
+  e.reason = o.OptStr("reason").value_or("");
 }
 void Read(Obj& o, JobCancelled& e) { e.job = o.Int<JobId>("job"); }
 void Read(Obj& o, PreemptionStarted& e) {

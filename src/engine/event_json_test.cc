@@ -52,6 +52,9 @@ JobSpec RichSpec() {
   s.task.checkpoint_signal = 12;
   s.task.checkpoint_timeout = 90s;
   s.task.stop_grace = 5s;
+  s.task.image = "/var/lib/gpupool/images/pytorch \"2.4\"";
+  s.task.shm_mib = 16384;
+  s.task.network_isolated = true;
   s.min_replicas = 2;
   s.max_replicas = 4;
   return s;
@@ -158,6 +161,36 @@ TEST(EventJsonTest, AnUnsetReservationKeepsTheCanonicalText) {
   auto back = EventFromJson(line);
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_EQ(std::get<JobSubmitted>(back->body).spec.demand.reservation, -1);
+}
+
+TEST(EventJsonTest, TheContainerFieldsAreWrittenOnlyAwayFromTheirDefaults) {
+  // Journals written before issue 14 keep their text, and read back with
+  // the defaults.
+  JobSpec s;
+  s.tenant = 0;
+  s.demand = Demand{1000, 1024, 1, 1000};
+  s.task.command = {"sleep", "1"};
+  const std::string line = ToJsonLine(Event{1, InstantFromMillis(0), JobSubmitted{1, s}});
+  EXPECT_EQ(line.find("image"), std::string::npos) << line;
+  EXPECT_EQ(line.find("shm_mib"), std::string::npos) << line;
+  EXPECT_EQ(line.find("network_isolated"), std::string::npos) << line;
+  auto back = EventFromJson(line);
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(std::get<JobSubmitted>(back->body).spec.task, s.task);
+  s.task.image = "host";
+  const std::string with_image = ToJsonLine(Event{1, InstantFromMillis(0), JobSubmitted{1, s}});
+  EXPECT_NE(with_image.find(R"("image":"host")"), std::string::npos) << with_image;
+  EXPECT_EQ(with_image.find("shm_mib"), std::string::npos) << with_image;
+  auto image_back = EventFromJson(with_image);
+  ASSERT_TRUE(image_back.has_value()) << image_back.error().message;
+  EXPECT_EQ(std::get<JobSubmitted>(image_back->body).spec.task, s.task);
+  // Wrong types are named.
+  std::string bad = with_image;
+  bad.replace(bad.find(R"("image":"host")"), 14, R"("network_isolated":1)");
+  auto refused = EventFromJson(bad);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("spec.task.network_isolated: expected true or false"), std::string::npos)
+      << refused.error().message;
 }
 
 TEST(EventJsonTest, KeyOrderAndSpacingDoNotMatter) {

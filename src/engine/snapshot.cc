@@ -171,6 +171,9 @@ void WriteJob(Writer& w, const Job& j) {
   w.S(s.task.checkpoint_signal);
   w.S(ToMillis(s.task.checkpoint_timeout));
   w.S(ToMillis(s.task.stop_grace));
+  w.T(s.task.image);  // version 5
+  w.S(s.task.shm_mib);
+  w.Bool(s.task.network_isolated);
   w.S(s.min_replicas);
   w.S(s.max_replicas);
 
@@ -205,7 +208,11 @@ void WriteJob(Writer& w, const Job& j) {
 // through and checks ok() before it relies on what it read.
 class Reader {
  public:
-  explicit Reader(std::string_view bytes) : begin_(bytes.data()), p_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+  explicit Reader(std::string_view bytes, uint32_t version = kSnapshotVersion)
+      : begin_(bytes.data()), p_(bytes.data()), end_(bytes.data() + bytes.size()), version_(version) {}
+
+  // The format version being read (older ones lack later fields).
+  uint32_t version() const { return version_; }
 
   bool ok() const { return !error_; }
   bool at_end() const { return p_ == end_; }
@@ -319,6 +326,7 @@ class Reader {
   const char* begin_;
   const char* p_;
   const char* end_;
+  uint32_t version_;
   const char* section_ = "header";
   int64_t item_ = -1;
   std::optional<Error> error_;
@@ -415,6 +423,11 @@ Job ReadJob(Reader& r) {
   s.task.checkpoint_signal = r.Int<int32_t>("spec.task.checkpoint_signal");
   s.task.checkpoint_timeout = Duration(r.S("spec.task.checkpoint_timeout"));
   s.task.stop_grace = Duration(r.S("spec.task.stop_grace"));
+  if (r.version() >= 5) {  // version 4: the defaults
+    s.task.image = r.T("spec.task.image");
+    s.task.shm_mib = r.S("spec.task.shm_mib");
+    s.task.network_isolated = r.Bool("spec.task.network_isolated");
+  }
   s.min_replicas = r.Int<int32_t>("spec.min_replicas");
   s.max_replicas = r.Int<int32_t>("spec.max_replicas");
 
@@ -981,9 +994,9 @@ Result<EngineState> DecodeSnapshot(std::string_view bytes, LendingConfig lending
   if (std::memcmp(bytes.data(), kMagic, 8) != 0) return InvalidArgument("snapshot: not a gpupool snapshot (magic)");
   uint32_t version = 0;
   for (int i = 0; i < 4; ++i) version |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
-  if (version != kSnapshotVersion) {
-    return FailedPrecondition("snapshot: version " + std::to_string(version) + ", this program reads version " +
-                              std::to_string(kSnapshotVersion));
+  if (version < kOldestSnapshotVersion || version > kSnapshotVersion) {
+    return FailedPrecondition("snapshot: version " + std::to_string(version) + ", this program reads versions " +
+                              std::to_string(kOldestSnapshotVersion) + " to " + std::to_string(kSnapshotVersion));
   }
   const uint64_t length = LoadLe64(bytes.data() + 12);
   if (length != bytes.size() - kSnapshotHeaderBytes) {
@@ -995,7 +1008,7 @@ Result<EngineState> DecodeSnapshot(std::string_view bytes, LendingConfig lending
     return InvalidArgument("snapshot: checksum mismatch (damaged)");
   }
   EngineState s(lending);
-  Reader r(payload);
+  Reader r(payload, version);
   if (auto ok = ReadState(r, s); !ok) return std::unexpected(ok.error());
   if (auto ok = CheckInvariants(s); !ok) {
     return InvalidArgument("snapshot: " + ok.error().message);

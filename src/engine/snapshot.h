@@ -45,8 +45,12 @@
 
 namespace gpupool {
 
-// 2: jobs carry their task; 3: scaling state; 4: elastic jobs, hot and lent nodes
-inline constexpr uint32_t kSnapshotVersion = 4;
+// 2: jobs carry their task; 3: scaling state; 4: elastic jobs, hot and lent
+// nodes; 5: the task's container fields (image, shm_mib, network_isolated).
+// DecodeSnapshot also reads version 4 (the container fields take their
+// defaults).
+inline constexpr uint32_t kSnapshotVersion = 5;
+inline constexpr uint32_t kOldestSnapshotVersion = 4;
 inline constexpr size_t kSnapshotHeaderBytes = 28;  // magic, version, length, checksum
 
 // The snapshot of `s`. Deterministic: equal states give equal bytes (jobs

@@ -688,5 +688,84 @@ TEST(SnapshotTest, AnEmptyStateRoundTrips) {
   EXPECT_FALSE(DecodeSnapshot(std::string(100, 'x'), {}).has_value());
 }
 
+
+// --- version 4 (before issue 14's container fields) ----------------------------
+
+// The engine snapshot of tests/fixtures/data-v4 (written by the release
+// before issue 14, see its README.md): tenants team-a and team-b, node-1,
+// job 1 running `sh -c "echo hello; sleep 1000"` (env FOO=bar, working_dir
+// /tmp, SIGUSR2, 30s, 5s) and job 3 pending with `python3 train.py`.
+constexpr const char* kVersion4Hex =
+    "4750534E41500D0A04000000E80100000000000067CE5551415E574D081688ABA292C6680301000764656661756C74FFFFFF"
+    "FFFFFFFFFFFF010000A01F80FA01808008000200067465616D2D6101D00FA01F000000000000F03F00D00FD00F8020000001"
+    "0002067465616D2D6201D00FD00F000000000000F03F00000000000182EFA092C668000001066E6F64652D3180FA01808008"
+    "B0EA0180E00707020000000180800A020000020000010001000001D00F0080800A0000000108726567696F6E2D31067A6F6E"
+    "652D31067261636B2D3100010001D00F802002D00FFFFFFFFFFFFFFFFFFF0101000200000001000002021066697874757265"
+    "2D747261696E696E670000C8010002D00F802002D00FFFFFFFFFFFFFFFFFFF010100010000000000000100E0D40300000003"
+    "027368022D63166563686F2068656C6C6F3B20736C65657020313030300103464F4F03626172042F746D7018E0D403904E00"
+    "000196EFA092C66896EFA092C66896EFA092C6680196EFA092C668000001000100000100000000000000060E666978747572"
+    "652D7175657565640002C8010002A01F804004D00FFFFFFFFFFFFFFFFFFF010100010000000000000000E0D4030000000207"
+    "707974686F6E3308747261696E2E7079000014C0A907A09C0100000088ABA292C66888ABA292C66800000000000001000000"
+    "00000000000000010603000000000000";
+
+std::string FromHex(std::string_view hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  }
+  return out;
+}
+
+TEST(SnapshotTest, AVersion4SnapshotLoadsWithTheContainerFieldsAtTheirDefaults) {
+  const std::string bytes = FromHex(kVersion4Hex);
+  ASSERT_EQ(bytes[8], 4);
+  auto s = DecodeSnapshot(bytes, {});
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  ASSERT_EQ(s->tenants.size(), 2u);
+  EXPECT_EQ(s->tenants[1].name, "team-b");
+  const Job& running = s->job(1);
+  EXPECT_EQ(running.state, JobState::kRunning);
+  EXPECT_EQ(running.spec.task.command, (std::vector<std::string>{"sh", "-c", "echo hello; sleep 1000"}));
+  EXPECT_EQ(running.spec.task.env, (std::vector<std::pair<std::string, std::string>>{{"FOO", "bar"}}));
+  EXPECT_EQ(running.spec.task.working_dir, "/tmp");
+  EXPECT_EQ(running.spec.task.checkpoint_signal, 12);
+  EXPECT_EQ(running.spec.task.checkpoint_timeout, 30s);
+  EXPECT_EQ(running.spec.task.stop_grace, 5s);
+  EXPECT_EQ(running.spec.task.image, "");
+  EXPECT_EQ(running.spec.task.shm_mib, 1024);
+  EXPECT_FALSE(running.spec.task.network_isolated);
+  EXPECT_EQ(s->job(3).state, JobState::kPending);
+  EXPECT_EQ(s->job(3).spec.task.command, (std::vector<std::string>{"python3", "train.py"}));
+  // Written again it is version 5, and reads back to the same bytes.
+  const std::string v5 = EncodeSnapshot(*s);
+  EXPECT_EQ(v5[8], static_cast<char>(kSnapshotVersion));
+  auto again = DecodeSnapshot(v5, {});
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_TRUE(SameBytes(EncodeSnapshot(*again), v5));
+  // Versions before 4 are refused as unknown.
+  std::string v3 = bytes;
+  v3[8] = 3;
+  auto old = DecodeSnapshot(v3, {});
+  ASSERT_FALSE(old.has_value());
+  EXPECT_EQ(old.error().code, ErrorCode::kFailedPrecondition);
+}
+
+TEST(SnapshotTest, TheContainerFieldsRoundTrip) {
+  auto s = DecodeSnapshot(FromHex(kVersion4Hex), {});
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  TaskSpec& t = s->job(1).spec.task;
+  t.image = "/var/lib/gpupool/images/pytorch-2.4";
+  t.shm_mib = 8192;
+  t.network_isolated = true;
+  s->job(3).spec.task.image = "host";
+  const std::string bytes = EncodeSnapshot(*s);
+  auto back = DecodeSnapshot(bytes, {});
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->job(1).spec.task, t);
+  EXPECT_EQ(back->job(3).spec.task.image, "host");
+  EXPECT_EQ(back->job(3).spec.task.shm_mib, 1024);
+  EXPECT_TRUE(SameBytes(EncodeSnapshot(*back), bytes));
+}
+
 }  // namespace
 }  // namespace gpupool

@@ -56,6 +56,12 @@ struct TaskSpec {
   int32_t checkpoint_signal = 10;                        // asks the task to checkpoint (SIGUSR1)
   Duration checkpoint_timeout = std::chrono::seconds(60);  // wait this long for its acknowledgement
   Duration stop_grace = std::chrono::seconds(10);          // SIGTERM, then SIGKILL after this
+  // The container (EXEC-1..6): its root file system ("host" or an absolute
+  // path to an image on the node; empty: not given), /dev/shm size, and
+  // whether it gets a network namespace of its own.
+  std::string image;
+  int64_t shm_mib = 1024;
+  bool network_isolated = false;
   bool empty() const { return command.empty(); }
   friend bool operator==(const TaskSpec&, const TaskSpec&) = default;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "src/api/tenant_ids.h"
 #include "src/model/gpu_catalog.h"
 #include "src/model/mig.h"
 #include "src/base/time_text.h"
@@ -183,6 +184,28 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
     spec.attr_class = it->second;
   }
   const EngineState& st = engine.state();
+  // A pool with `isolation: required` takes no node whose tasks would run
+  // as plain processes: refused before anything is decided (a new node
+  // does not join; a known one gets no session and stays silent).
+  if (r.isolation != "container") {
+    const auto found = FindNode(r.node);
+    std::vector<PoolId> pools;
+    if (found) {
+      pools.push_back(st.cluster.node(*found).pool);
+      if (auto home = st.lent_nodes.find(*found); home != st.lent_nodes.end()) pools.push_back(home->second);
+    } else if (auto p = engine.PoolFor(spec.gpu_model, r.region)) {
+      pools.push_back(*p);
+    }
+    for (PoolId p : pools) {
+      if (p < isolation_required_.size() && isolation_required_[p]) {
+        out.error = BadField("isolation", "pool '" + st.pools[p].name +
+                                              "' requires isolated tasks; this agent runs them as plain processes "
+                                              "(isolation: " + r.isolation +
+                                              "; no OCI runtime: install runc, or run the agent with --runtime oci)");
+        return out;
+      }
+    }
+  }
   NodeIndex node = -1;
   if (auto found = FindNode(r.node)) {
     node = *found;
@@ -218,6 +241,7 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
   // A new session; the server's start time keeps it unique across restarts.
   static const std::string boot = std::to_string(ToMillis(WallNow()));
   sessions_[node] = boot + "-" + std::to_string(++next_session_);
+  agent_info_[node] = AgentInfo{r.isolation_given, r.isolation};
   out.reply = Desired(engine.state(), node);
   return out;
 }
@@ -270,6 +294,7 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   };
   std::map<JobId, std::pair<int32_t, double>> util;  // attempt, highest utilization of its replicas here
   std::map<JobId, int32_t> failed, reported;          // job -> attempt
+  std::map<JobId, std::string> reasons;               // why a failed job failed, when its node says
   for (const TaskReport& t : r.tasks) {
     const Job* j = current(t.job, t.attempt);
     if (!j || t.replica < 0 || t.replica >= static_cast<int32_t>(j->placements.size()) ||
@@ -287,12 +312,16 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
         }
         break;
       case TaskPhase::kExited:
-        if (t.exit_code != 0 || t.signal != 0) failed[t.job] = t.attempt;
+        if (t.exit_code != 0 || t.signal != 0 || !t.error.empty()) {
+          failed[t.job] = t.attempt;
+          if (!t.error.empty()) reasons[t.job] = t.error;
+        }
         p.exited.insert(t.replica);
         reported[t.job] = t.attempt;
         break;
       case TaskPhase::kStartFailed:
         failed[t.job] = t.attempt;
+        reasons[t.job] = t.error;
         break;
       case TaskPhase::kCheckpointed:
         p.checkpointed.insert(t.replica);
@@ -301,7 +330,7 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
     }
   }
   for (const auto& [job, attempt] : failed) {
-    if (current(job, attempt)) (void)engine.Finish(job, false, now, sink);
+    if (current(job, attempt)) (void)engine.Finish(job, false, now, sink, reasons[job]);
   }
   for (const auto& [job, attempt] : reported) {
     const Job* j = current(job, attempt);
@@ -391,6 +420,8 @@ AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
   r.heartbeat_interval_ms = ToMillis(interval_);
   r.fence_after_ms = ToMillis(timeout_);
   const Node& n = st.cluster.node(node);
+  const auto info = agent_info_.find(node);
+  const bool container_fields = info == agent_info_.end() || info->second.container_fields;
   for (JobId id : jobs_on_node_[node]) {
     const Job* j = st.find_job(id);
     if (!Live(j) || j->spec.task.empty()) continue;
@@ -421,6 +452,16 @@ AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
         }
       }
       t.task = j->spec.task;
+      if (container_fields) {
+        // The container: the job's choices, the replica's resources as
+        // limits, the tenant's uid range (the same on every node).
+        t.image = j->spec.task.image;
+        t.shm_mib = j->spec.task.shm_mib;
+        t.network_isolated = j->spec.task.network_isolated;
+        t.memory_mib = d.memory_mib;
+        t.cpu_milli = d.cpu_milli;
+        std::tie(t.uid, t.uid_count) = TenantUidRange(j->spec.tenant);
+      }
       r.tasks.push_back(std::move(t));
     }
   }

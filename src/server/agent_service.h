@@ -20,6 +20,13 @@
 //    that comes back up) the agent has not yet reported done.
 //  - Jobs without a command have nothing to checkpoint: Settle completes
 //    their checkpoints at once.
+//  - Each task order carries its container (EXEC-1..6): the job's image,
+//    /dev/shm size and network, the replica's memory and CPU (the stage's,
+//    for pipelines) as limits, and the tenant's uid range
+//    (src/api/tenant_ids.h). A node whose agent registered without
+//    reporting its isolation (an agent older than these fields) gets orders
+//    without them; a node whose agent has not registered since this server
+//    started gets them.
 //
 // Scrub orders survive restarts: the pending ones are saved with every
 // engine snapshot (EncodeScrubs, journal meta "agent_scrubs") and the
@@ -54,6 +61,11 @@ class AgentService {
   // (stop their tasks when the server has been unreachable that long).
   AgentService(Duration heartbeat_interval, Duration heartbeat_timeout, LogStore* logs)
       : interval_(heartbeat_interval), timeout_(heartbeat_timeout), logs_(logs) {}
+
+  // Pools (by id) configured with `isolation: required`: a node there whose
+  // agent reports isolation "none" is refused at registration (400 naming
+  // `isolation`), so it never joins the pool or takes work there.
+  void set_isolation_required(std::vector<bool> by_pool) { isolation_required_ = std::move(by_pool); }
 
   // Indexes nodes and placed jobs from the state (after start-up).
   void Rebuild(const EngineState& st);
@@ -97,6 +109,15 @@ class AgentService {
   // The latest registration's session per node (soft: after a restart the
   // first heartbeat's session is adopted).
   std::map<NodeIndex, std::string> sessions_;
+  // Per node, whether its latest registration showed an agent that knows
+  // TaskOrder's container fields (soft, like sessions_: unknown after a
+  // restart, and then they are sent), and what isolation it reported.
+  struct AgentInfo {
+    bool container_fields = true;
+    std::string isolation;
+  };
+  std::map<NodeIndex, AgentInfo> agent_info_;
+  std::vector<bool> isolation_required_;  // by pool
   uint64_t next_session_ = 0;
   std::vector<std::set<JobId>> jobs_on_node_;  // running or checkpointing jobs with a replica there
   std::map<JobId, std::vector<NodeIndex>> nodes_of_job_;

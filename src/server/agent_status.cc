@@ -8,6 +8,7 @@ void AgentStatusBoard::Registered(const RegisterRequest& r, int64_t unix_ms) {
   std::lock_guard lock(mu_);
   Status& s = nodes_[r.node];
   s.backend = r.backend;
+  s.isolation = r.isolation;
   s.registered_ms = unix_ms;
   s.heartbeat_ms = unix_ms;
   s.devices = r.gpus;
@@ -45,10 +46,12 @@ std::optional<nlohmann::json> AgentStatusBoard::Json(const std::string& node) co
     }
     gpus.push_back(std::move(g));
   }
-  return nlohmann::json{{"backend", s.backend},
-                        {"registered_at", FormatRfc3339(InstantFromMillis(s.registered_ms))},
-                        {"last_heartbeat_at", FormatRfc3339(InstantFromMillis(s.heartbeat_ms))},
-                        {"gpus", std::move(gpus)}};
+  nlohmann::json out{{"backend", s.backend},
+                     {"registered_at", FormatRfc3339(InstantFromMillis(s.registered_ms))},
+                     {"last_heartbeat_at", FormatRfc3339(InstantFromMillis(s.heartbeat_ms))},
+                     {"gpus", std::move(gpus)}};
+  if (!s.isolation.empty()) out["isolation"] = s.isolation;  // known once it registered since the server started
+  return out;
 }
 
 }  // namespace gpupool

@@ -1,7 +1,8 @@
 // What agents last said about their nodes, for operators (GET /v1/nodes
 // shows it as each node's "agent"): the devices they registered (UUIDs,
-// products, MIG instances, NVLink peers) and the last heartbeat's samples
-// (utilization, memory, temperature, health) with its time.
+// products, MIG instances, NVLink peers), how they run tasks (isolation:
+// "container" or "none") and the last heartbeat's samples (utilization,
+// memory, temperature, health) with its time.
 //
 // Soft state, kept in memory only: after a server restart it fills again
 // as agents re-register (on their first failed heartbeat) and heartbeat.
@@ -31,6 +32,7 @@ class AgentStatusBoard {
  private:
   struct Status {
     std::string backend;
+    std::string isolation;  // as registered: "container" or "none"
     int64_t registered_ms = 0, heartbeat_ms = 0;
     std::vector<GpuDevice> devices;
     std::vector<GpuSample> samples;

@@ -8,8 +8,10 @@ namespace {
 constexpr uint32_t kMagic = 0x47505252;  // "GPRR"
 // 2: jobs carry their task; 3: the region table set at runtime, the
 // nodes' hotspots, elastic jobs' bounds and lent nodes' home pools, after
-// the jobs (a version 2 snapshot still loads: it has none of them).
-constexpr uint32_t kVersion = 3;
+// the jobs (a version 2 snapshot still loads: it has none of them); 4: the
+// container fields of tasks that have any away from their defaults, at the
+// end (a version 3 snapshot loads with the defaults).
+constexpr uint32_t kVersion = 4;
 
 void PutDemand(ByteWriter& w, const Demand& d) {
   w.Put(d.cpu_milli);
@@ -202,6 +204,7 @@ void ReadModel::Apply(const Event& e) {
           }
         } else if constexpr (std::is_same_v<T, JobFinished>) {
           end(b.job, b.succeeded ? JobState::kSucceeded : JobState::kFailed);
+          if (JobRecord* j = mutable_job(b.job); j && !b.reason.empty()) j->reason = b.reason;
         } else if constexpr (std::is_same_v<T, JobCancelled>) {
           end(b.job, JobState::kCancelled);
         } else if constexpr (std::is_same_v<T, PreemptionStarted>) {
@@ -368,6 +371,19 @@ std::string ReadModel::Encode() const {
     w.Put(static_cast<NodeIndex>(i));
     w.Put(nodes_[i].home_pool);
   }
+  // Version 4: tasks' container fields (EXEC-1..6).
+  auto has_container = [](const JobRecord& j) {
+    const TaskSpec& t = j.spec.task;
+    return j.id >= 0 && (!t.image.empty() || t.shm_mib != TaskSpec{}.shm_mib || t.network_isolated);
+  };
+  w.Put<uint64_t>(std::count_if(jobs_.begin(), jobs_.end(), has_container));
+  for (const JobRecord& j : jobs_) {
+    if (!has_container(j)) continue;
+    w.Put(j.id);
+    w.PutString(j.spec.task.image);
+    w.Put(j.spec.task.shm_mib);
+    w.Put<uint8_t>(j.spec.task.network_isolated);
+  }
   return std::move(w.bytes());
 }
 
@@ -375,8 +391,8 @@ Status ReadModel::Decode(std::string_view bytes) {
   ByteReader r(bytes);
   if (r.Get<uint32_t>() != kMagic) return InvalidArgument("read-model snapshot: bad magic");
   const uint32_t version = r.Get<uint32_t>();
-  if (version != kVersion && version != 2) {
-    return InvalidArgument("read-model snapshot: version " + std::to_string(version) + " (expected 2 or " +
+  if (version < 2 || version > kVersion) {
+    return InvalidArgument("read-model snapshot: version " + std::to_string(version) + " (expected 2 to " +
                            std::to_string(kVersion) + ")");
   }
   ReadModel m;
@@ -518,6 +534,23 @@ Status ReadModel::Decode(std::string_view bytes) {
         break;
       }
       m.nodes_[node].home_pool = home;
+    }
+  }
+  if (version >= 4 && !r.failed()) {
+    const uint64_t containers = r.GetCount(22);
+    for (uint64_t i = 0; i < containers && !r.failed(); ++i) {
+      const JobId id = r.Get<JobId>();
+      std::string image = r.GetString();
+      const int64_t shm_mib = r.Get<int64_t>();
+      const bool isolated = r.Get<uint8_t>();
+      if (id < 1 || static_cast<size_t>(id) > m.jobs_.size() || m.jobs_[id - 1].id != id) {
+        r.Fail();
+        break;
+      }
+      TaskSpec& t = m.jobs_[id - 1].spec.task;
+      t.image = std::move(image);
+      t.shm_mib = shm_mib;
+      t.network_isolated = isolated;
     }
   }
   if (r.failed() || r.remaining() != 0) return InvalidArgument("read-model snapshot: truncated or corrupt");

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "src/api/tenant_ids.h"
 #include "src/base/check.h"
 #include "src/base/time_text.h"
 #include "src/engine/snapshot.h"
@@ -126,8 +127,12 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
   for (const ScenarioPool& p : s.pools) core->names_.pools.push_back(p.name);
   core->names_.priorities = s.priorities;
   core->names_.max_replicas = s.engine.max_replicas;
+  core->names_.default_image = s.server.default_image;
   core->logs_ = std::make_unique<LogStore>(options.data_dir + "/logs");
   core->agents_ = std::make_unique<AgentService>(s.engine.reclaim.poll, s.engine.heartbeat_timeout, core->logs_.get());
+  std::vector<bool> isolation_required;
+  for (const ScenarioPool& p : s.pools) isolation_required.push_back(p.isolation_required);
+  core->agents_->set_isolation_required(std::move(isolation_required));
   if (!s.engine.scaling.empty()) {
     // The provider's answers are commands like any other: applied on the
     // engine thread, journaled.
@@ -271,6 +276,9 @@ Status ServerCore::Bootstrap() {
     batch.events.push_back(JournalEvent{e.seq, ToMillis(e.at), EventName(e.body), ToJsonLine(e)});
     events.push_back(e);
   };
+  if (static_cast<int64_t>(s.tenants.size()) > kMaxUidTenants) {
+    return InvalidArgument("tenants: at most " + std::to_string(kMaxUidTenants) + " (each has its own uid range)");
+  }
   auto plan = PlanNodes(s, node_classes_);
   if (!plan) return std::unexpected(plan.error());
   if (auto ok = BuildWorld(s, *plan, *engine_, now, sink); !ok) return ok;
@@ -388,6 +396,11 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
           }
           // Validate every quota before deciding anything: a rejected request journals nothing.
           const TenantId next = static_cast<TenantId>(st.tenants.size());
+          if (next >= kMaxUidTenants) {  // each tenant has its own uid range below 2^31 (src/api/tenant_ids.h)
+            return Reply{MakeApiError(400, "invalid_argument",
+                                      "at most " + std::to_string(kMaxUidTenants) + " tenants (each has its own uid range)",
+                                      "name")};
+          }
           for (const auto& [pid, q] : quotas) {
             if (auto ok = e.CheckQuota(next, pid, q); !ok) {
               return Reply{MakeApiError(400, "invalid_argument", "quota." + st.pools[pid].name + ": " + ok.error().message,

@@ -483,8 +483,19 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
 
 Status Parser::ParseServer(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "provider"}));
+  SCENARIO_ASSIGN(f, Map(n, path,
+                         {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "provider",
+                          "default_image"}));
   ServerSettings& c = s.server;
+  if (const YAML::Node* i = f.Find("default_image")) {
+    // As a job's `image` (src/api/task_request.h, ImageProblem).
+    SCENARIO_TRY(StringField(f, "default_image", c.default_image));
+    if (c.default_image != "host" && (c.default_image[0] != '/' || c.default_image.size() > 4096 ||
+                                         c.default_image.find('\0') != std::string::npos)) {
+      return Fail(*i, f.PathOf("default_image"),
+                  "expected \"host\" or an absolute path to an image on the nodes (at most 4096 bytes, without NUL)");
+    }
+  }
   SCENARIO_TRY(DurationField(f, "tick", c.tick, PositiveDuration));
   SCENARIO_TRY(IntField(f, "snapshot_every_events", c.snapshot_every_events, IntRange(1, INT64_MAX)));
   SCENARIO_TRY(IntField(f, "max_body_bytes", c.max_body_bytes, IntRange(1024, 1 << 30)));
@@ -760,7 +771,7 @@ Status Parser::ParsePools(const YAML::Node& n, const std::string& path, Scenario
     return Fail(n, path, "at most " + std::to_string(kMaxPools) + " pools");
   for (size_t i = 0; i < n.size(); ++i) {
     Fields f;
-    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"name", "models", "regions", "dedicated_to"}));
+    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"name", "models", "regions", "dedicated_to", "isolation"}));
     ScenarioPool p;
     SCENARIO_TRY(Require(f, "name"));
     SCENARIO_TRY(StringField(f, "name", p.name));
@@ -781,6 +792,14 @@ Status Parser::ParsePools(const YAML::Node& n, const std::string& path, Scenario
     std::vector<Ref> dedicated;
     if (const YAML::Node* d = f.Find("dedicated_to")) {
       SCENARIO_ASSIGN(p.dedicated_to, StringList(*d, f.PathOf("dedicated_to"), &dedicated));
+    }
+    if (const YAML::Node* iso = f.Find("isolation")) {
+      std::string v;
+      SCENARIO_TRY(StringField(f, "isolation", v));
+      if (v != "required" && v != "optional") {
+        return Fail(*iso, f.PathOf("isolation"), "unknown isolation '" + v + "' (known: required, optional)");
+      }
+      p.isolation_required = v == "required";
     }
     dedicated_refs_.push_back(std::move(dedicated));
     s.pools.push_back(std::move(p));

@@ -41,6 +41,10 @@ struct ScenarioPool {
   std::vector<std::string> models;  // empty = any model
   std::vector<std::string> regions;
   std::vector<std::string> dedicated_to;
+  // `isolation: required` (servers; EXEC-1): only nodes whose agent runs
+  // tasks in containers take work here (an agent that reports isolation
+  // none is refused at registration). Default `optional`.
+  bool isolation_required = false;
 };
 
 struct ScenarioQuota {
@@ -216,6 +220,9 @@ struct ServerSettings {
   int64_t max_body_bytes = 1 << 20;         // larger request bodies are refused
   int64_t http_threads = 64;                // concurrent HTTP connections served
   CommandProviderSettings provider;
+  // The image of a job that runs a command and names none: "host" or an
+  // absolute path on the nodes; empty: such a job is refused (EXEC-1).
+  std::string default_image;
 };
 
 // The simulated node provider (SCALE-1, SCALE-5): how long a node takes to

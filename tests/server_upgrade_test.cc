@@ -1,0 +1,167 @@
+// Upgrades: the current server on a data directory written by the release
+// before issue 14 (tests/fixtures/data-v4: engine snapshot version 4,
+// read-model snapshot version 3, task specs without image, shm_gib and
+// network). Everything is still there, the new fields take their defaults,
+// new jobs get them, and a clean restart (which writes the current
+// snapshot versions) keeps both.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "src/api/tenant_ids.h"
+#include "tests/run_binary.h"
+#include "tests/server_process.h"
+
+namespace gpupool::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kFixture = std::string(GPUPOOL_SOURCE_DIR) + "/tests/fixtures/data-v4";
+
+class ServerUpgradeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = MakeTempDir();
+    const std::string data = root_ + "/data";
+    std::filesystem::create_directories(data);
+    for (const char* f : {"gpupool.db", "admin.token"}) {
+      std::filesystem::copy_file(kFixture + "/" + f, data + "/" + f);
+      std::filesystem::permissions(data + "/" + f, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    }
+    // The embedded default configuration, as the fixture was written with.
+    server_ = std::make_unique<ServerProcess>(data);
+    ASSERT_TRUE(server_->Start()) << server_->log();
+    admin_ = server_->admin_token();
+  }
+  void TearDown() override {
+    server_.reset();
+    if (!root_.empty()) std::filesystem::remove_all(root_);
+  }
+
+  json Get(const std::string& path) {
+    auto r = Http(*server_, "GET", path, admin_);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.text;
+    return r.body;
+  }
+
+  // The old job as the fixture's README says it was submitted.
+  void ExpectTheOldJobs() {
+    std::vector<std::string> tenants;
+    const json list = Get("/v1/tenants");
+    for (const json& t : list["tenants"]) tenants.push_back(t["name"]);
+    EXPECT_EQ(tenants, (std::vector<std::string>{"team-a", "team-b"}));
+    const json nodes = Get("/v1/nodes")["nodes"];
+    ASSERT_EQ(nodes.size(), 1u);
+    EXPECT_EQ(nodes[0]["name"], "node-1");
+    const json one = Get("/v1/jobs/1");
+    EXPECT_EQ(one["state"], "running") << one.dump();
+    const json& r = one["request"];
+    EXPECT_EQ(r["command"], json({"sh", "-c", "echo hello; sleep 1000"}));
+    EXPECT_EQ(r["env"], json({{"FOO", "bar"}}));
+    EXPECT_EQ(r["working_dir"], "/tmp");
+    EXPECT_EQ(r["checkpoint_signal"], "SIGUSR2");
+    EXPECT_EQ(r["checkpoint_timeout"], "30s");
+    EXPECT_EQ(r["stop_grace"], "5s");
+    // The new fields at their defaults: not shown.
+    EXPECT_FALSE(r.contains("image")) << r.dump();
+    EXPECT_FALSE(r.contains("shm_gib")) << r.dump();
+    EXPECT_FALSE(r.contains("network")) << r.dump();
+    EXPECT_EQ(Get("/v1/jobs/2")["state"], "rejected");
+    const json three = Get("/v1/jobs/3");
+    EXPECT_EQ(three["state"], "pending");
+    EXPECT_EQ(three["request"]["command"], json({"python3", "train.py"}));
+  }
+
+  // Registers node-1's agent (as a current agent with containers) and
+  // returns the reply: the node's desired tasks, from the Engine's state.
+  json RegisterNode1() {
+    if (node_token_.empty()) {
+      auto t = Http(*server_, "POST", "/v1/nodes/node-1/token", admin_);
+      EXPECT_EQ(t.status, 201) << t.text;
+      node_token_ = t.body.value("token", "");
+    }
+    json gpus = json::array();
+    for (int i = 0; i < 2; ++i) {
+      gpus.push_back({{"index", i}, {"uuid", "GPU-" + std::to_string(i)}, {"model", "A100-80GB"}, {"memory_mib", 81920}});
+    }
+    auto r = Http(*server_, "POST", "/v1/agent/register", node_token_,
+                  json{{"node", "node-1"}, {"backend", "fake"}, {"cpu_milli", 16000}, {"memory_mib", 65536},
+                       {"gpus", gpus}, {"isolation", "container"}});
+    EXPECT_EQ(r.status, 200) << r.text;
+    return r.body;
+  }
+  static const json* Order(const json& reply, int64_t job) {
+    for (const json& t : reply["tasks"]) {
+      if (t["job"] == job) return &t;
+    }
+    return nullptr;
+  }
+
+  std::string root_, admin_, node_token_;
+  std::unique_ptr<ServerProcess> server_;
+};
+
+TEST_F(ServerUpgradeTest, AVersion4DataDirectoryLoadsAndKeepsWorking) {
+  ASSERT_NO_FATAL_FAILURE(ExpectTheOldJobs());
+
+  // The embedded configuration has no default_image: a new job that runs a
+  // command must name its image.
+  const json job = {{"name", "new"},      {"tenant", "team-b"}, {"gpus", 1},
+                    {"cpu_cores", 2},     {"memory_gib", 3},    {"command", {"sleep", "1000"}}};
+  auto refused = Http(*server_, "POST", "/v1/jobs", admin_, job);
+  EXPECT_EQ(refused.status, 400) << refused.text;
+  EXPECT_EQ(refused.body["error"]["field"], "image") << refused.text;
+  EXPECT_NE(refused.body["error"]["message"].get<std::string>().find("no image given and the server has no default_image"),
+            std::string::npos)
+      << refused.text;
+  json with_image = job;
+  with_image["image"] = "host";
+  with_image["shm_gib"] = 2;
+  with_image["network"] = "isolated";
+  auto created = Http(*server_, "POST", "/v1/jobs", admin_, with_image);
+  ASSERT_EQ(created.status, 201) << created.text;
+  const int64_t id = created.body["id"];
+  EXPECT_EQ(created.body["state"], "running") << created.text;  // team-b's guarantee: GPU 1 of node-1
+  EXPECT_EQ(created.body["request"]["image"], "host");
+  EXPECT_EQ(created.body["request"]["shm_gib"], 2.0);
+  EXPECT_EQ(created.body["request"]["network"], "isolated");
+
+  // The Engine's state (loaded from the version 4 snapshot) gives the agent
+  // its orders: the old job with the defaults, the new one with its container.
+  auto expect_orders = [&](const json& reply) {
+    const json* old = Order(reply, 1);
+    ASSERT_NE(old, nullptr) << reply.dump();
+    EXPECT_FALSE(old->contains("image")) << old->dump();
+    EXPECT_FALSE(old->contains("network_isolated")) << old->dump();
+    EXPECT_EQ((*old)["memory_mib"], 2048);
+    EXPECT_EQ((*old)["uid"], TenantUidRange(0).first);  // team-a
+    EXPECT_EQ((*old)["task"]["command"], json({"sh", "-c", "echo hello; sleep 1000"}));
+    const json* fresh = Order(reply, id);
+    ASSERT_NE(fresh, nullptr) << reply.dump();
+    EXPECT_EQ((*fresh)["image"], "host");
+    EXPECT_EQ((*fresh)["shm_mib"], 2048);
+    EXPECT_EQ((*fresh)["network_isolated"], true);
+    EXPECT_EQ((*fresh)["memory_mib"], 3072);
+    EXPECT_EQ((*fresh)["cpu_milli"], 2000);
+    EXPECT_EQ((*fresh)["uid"], TenantUidRange(1).first);  // team-b
+    EXPECT_EQ((*fresh)["uid_count"], TenantUidRange(1).second);
+  };
+  expect_orders(RegisterNode1());
+  const json node = Get("/v1/nodes")["nodes"][0];
+  EXPECT_EQ(node["agent"]["isolation"], "container") << node.dump();
+
+  // A clean stop writes the current snapshot versions; they load again.
+  ASSERT_EQ(server_->Stop(), 0) << server_->log();
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  ASSERT_NO_FATAL_FAILURE(ExpectTheOldJobs());
+  const json again = Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(again["request"]["image"], "host");
+  EXPECT_EQ(again["request"]["shm_gib"], 2.0);
+  EXPECT_EQ(again["request"]["network"], "isolated");
+  expect_orders(RegisterNode1());
+}
+
+}  // namespace
+}  // namespace gpupool::testing
