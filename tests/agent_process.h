@@ -15,6 +15,7 @@ class AgentProcess {
                std::vector<std::string> extra_args);
   ~AgentProcess();
 
+  void AddArgs(const std::vector<std::string>& args) { args_.insert(args_.end(), args.begin(), args.end()); }
   void Start();
   void Kill();  // SIGKILL, then reap (its tasks live on, as after a crash)
   int Stop();   // SIGTERM and wait; the exit code

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "src/agent/oci_runtime.h"
+#include "src/agent/process_runtime.h"
 #include "src/base/time_text.h"
 
 namespace gpupool {
@@ -34,6 +36,14 @@ int64_t MachineMemoryMib() {
   return 1024;
 }
 
+// "2 GiB", "1.5 GiB"
+std::string GibText(int64_t mib) {
+  if (mib % 1024 == 0) return std::to_string(mib / 1024) + " GiB";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g GiB", static_cast<double>(mib) / 1024.0);
+  return buf;
+}
+
 std::string Join(const std::vector<int>& v) {
   std::string out;
   for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
@@ -52,7 +62,9 @@ bool Overlaps(const std::vector<int>& a, const std::vector<int>& b) {
 }  // namespace
 
 Agent::Agent(AgentOptions options, std::unique_ptr<DeviceBackend> backend)
-    : options_(std::move(options)), backend_(std::move(backend)) {
+    : options_(std::move(options)), backend_(std::move(backend)),
+      jitter_(static_cast<uint32_t>(std::hash<std::string>{}(options_.node) ^
+                                    static_cast<size_t>(SteadyClock::now().time_since_epoch().count()))) {
   // Absolute: tasks run in their own directories.
   options_.work_dir = fs::absolute(options_.work_dir).lexically_normal().string();
   if (options_.checkpoint_root.empty()) options_.checkpoint_root = options_.work_dir + "/checkpoints";
@@ -114,8 +126,10 @@ Status Agent::Register() {
   r.cpu_milli = options_.cpu_milli;
   r.memory_mib = options_.memory_mib;
   r.gpus = gpus_;
+  r.isolation = runtime_->isolation();
   int status = 0;
   auto reply = Post("/v1/agent/register", ToJson(r), &status);
+  register_status_ = status;
   if (!reply) return std::unexpected(Error{status >= 400 && status < 500 ? ErrorCode::kFailedPrecondition
                                                                          : ErrorCode::kIo,
                                            reply.error().message});
@@ -128,6 +142,7 @@ Status Agent::Register() {
   Log("registered", {{"server", options_.server_url}, {"gpus", std::to_string(gpus_.size())},
                      {"backend", backend_->name()}});
   Apply(*parsed.value);
+  DiscardUnadopted();  // what the desired state does not account for
   return {};
 }
 
@@ -142,6 +157,7 @@ void Agent::Apply(const AgentReply& reply) {
     if (it == tasks_.end()) {
       LocalTask t;
       t.order = o;
+      Adopt(t);  // a container a predecessor left running
       tasks_.emplace(key, std::move(t));
     } else if (it->second.desired) {
       it->second.order = o;  // action and notice may change
@@ -169,7 +185,7 @@ void Agent::Apply(const AgentReply& reply) {
 }
 
 void Agent::BeginStop(LocalTask& t) {
-  const bool leftovers = t.proc && t.proc->reaped() && t.proc->GroupAlive();
+  const bool leftovers = t.proc && t.proc->reaped() && t.proc->Alive();
   if (t.state == LocalTask::State::kRunning || leftovers) {
     t.state = LocalTask::State::kStopping;
     t.proc->Signal(SIGTERM);
@@ -243,29 +259,45 @@ void Agent::RunScrubs() {
   }
 }
 
-void Agent::StartTask(LocalTask& t) {
+void Agent::SetPaths(LocalTask& t) const {
   const TaskOrder& o = t.order;
   const std::string id = std::to_string(o.job) + "." + std::to_string(o.replica) + "." + std::to_string(o.attempt);
   t.dir = options_.work_dir + "/tasks/job-" + std::to_string(o.job) + "/replica-" + std::to_string(o.replica);
   t.checkpoint_dir =
       options_.checkpoint_root + "/job-" + std::to_string(o.job) + "/replica-" + std::to_string(o.replica);
+  t.scratch_dir = t.dir + "/scratch-" + std::to_string(o.attempt);
   t.log_file = options_.work_dir + "/logs/" + id + ".log";
   t.notice_file = t.dir + "/notice";
-  std::error_code ec;
-  for (const std::string& d : {t.dir, t.checkpoint_dir, options_.work_dir + "/logs"}) fs::create_directories(d, ec);
+}
 
-  LaunchSpec spec;
-  spec.argv = o.task.command;
-  spec.env = o.task.env;
-  spec.working_dir = o.task.working_dir.empty() ? t.dir : o.task.working_dir;
-  spec.log_file = t.log_file;
-  spec.unset = {"CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"};
-  std::string visible;
+// The task's GPUs as CUDA sees them ("GPU-..." or MIG UUIDs) and their
+// device nodes; fails naming a GPU the node does not have.
+Result<TaskLaunch> Agent::LaunchOf(const LocalTask& t, std::string* visible) const {
+  const TaskOrder& o = t.order;
+  const bool container = runtime_->isolation() == "container";
+  TaskLaunch l;
+  l.job = o.job;
+  l.replica = o.replica;
+  l.attempt = o.attempt;
+  l.tenant = o.tenant;
+  l.argv = o.task.command;
+  l.env = o.task.env;
+  l.working_dir = o.task.working_dir;
+  l.log_file = t.log_file;
+  l.checkpoint_dir = t.checkpoint_dir;
+  l.scratch_dir = t.scratch_dir;
+  l.task_dir = t.dir;
+  l.image = o.image;
+  l.uid = o.uid;
+  l.uid_count = o.uid_count;
+  l.memory_mib = o.memory_mib;
+  l.cpu_milli = o.cpu_milli;
+  l.pids_limit = options_.pids_limit;
+  l.shm_mib = o.shm_mib;
+  l.network_isolated = o.network_isolated;
   for (int g : o.gpus) {
     if (g < 0 || g >= static_cast<int>(gpus_.size())) {
-      t.state = LocalTask::State::kStartFailed;
-      t.error = "GPU " + std::to_string(g) + " is not on this node";
-      return;
+      return InvalidArgument("GPU " + std::to_string(g) + " is not on this node");
     }
     std::string uuid = gpus_[g].uuid;
     if (o.gpu_mode == "mig") {
@@ -274,32 +306,57 @@ void Agent::StartTask(LocalTask& t) {
         if (m.profile == o.mig_profile && m.start == o.mig_start) mig = m.uuid;
       }
       if (mig.empty() && backend_->name() != "fake") {
-        t.state = LocalTask::State::kStartFailed;
-        t.error = "GPU " + std::to_string(g) + " has no MIG instance " + o.mig_profile + " at memory slice " +
-                  std::to_string(o.mig_start) + " (the agent does not create MIG instances)";
-        return;
+        return InvalidArgument("GPU " + std::to_string(g) + " has no MIG instance " + o.mig_profile +
+                               " at memory slice " + std::to_string(o.mig_start) +
+                               " (the agent does not create MIG instances)");
       }
       uuid = mig.empty() ? "MIG-" + uuid.substr(4) + "-" + o.mig_profile + "-" + std::to_string(o.mig_start) : mig;
     }
-    visible += (visible.empty() ? "" : ",") + uuid;
+    *visible += (visible->empty() ? "" : ",") + uuid;
+    for (const DeviceNode& d : backend_->GpuDeviceNodes(g)) l.devices.push_back(d);
   }
-  spec.env.emplace_back("CUDA_VISIBLE_DEVICES", visible);  // empty for CPU-only jobs: no GPU visible
-  if (o.gpu_mode == "mps") {
-    spec.env.emplace_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(std::max(1, o.gpu_milli / 10)));
-    if (o.gpu_memory_mib > 0) {
-      spec.env.emplace_back("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=" + std::to_string(o.gpu_memory_mib) + "M");
+  if (!o.gpus.empty()) {
+    for (const DeviceNode& d : backend_->ControlDeviceNodes()) l.devices.push_back(d);
+  }
+  if (options_.expose_all_gpu_nodes) {
+    for (int g = 0; g < static_cast<int>(gpus_.size()); ++g) {
+      for (const DeviceNode& d : backend_->GpuDeviceNodes(g)) {
+        if (std::find(l.devices.begin(), l.devices.end(), d) == l.devices.end()) l.visible_denied.push_back(d);
+      }
     }
   }
-  spec.env.emplace_back("GPUPOOL_JOB_ID", std::to_string(o.job));
-  spec.env.emplace_back("GPUPOOL_JOB_NAME", o.name);
-  spec.env.emplace_back("GPUPOOL_TENANT", o.tenant);
-  spec.env.emplace_back("GPUPOOL_REPLICA", std::to_string(o.replica));
-  spec.env.emplace_back("GPUPOOL_ATTEMPT", std::to_string(o.attempt));
-  spec.env.emplace_back("GPUPOOL_NODE", options_.node);
-  spec.env.emplace_back("GPUPOOL_GPU_MODE", o.gpu_mode);
-  spec.env.emplace_back("GPUPOOL_CHECKPOINT_DIR", t.checkpoint_dir);
-  spec.env.emplace_back("GPUPOOL_NOTICE_FILE", t.notice_file);
-  auto p = ChildProcess::Spawn(spec);
+  // Where the task finds its directories: the container's paths, or the
+  // node's for a plain process.
+  const std::string checkpoint = container ? kContainerCheckpointDir : t.checkpoint_dir;
+  const std::string notice = container ? std::string(kContainerTaskDir) + "/notice" : t.notice_file;
+  l.env.emplace_back("CUDA_VISIBLE_DEVICES", *visible);  // empty for CPU-only jobs: no GPU visible
+  l.env.emplace_back("NVIDIA_VISIBLE_DEVICES", visible->empty() ? "void" : *visible);
+  if (o.gpu_mode == "mps") {
+    l.env.emplace_back("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(std::max(1, o.gpu_milli / 10)));
+    if (o.gpu_memory_mib > 0) {
+      l.env.emplace_back("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=" + std::to_string(o.gpu_memory_mib) + "M");
+    }
+  }
+  l.env.emplace_back("GPUPOOL_JOB_ID", std::to_string(o.job));
+  l.env.emplace_back("GPUPOOL_JOB_NAME", o.name);
+  l.env.emplace_back("GPUPOOL_TENANT", o.tenant);
+  l.env.emplace_back("GPUPOOL_REPLICA", std::to_string(o.replica));
+  l.env.emplace_back("GPUPOOL_ATTEMPT", std::to_string(o.attempt));
+  l.env.emplace_back("GPUPOOL_NODE", options_.node);
+  l.env.emplace_back("GPUPOOL_GPU_MODE", o.gpu_mode);
+  l.env.emplace_back("GPUPOOL_CHECKPOINT_DIR", checkpoint);
+  l.env.emplace_back("GPUPOOL_NOTICE_FILE", notice);
+  return l;
+}
+
+void Agent::StartTask(LocalTask& t) {
+  const TaskOrder& o = t.order;
+  SetPaths(t);
+  std::error_code ec;
+  for (const std::string& d : {t.dir, t.checkpoint_dir, options_.work_dir + "/logs"}) fs::create_directories(d, ec);
+  std::string visible;
+  auto launch = LaunchOf(t, &visible);
+  auto p = launch ? runtime_->Start(*launch) : std::unexpected(launch.error());
   if (!p) {
     t.state = LocalTask::State::kStartFailed;
     t.error = p.error().message;
@@ -313,8 +370,8 @@ void Agent::StartTask(LocalTask& t) {
   Log("start", {{"job", std::to_string(o.job)}, {"replica", std::to_string(o.replica)},
                 {"attempt", std::to_string(o.attempt)}, {"pid", std::to_string(t.proc->pid())},
                 {"tenant", o.tenant}, {"gpus", Join(o.gpus)}, {"gpu_mode", o.gpu_mode},
-                {"cuda_visible_devices", visible}});
-  SavePids();
+                {"cuda_visible_devices", visible}, {"runtime", runtime_->name()}, {"id", t.proc->id()}});
+  SaveState();
 }
 
 void Agent::Step() {
@@ -325,6 +382,10 @@ void Agent::Step() {
     if (!t.proc->reaped()) {
       if (auto st = t.proc->Poll()) {
         t.exit = *st;
+        if (st->oom) {
+          t.error = "out of memory (limit " + GibText(t.order.memory_mib) + ")";
+          std::ofstream(t.log_file, std::ios::app) << "gpupool agent: " << t.error << "\n";
+        }
         if (t.state != LocalTask::State::kStopping && t.desired) {
           t.state = LocalTask::State::kExited;
           // It ended by itself: what it left in its group goes too.
@@ -336,14 +397,14 @@ void Agent::Step() {
         }
         Log("exit", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
                      {"attempt", std::to_string(t.order.attempt)}, {"exit_code", std::to_string(st->exit_code)},
-                     {"signal", std::to_string(st->signal)}});
-        SavePids();
+                     {"signal", std::to_string(st->signal)}, {"oom", st->oom ? "true" : "false"}});
+        SaveState();
       }
     }
     if (t.state != LocalTask::State::kStopping) continue;
     // A stopping task holds its GPUs until its whole group is gone; the
     // rest of the group gets its grace too.
-    if (!t.proc->GroupAlive()) {
+    if (!t.proc->Alive()) {
       if (t.proc->reaped()) t.state = LocalTask::State::kDone;
     } else if (!t.killed && now >= t.kill_at) {
       t.proc->Signal(SIGKILL);
@@ -408,6 +469,7 @@ void Agent::Step() {
     std::error_code ec;
     const auto size = t.log_file.empty() ? 0 : fs::file_size(t.log_file, ec);
     const bool uploaded = t.log_file.empty() || ec || static_cast<int64_t>(size) <= t.log_uploaded;
+    if (t.state == LocalTask::State::kDone && t.proc && !t.proc->Alive()) t.proc->Remove();  // container and bundle
     it = (t.state == LocalTask::State::kDone && uploaded) ? tasks_.erase(it) : std::next(it);
   }
 }
@@ -459,6 +521,7 @@ Status Agent::Heartbeat() {
         x.phase = TaskPhase::kExited;
         x.exit_code = t.exit.exit_code;
         x.signal = t.exit.signal;
+        x.error = t.error;  // e.g. the OOM kill
       } else if (t.state == LocalTask::State::kStartFailed) {
         x.phase = TaskPhase::kStartFailed;
         x.error = t.error;
@@ -511,74 +574,64 @@ Status Agent::Heartbeat() {
   return {};
 }
 
-namespace {
-
-std::string BootId() {
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  in >> id;
-  return id;
+// `d` less up to a fifth, at random: agents that restarted together (a
+// server restart) spread their registrations and heartbeats out.
+std::chrono::milliseconds Agent::Jittered(std::chrono::milliseconds d) {
+  const int64_t spread = d.count() / 5;
+  if (spread <= 0) return d;
+  return d - std::chrono::milliseconds(static_cast<int64_t>(jitter_() % static_cast<uint64_t>(spread + 1)));
 }
 
-// Field 22 of /proc/PID/stat (clock ticks after boot); 0 when it is gone.
-unsigned long long StartTime(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return 0;
-  const size_t close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(line.substr(close + 2));
-  std::string skip;
-  for (int i = 3; i < 22; ++i) fields >> skip;
-  unsigned long long start = 0;
-  fields >> start;
-  return start;
-}
-
-}  // namespace
-
-void Agent::SavePids() const {
-  // Every group that may still live: its leader's pid and start time.
-  std::string text = "boot " + BootId() + "\n";
+void Agent::SaveState() const {
+  std::vector<const RunningTask*> live;
   for (const auto& [key, t] : tasks_) {
-    if (t.proc && (!t.proc->reaped() || t.state == LocalTask::State::kStopping)) {
-      text += std::to_string(t.proc->pid()) + " " + std::to_string(StartTime(t.proc->pid())) + "\n";
-    }
+    if (t.proc && (!t.proc->reaped() || t.state == LocalTask::State::kStopping)) live.push_back(t.proc.get());
   }
-  const std::string file = options_.work_dir + "/tasks.pids";
-  std::ofstream(file + ".tmp", std::ios::trunc) << text;
-  std::error_code ec;
-  fs::rename(file + ".tmp", file, ec);
+  runtime_->SaveState(live);
 }
 
-void Agent::KillLeftovers() {
-  std::ifstream in(options_.work_dir + "/tasks.pids");
-  std::string word, boot;
-  if (!(in >> word >> boot) || word != "boot" || boot != BootId()) return;  // none, or from before a reboot
-  std::vector<int> killed;
-  int pid = 0;
-  unsigned long long start = 0;
-  while (in >> pid >> start) {
-    if (pid <= 1) continue;
-    // Ours: the same process (pid and start time), still leading its
-    // session; or, its leader gone, a group that still uses its pid (the
-    // kernel reuses no pid that is still a process group id).
-    const unsigned long long now_start = StartTime(pid);
-    const bool same_leader = now_start != 0 && now_start == start && ::getsid(pid) == pid;
-    const bool orphan_group = now_start == 0 && ::kill(-pid, 0) == 0;
-    if (same_leader || orphan_group) {
-      ::kill(-pid, SIGKILL);
-      killed.push_back(pid);
-      Log("kill_leftover", {{"pid", std::to_string(pid)}});
+Status Agent::ChooseRuntime() {
+  OciRuntimeOptions o;
+  o.runc = FindOnPath(options_.oci_runtime.empty() ? "runc" : options_.oci_runtime);
+  o.shim = options_.shim.empty() ? FindShim() : options_.shim;
+  o.work_dir = options_.work_dir;
+  if (options_.runtime != "process") {
+    auto works = ProbeOciRuntime(o);
+    if (works) {
+      runtime_ = MakeOciRuntime(o);
+      Log("runtime", {{"runtime", "oci"}, {"oci_runtime", o.runc}, {"shim", o.shim}, {"isolation", "container"}});
+      return {};
     }
+    if (options_.runtime == "oci") return std::unexpected(works.error());
+    Log("warning", {{"message", "tasks run as plain processes without isolation (isolation: none): " +
+                                    works.error().message}});
   }
-  // Their GPU memory is free only once they are gone.
-  for (auto until = SteadyClock::now() + std::chrono::seconds(10); SteadyClock::now() < until;) {
-    bool alive = false;
-    for (int p : killed) alive = alive || ::kill(-p, 0) == 0;
-    if (!alive) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  runtime_ = MakeProcessRuntime(options_.work_dir, [this](int pid) { Log("kill_leftover", {{"pid", std::to_string(pid)}}); });
+  if (options_.runtime == "process") Log("warning", {{"message", "--runtime process: tasks run without isolation (isolation: none)"}});
+  return {};
+}
+
+void Agent::Adopt(LocalTask& t) {
+  auto it = adoptable_.find(Key{t.order.job, t.order.replica, t.order.attempt});
+  if (it == adoptable_.end()) return;
+  SetPaths(t);
+  t.proc = std::move(it->second);
+  adoptable_.erase(it);
+  t.state = LocalTask::State::kRunning;
+  t.log_uploaded = 0;  // the server's ack moves it to what the predecessor sent
+  Log("adopt", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
+                {"attempt", std::to_string(t.order.attempt)}, {"pid", std::to_string(t.proc->pid())},
+                {"id", t.proc->id()}});
+}
+
+void Agent::DiscardUnadopted() {
+  for (auto& [key, task] : adoptable_) {
+    Log("remove_leftover", {{"id", task->id()}});
+    task->Signal(SIGKILL);
+    for (int i = 0; i < 500 && task->Alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    task->Remove();
   }
+  adoptable_.clear();
 }
 
 int Agent::Run() {
@@ -588,8 +641,13 @@ int Agent::Run() {
     std::cerr << "agent: cannot create " << options_.work_dir << ": " << ec.message() << "\n";
     return 2;
   }
-  KillLeftovers();
-  SavePids();
+  if (auto ok = ChooseRuntime(); !ok) {
+    Log("runtime_failed", {{"runtime", options_.runtime}, {"error", ok.error().message}});
+    std::cerr << "agent: --runtime " << options_.runtime << ": " << ok.error().message << "\n";
+    return 5;
+  }
+  adoptable_ = runtime_->Recover();
+  SaveState();
   auto next_heartbeat = SteadyClock::now();
   auto next_register = SteadyClock::now();
   std::chrono::milliseconds backoff(500);
@@ -603,17 +661,14 @@ int Agent::Run() {
     if (!registered_ && now >= next_register) {
       if (auto ok = Register(); !ok) {
         Log("register_failed", {{"error", ok.error().message}});
-        if (ok.error().code == ErrorCode::kFailedPrecondition) {
-          const std::string& m = ok.error().message;
-          if (m.find("HTTP 401") != std::string::npos || m.find("HTTP 403") != std::string::npos) rc = 3;
-          if (m.find("HTTP 400") != std::string::npos || m.find("HTTP 409") != std::string::npos) rc = 4;
-          if (rc != 0) break;  // refused for good: stop the tasks and leave
-        }
-        next_register = SteadyClock::now() + backoff;
+        if (register_status_ == 401 || register_status_ == 403) rc = 3;
+        if (register_status_ == 400 || register_status_ == 409) rc = 4;
+        if (rc != 0) break;  // refused for good: stop the tasks and leave
+        next_register = SteadyClock::now() + Jittered(backoff);
         backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
       } else {
         backoff = std::chrono::milliseconds(500);
-        next_heartbeat = SteadyClock::now() + interval_;
+        next_heartbeat = SteadyClock::now() + Jittered(interval_);
       }
     }
     if (superseded_) {
@@ -624,7 +679,7 @@ int Agent::Run() {
     Step();  // reaping and stops go on while the server is away
     if (registered_ && SteadyClock::now() >= next_heartbeat) {
       if (auto ok = Heartbeat(); !ok) Log("heartbeat_failed", {{"error", ok.error().message}});
-      next_heartbeat = SteadyClock::now() + interval_;
+      next_heartbeat = SteadyClock::now() + Jittered(interval_);
       Step();  // act on the reply at once
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -651,7 +706,10 @@ int Agent::Run() {
     }
     if (running) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  SavePids();
+  for (auto& [key, t] : tasks_) {
+    if (t.proc && !t.proc->Alive()) t.proc->Remove();
+  }
+  SaveState();
   Log("stopped", {});
   return rc;
 }

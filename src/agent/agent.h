@@ -3,17 +3,22 @@
 // (device health and utilization, per-task utilization, task outcomes,
 // scrub results, new log bytes), and converges the node to the desired
 // state each reply carries:
-//  - a desired task that is not running starts (once per attempt) as a
-//    child process, with its GPUs in CUDA_VISIBLE_DEVICES, the MPS limits
-//    for MPS shares, and GPUPOOL_* variables, once no pending scrub covers
-//    its GPUs and no stopping task holds them;
+//  - a desired task that is not running starts (once per attempt) through
+//    the node's task runtime (task_runtime.h: an OCI container by default,
+//    a plain child process where no OCI runtime works), with its GPUs in
+//    CUDA_VISIBLE_DEVICES (and, in a container, only their device nodes),
+//    the MPS limits for MPS shares, and GPUPOOL_* variables, once no
+//    pending scrub covers its GPUs and no stopping task holds them;
 //  - a task asked to checkpoint gets its checkpoint signal (once per
 //    attempt); it acknowledges by creating $GPUPOOL_CHECKPOINT_DIR/ack, and
 //    the agent reports the checkpoint once it does, or when it exits, or
 //    after the task's checkpoint timeout;
 //  - a task that is no longer desired gets SIGTERM, then SIGKILL after its
-//    grace period (the whole process group); it holds its GPUs until every
-//    process of its group is gone, even after the first one exits;
+//    grace period (the whole task); it holds its GPUs until every process
+//    of it is gone (its container's cgroup is empty), even after the first
+//    one exits;
+//  - a task the kernel's OOM killer ended is reported as exited with the
+//    reason "out of memory (limit N GiB)";
 //  - a scrub order runs (DeviceBackend::Scrub on each GPU) once no stopping
 //    task holds its GPUs, before any task starts on them;
 //  - a new attempt of a replica starts only once the previous attempt's
@@ -22,12 +27,16 @@
 //    idle (and a "busy" line when it recovers).
 // Reports repeat until the task or order leaves the desired state, so a
 // lost reply or a restarted server heals at the next heartbeat. A
-// restarted agent first kills the task process groups its predecessor
-// left (WORK/tasks.pids: pid and start time, so a reused pid is left
-// alone), then starts what is desired afresh; tasks resume from their
-// checkpoints. Fencing: without a successful heartbeat for the time the
-// server gives (its failure-detection timeout), the agent stops its tasks,
-// since the server has marked the node down and placed them elsewhere.
+// restarted agent re-adopts the containers its predecessor left
+// (TaskRuntime::Recover): a desired task keeps running, untouched, and
+// one that exited meanwhile reports its exit; containers no desired task
+// accounts for are killed and removed once the first reply has come. With
+// the process runtime, the predecessor's process groups are killed instead
+// and the tasks start again from their checkpoints. Fencing: without a
+// successful heartbeat for the time the server gives (its failure-detection
+// timeout), the agent stops its tasks, since the server has marked the
+// node down and placed them elsewhere. An agent that is stopped (SIGTERM)
+// stops its tasks too.
 //
 // The checkpoint signal goes to the task's first process only: a wrapper
 // script should `exec` the program that handles it.
@@ -46,12 +55,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "src/agent/device_backend.h"
-#include "src/agent/executor.h"
+#include "src/agent/task_runtime.h"
 #include "src/api/agent_protocol.h"
 
 namespace httplib {
@@ -70,6 +80,16 @@ struct AgentOptions {
   int64_t cpu_milli = 0;        // 0: the machine's
   int64_t memory_mib = 0;       // 0: the machine's
   bool quiet = false;           // no action lines on stderr
+  // The task runtime: "oci" (fails at start when runc does not work),
+  // "process", or "auto" (oci when a probe container runs, else process
+  // with a warning).
+  std::string runtime = "auto";
+  std::string oci_runtime;       // the runc binary; empty: runc on PATH
+  std::string shim;              // gpupool-shim; empty: beside this executable
+  int64_t pids_limit = 4096;     // per task container; 0: none
+  // Tests only: bind every GPU's device node into each container (the
+  // devices cgroup still allows only the task's own).
+  bool expose_all_gpu_nodes = false;
 };
 
 class Agent {
@@ -80,7 +100,8 @@ class Agent {
   // Runs until Stop. Returns 0 after Stop, or an exit code with the reason
   // logged when the server refuses the agent for good (bad token: 3; a
   // registration the server rejects, or another agent registered for the
-  // node since: 4); its tasks are stopped either way.
+  // node since: 4; `runtime: oci` asked for and runc does not work: 5); its
+  // tasks are stopped either way.
   int Run();
   void Stop() { stop_ = true; }
 
@@ -88,12 +109,12 @@ class Agent {
   using Key = std::tuple<JobId, int32_t, int32_t>;  // job, replica, attempt
   struct LocalTask {
     TaskOrder order;
-    std::optional<ChildProcess> proc;
+    std::unique_ptr<RunningTask> proc;
     enum class State { kWaiting, kRunning, kExited, kStartFailed, kStopping, kDone } state = State::kWaiting;
     bool desired = true;
     ExitStatus exit;
     std::string error;
-    std::string dir, checkpoint_dir, log_file, notice_file;
+    std::string dir, checkpoint_dir, scratch_dir, log_file, notice_file;
     int64_t log_uploaded = 0;
     // checkpoint
     bool checkpoint_requested = false, checkpoint_done = false, checkpoint_acked = false;
@@ -115,17 +136,27 @@ class Agent {
   void Fence();
   bool ScrubPending(const std::vector<int>& gpus) const;
   void RunScrubs();
-  void KillLeftovers();
-  void SavePids() const;
+  Status ChooseRuntime();
+  void Adopt(LocalTask& t);
+  void DiscardUnadopted();
+  void SetPaths(LocalTask& t) const;
+  Result<TaskLaunch> LaunchOf(const LocalTask& t, std::string* visible) const;
+  void SaveState() const;
+  std::chrono::milliseconds Jittered(std::chrono::milliseconds d);
   void Log(const std::string& action, std::vector<std::pair<std::string, std::string>> fields) const;
   Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body, int* status);
 
   AgentOptions options_;
   std::unique_ptr<DeviceBackend> backend_;
+  std::unique_ptr<TaskRuntime> runtime_;
+  // Containers a predecessor left, until a reply says which are desired.
+  std::map<Key, std::unique_ptr<RunningTask>> adoptable_;
   std::unique_ptr<httplib::Client> http_;
   std::atomic<bool> stop_{false};
   std::vector<GpuDevice> gpus_;
   bool registered_ = false;
+  int register_status_ = 0;  // the HTTP status of the last registration (0: no answer)
+  std::minstd_rand jitter_;
   std::string session_;  // from the registration's reply
   std::chrono::milliseconds interval_{5000};
   std::map<Key, LocalTask> tasks_;

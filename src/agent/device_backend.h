@@ -33,6 +33,16 @@ struct TaskUsage {
   int64_t memory_mib = 0;  // GPU memory its processes hold
 };
 
+// A character device node a task may use: `host_path` on the node shows as
+// `path` inside the task's container; the devices cgroup allows
+// major:minor.
+struct DeviceNode {
+  std::string host_path;
+  std::string path;
+  uint32_t major = 0, minor = 0;
+  friend bool operator==(const DeviceNode&, const DeviceNode&) = default;
+};
+
 struct ScrubResult {
   int64_t bytes = 0;  // bytes zeroed
   double seconds = 0;
@@ -53,6 +63,11 @@ class DeviceBackend {
   // Zeroes the free memory of GPU `gpu`, or of the MIG instance `mig_uuid`
   // on it when non-empty (RECLAIM-4), before another tenant's task starts.
   virtual Result<ScrubResult> Scrub(int gpu, const std::string& mig_uuid) = 0;
+  // The device nodes of GPU `gpu` (/dev/nvidiaN), and those every GPU task
+  // needs (/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools): what a
+  // task container is given (EXEC-3). Empty where the node has none.
+  virtual std::vector<DeviceNode> GpuDeviceNodes(int gpu) = 0;
+  virtual std::vector<DeviceNode> ControlDeviceNodes() = 0;
 };
 
 }  // namespace gpupool

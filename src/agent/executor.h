@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/agent/task_runtime.h"
 #include "src/base/status.h"
 
 namespace gpupool {
@@ -31,12 +32,6 @@ struct LaunchSpec {
   std::vector<std::string> unset;
   std::string working_dir;  // must exist
   std::string log_file;     // stdout and stderr, opened for append (created 0640)
-};
-
-struct ExitStatus {
-  int exit_code = 0;  // when it exited normally
-  int signal = 0;     // the signal that killed it, 0 if none
-  bool ok() const { return exit_code == 0 && signal == 0; }
 };
 
 class ChildProcess {

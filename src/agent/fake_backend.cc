@@ -1,5 +1,7 @@
 #include "src/agent/fake_backend.h"
 
+#include "src/agent/device_nodes.h"
+
 #include <dirent.h>
 #include <unistd.h>
 
@@ -96,8 +98,26 @@ double ProcessGroupCpuSeconds(int pgid) {
   return total;
 }
 
-FakeBackend::FakeBackend(std::vector<GpuDevice> gpus, std::string scrub_record_file)
-    : gpus_(std::move(gpus)), record_file_(std::move(scrub_record_file)), gpu_util_(gpus_.size(), 0) {}
+FakeBackend::FakeBackend(std::vector<GpuDevice> gpus, std::string scrub_record_file, std::string dev_dir)
+    : gpus_(std::move(gpus)), record_file_(std::move(scrub_record_file)), dev_dir_(std::move(dev_dir)),
+      gpu_util_(gpus_.size(), 0) {}
+
+Status FakeBackend::MakeDeviceNodes() {
+  if (dev_dir_.empty()) return {};
+  return MakeFakeDeviceNodes(dev_dir_, static_cast<int>(gpus_.size()));
+}
+
+std::vector<DeviceNode> FakeBackend::GpuDeviceNodes(int gpu) {
+  std::vector<DeviceNode> out;
+  if (dev_dir_.empty()) return out;
+  const std::string name = "nvidia" + std::to_string(gpu);
+  if (auto d = StatDeviceNode(dev_dir_ + "/" + name, "/dev/" + name)) out.push_back(*d);
+  return out;
+}
+
+std::vector<DeviceNode> FakeBackend::ControlDeviceNodes() {
+  return dev_dir_.empty() ? std::vector<DeviceNode>{} : StatControlNodes(dev_dir_);
+}
 
 Result<std::vector<GpuSample>> FakeBackend::Sample() {
   std::vector<GpuSample> out;

@@ -7,6 +7,10 @@
 // node); the models are catalog names (src/model/gpu_catalog.h). UUIDs are
 // derived from the node name and index, so they are stable across restarts.
 //
+// Device nodes: with a directory given, real character devices with the
+// NVIDIA major (device_nodes.h), so that the devices cgroup of a task
+// container can be tested without GPUs.
+//
 // Scrubs are recorded (Scrubs()) and, when a record file is given, appended
 // to it as JSON lines {"gpu":0,"unix_ms":...} for tests and demos.
 #pragma once
@@ -32,7 +36,13 @@ struct ScrubRecord {
 
 class FakeBackend : public DeviceBackend {
  public:
-  FakeBackend(std::vector<GpuDevice> gpus, std::string scrub_record_file = "");
+  // `dev_dir`: where its device nodes are made (MakeDeviceNodes); empty:
+  // none, and tasks get no device nodes.
+  FakeBackend(std::vector<GpuDevice> gpus, std::string scrub_record_file = "", std::string dev_dir = "");
+  // Makes real character nodes for its GPUs in dev_dir (device_nodes.h).
+  Status MakeDeviceNodes();
+  std::vector<DeviceNode> GpuDeviceNodes(int gpu) override;
+  std::vector<DeviceNode> ControlDeviceNodes() override;
   std::string name() const override { return "fake"; }
   Result<std::vector<GpuDevice>> Discover() override { return gpus_; }
   Result<std::vector<GpuSample>> Sample() override;
@@ -47,6 +57,7 @@ class FakeBackend : public DeviceBackend {
   };
   std::vector<GpuDevice> gpus_;
   std::string record_file_;
+  std::string dev_dir_;
   std::map<std::string, CpuMark> marks_;
   std::vector<double> gpu_util_;  // from the last SampleTasks
   std::vector<ScrubRecord> scrubs_;

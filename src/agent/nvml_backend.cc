@@ -1,5 +1,7 @@
 #include "src/agent/nvml_backend.h"
 
+#include "src/agent/device_nodes.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -132,6 +134,7 @@ struct NvmlApi {
                                               unsigned long long);
   nvmlReturn_t (*DeviceGetNvLinkRemoteDeviceType)(nvmlDevice_t, unsigned int, int*);
   nvmlReturn_t (*DeviceGetRemappedRows)(nvmlDevice_t, unsigned int*, unsigned int*, unsigned int*, unsigned int*);
+  nvmlReturn_t (*DeviceGetMinorNumber)(nvmlDevice_t, unsigned int*);
 };
 
 // A PCI function as (domain, bus, device, function): how NVLink remote ends
@@ -271,6 +274,21 @@ class NvmlBackend final : public DeviceBackend {
   Result<std::vector<GpuSample>> Sample() override;
   std::map<std::string, TaskUsage> SampleTasks(const std::vector<TaskProbe>& tasks) override;
   Result<ScrubResult> Scrub(int gpu, const std::string& mig_uuid) override;
+  // /dev/nvidiaM for the GPU's minor number M (NVML's; its index when the
+  // driver does not say), and the control nodes, as the node has them.
+  std::vector<DeviceNode> GpuDeviceNodes(int gpu) override {
+    unsigned int minor = static_cast<unsigned int>(gpu);
+    auto h = Handle(gpu);
+    if (h && api_.DeviceGetMinorNumber) {
+      unsigned int m = 0;
+      if (api_.DeviceGetMinorNumber(*h, &m) == NVML_SUCCESS) minor = m;
+    }
+    std::vector<DeviceNode> out;
+    const std::string path = options_.dev_dir + "/nvidia" + std::to_string(minor);
+    if (auto d = StatDeviceNode(path, "/dev/nvidia" + std::to_string(gpu))) out.push_back(*d);
+    return out;
+  }
+  std::vector<DeviceNode> ControlDeviceNodes() override { return StatControlNodes(options_.dev_dir); }
 
  private:
   // "nvmlDeviceGetTemperature (GPU 3): Unknown Error"
@@ -793,6 +811,7 @@ Result<std::unique_ptr<DeviceBackend>> OpenNvmlBackend(const NvmlOptions& option
   Resolve(library, "nvmlDeviceGetProcessUtilization", api.DeviceGetProcessUtilization, nullptr);
   Resolve(library, "nvmlDeviceGetNvLinkRemoteDeviceType", api.DeviceGetNvLinkRemoteDeviceType, nullptr);
   Resolve(library, "nvmlDeviceGetRemappedRows", api.DeviceGetRemappedRows, nullptr);
+  Resolve(library, "nvmlDeviceGetMinorNumber", api.DeviceGetMinorNumber, nullptr);
   if (!missing.empty()) {
     std::string names;
     for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;

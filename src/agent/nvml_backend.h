@@ -44,6 +44,8 @@ struct NvmlOptions {
   // Zeroing 141 GiB takes well under a second at HBM bandwidth; the rest is
   // CUDA context creation, so this bounds a hung tool, not a slow one.
   double scrub_timeout_s = 300;
+  // Where the driver's device nodes are (/dev/nvidiaN, /dev/nvidiactl, ...).
+  std::string dev_dir = "/dev";
 };
 
 // Loads `options.library` (RTLD_NOW | RTLD_LOCAL), resolves the NVML symbols

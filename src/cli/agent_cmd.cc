@@ -31,13 +31,29 @@ struct AgentFlags {
   std::string work_dir, checkpoint_root;
   double cpu_cores = 0, memory_gib = 0;
   bool quiet = false;
+  std::string runtime = "auto", oci_runtime, shim, fake_dev_dir;
+  int64_t pids_limit = 4096;
+  bool expose_all_gpu_nodes = false;
 };
+
+std::string WorkDirOf(const AgentFlags& f) {
+  return f.work_dir.empty() ? (fs::temp_directory_path() / ("gpupool-agent-" + f.node)).string() : f.work_dir;
+}
+
+// Fake GPUs' device nodes: WORK/dev unless given.
+std::string FakeDevDir(const AgentFlags& f) {
+  return f.fake_dev_dir.empty() ? (fs::absolute(WorkDirOf(f)) / "dev").string() : f.fake_dev_dir;
+}
 
 Result<std::unique_ptr<DeviceBackend>> MakeBackend(const AgentFlags& f) {
   if (!f.fake_gpus.empty()) {
     auto gpus = ParseFakeGpus(f.fake_gpus, f.node);
     if (!gpus) return std::unexpected(gpus.error());
-    return std::unique_ptr<DeviceBackend>(std::make_unique<FakeBackend>(std::move(*gpus), f.scrub_record));
+    auto fake = std::make_unique<FakeBackend>(std::move(*gpus), f.scrub_record, FakeDevDir(f));
+    if (auto ok = fake->MakeDeviceNodes(); !ok) {
+      std::cerr << "warning: fake GPUs without device nodes: " << ok.error().message << "\n";
+    }
+    return std::unique_ptr<DeviceBackend>(std::move(fake));
   }
   NvmlOptions o;
   if (!f.nvml_library.empty()) o.library = f.nvml_library;
@@ -53,11 +69,16 @@ AgentOptions OptionsOf(const AgentFlags& f) {
   o.region = f.region;
   o.zone = f.zone;
   o.rack = f.rack;
-  o.work_dir = f.work_dir.empty() ? (fs::temp_directory_path() / ("gpupool-agent-" + f.node)).string() : f.work_dir;
+  o.work_dir = WorkDirOf(f);
   o.checkpoint_root = f.checkpoint_root;
   o.cpu_milli = std::llround(f.cpu_cores * 1000);
   o.memory_mib = std::llround(f.memory_gib * 1024);
   o.quiet = f.quiet;
+  o.runtime = f.runtime;
+  o.oci_runtime = f.oci_runtime;
+  o.shim = f.shim;
+  o.pids_limit = f.pids_limit;
+  o.expose_all_gpu_nodes = f.expose_all_gpu_nodes;
   return o;
 }
 
@@ -145,7 +166,11 @@ int RunDev(const DevFlags& f) {
   o.node_class = "nvlink";
   o.work_dir = (fs::path(f.data_dir) / "agent").string();
   o.checkpoint_root = (fs::path(f.data_dir) / "checkpoints").string();
-  Agent agent(o, std::make_unique<FakeBackend>(std::move(*gpus)));
+  // Containers where runc works (the agent probes it), else plain
+  // processes with a warning.
+  auto fake = std::make_unique<FakeBackend>(std::move(*gpus), "", (fs::absolute(o.work_dir) / "dev").string());
+  if (auto ok = fake->MakeDeviceNodes(); !ok) LogInfo("fake GPUs without device nodes", {{"reason", ok.error().message}});
+  Agent agent(o, std::move(fake));
 
   std::thread http([&] { api.Serve(); });
   std::thread agent_thread([&] { agent.Run(); });
@@ -204,6 +229,20 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--memory-gib", f->memory_gib, "Memory to offer in GiB (default: the machine's)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet", f->quiet, "Log actions to WORK/agent.log only");
+  cmd->add_option("--runtime", f->runtime,
+                  "How tasks run: oci (containers through runc; fails when runc does not work), process (plain "
+                  "processes, no isolation), auto (oci when it works, else process with a warning)")
+      ->check(CLI::IsMember({"auto", "oci", "process"}))
+      ->capture_default_str();
+  cmd->add_option("--oci-runtime", f->oci_runtime, "The OCI runtime binary (default: runc on PATH)");
+  cmd->add_option("--shim", f->shim, "gpupool-shim (default: beside this binary)");
+  cmd->add_option("--pids-limit", f->pids_limit, "Most processes in one task container (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--fake-dev-dir", f->fake_dev_dir, "Fake GPUs: where their device nodes are made (default WORK/dev)");
+  cmd->add_flag("--test-expose-all-gpu-nodes", f->expose_all_gpu_nodes,
+                "Tests only: bind every GPU's device node into each container (the devices cgroup still denies "
+                "the others)");
   cmd->callback([f] { std::exit(RunAgent(*f)); });
 }
 

@@ -48,6 +48,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/base/subprocess.h"
 #include "src/base/time.h"
 #include "src/engine/event.h"
 #include "src/engine/scaling.h"
@@ -55,22 +56,6 @@
 #include "src/sim/scenario.h"
 
 namespace gpupool {
-
-inline constexpr int kOutputTailLines = 5;
-
-// How one command ended.
-struct CommandOutcome {
-  bool ok = false;
-  int exit_code = -1;      // when it exited
-  int signal = 0;          // when a signal ended it
-  bool timed_out = false;  // killed at the timeout
-  Duration timeout{0};     // the timeout it ran under
-  std::string start_error; // it could not be started at all
-  std::string output_tail; // the last lines of stdout and stderr, trimmed
-  // "exited 3: no capacity in zone-1", "timed out after 10m", "killed by
-  // signal 9", each followed by ": " and the output's last lines if any.
-  std::string Describe() const;
-};
 
 // Runs `/bin/sh -c command` with `env` added to the caller's environment,
 // waiting at most `timeout` (then SIGTERM to its process group, SIGKILL a

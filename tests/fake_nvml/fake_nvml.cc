@@ -15,6 +15,7 @@
 //     "pci_bus_id": "00000000:17:00.0",     // default: bus 0x10 + index
 //     "memory_total_mib": 81559, "memory_used_mib": 1024,
 //     "utilization_pct": 37, "temperature_c": 41,
+//     "minor": 0,                           // /dev/nvidiaN's minor; default: position
 //     "mig_mode": 1,                        // absent: nvmlDeviceGetMigMode is "not supported"
 //     "max_mig_devices": 7,                 // default: 7 when mig_mode is 1, else 0
 //     "mig": [{"uuid": "MIG-...", "name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb",
@@ -108,6 +109,7 @@ struct FakeDevice {
   std::string uuid, name, bus_id;
   unsigned long long memory_total = 0, memory_used = 0;
   unsigned int utilization = 0, temperature = 0;
+  unsigned int minor = 0;
   int mig_mode = -1;  // -1: not supported
   unsigned int max_mig_devices = 0;
   std::map<unsigned int, std::unique_ptr<FakeDevice>> mig;  // by MIG device index
@@ -156,6 +158,7 @@ std::unique_ptr<State> Load(const char* path) {
     dev->memory_total = d.value("memory_total_mib", 81559ULL) << 20;
     dev->memory_used = d.value("memory_used_mib", 0ULL) << 20;
     dev->utilization = d.value("utilization_pct", 0u);
+    dev->minor = d.value("minor", static_cast<unsigned int>(i));
     dev->temperature = d.value("temperature_c", 40u);
     dev->mig_mode = d.value("mig_mode", -1);
     dev->max_mig_devices = d.value("max_mig_devices", dev->mig_mode == 1 ? 7u : 0u);
@@ -292,6 +295,15 @@ FAKE_NVML_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, voi
 FAKE_NVML_API nvmlReturn_t nvmlDeviceGetUUID(void* device, char* uuid, unsigned int length) {
   if (nvmlReturn_t rc = Scripted("nvmlDeviceGetUUID", Dev(device)); rc != kSuccess) return rc;
   return CopyString(Dev(device)->uuid, uuid, length);
+}
+
+// As the real one: the minor number of /dev/nvidiaN; not for MIG devices.
+FAKE_NVML_API nvmlReturn_t nvmlDeviceGetMinorNumber(void* device, unsigned int* minor) {
+  if (nvmlReturn_t rc = Scripted("nvmlDeviceGetMinorNumber", Dev(device)); rc != kSuccess) return rc;
+  if (minor == nullptr) return kInvalidArgument;
+  if (Dev(device)->parent != nullptr) return kNotSupported;
+  *minor = Dev(device)->minor;
+  return kSuccess;
 }
 
 FAKE_NVML_API nvmlReturn_t nvmlDeviceGetName(void* device, char* name, unsigned int length) {

@@ -1,0 +1,40 @@
+// Device nodes of GPUs (EXEC-3): reading the real ones, making fake ones.
+//
+// The NVIDIA driver's nodes: /dev/nvidiaN (major 195, minor N) per GPU,
+// /dev/nvidiactl (195:255), and /dev/nvidia-uvm and /dev/nvidia-uvm-tools
+// (a major the driver picks at load). A task container gets its GPUs' nodes
+// and the control nodes, bound from the host, and the devices cgroup allows
+// exactly those.
+//
+// Fake nodes (the fake backend, for machines without GPUs) are real
+// character devices with the NVIDIA major and distinct minors, made with
+// mknod under a directory of the agent's: opening an allowed one fails with
+// ENXIO (no driver behind it), a denied one with EPERM (the devices
+// cgroup), which is what the isolation tests tell apart.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/agent/device_backend.h"
+#include "src/base/status.h"
+
+namespace gpupool {
+
+inline constexpr uint32_t kNvidiaMajor = 195;
+inline constexpr uint32_t kNvidiaCtlMinor = 255;
+inline constexpr uint32_t kFakeUvmMajor = 511;  // stands for the driver's dynamic one
+
+// `host_path` as a node a task sees at `path`; nullopt when it is not a
+// character device.
+std::optional<DeviceNode> StatDeviceNode(const std::string& host_path, const std::string& path);
+
+// nvidiactl, nvidia-uvm and nvidia-uvm-tools under `dir`, those present.
+std::vector<DeviceNode> StatControlNodes(const std::string& dir);
+
+// Makes nvidia0..nvidia{count-1}, nvidiactl, nvidia-uvm and nvidia-uvm-tools
+// in `dir` (mode 0666; existing ones are kept). Needs CAP_MKNOD.
+Status MakeFakeDeviceNodes(const std::string& dir, int count);
+
+}  // namespace gpupool
