@@ -231,7 +231,9 @@ TEST_F(IsolationE2eTest, AnAgentRestartReadoptsARunningContainer) {
   testing::AgentProcess& agent = StartAgent("node-a", "1xH100");
   CreateTenant("team-a", 1, 1);
   const int64_t id = SubmitAs("team-a", "long",
-                              "echo pid=$$; n=0; while true; do n=$((n+1)); echo tick-$n; sleep 0.2; done",
+                              // busy, so that idle reclamation leaves it alone
+                              "echo pid=$$; n=0; while true; do n=$((n+1)); echo tick-$n; i=0; "
+                              "while [ $i -lt 20000 ]; do i=$((i+1)); done; done",
                               json{{"checkpointable", true}});
   ASSERT_TRUE(LogHas(id, "tick-3")) << Logs(id);
   agent.Kill();
@@ -246,7 +248,9 @@ TEST_F(IsolationE2eTest, AnAgentRestartReadoptsARunningContainer) {
     return static_cast<size_t>(std::count(log.begin(), log.end(), '\n'));
   };
   const size_t before = lines();
-  ASSERT_TRUE(WaitFor([&] { return lines() >= before + 10; }, std::chrono::seconds(15))) << Logs(id);
+  ASSERT_TRUE(WaitFor([&] { return lines() >= before + 10; }, std::chrono::seconds(15)))
+      << Logs(id) << "\nagent: " << agent.action_log() << "\nnode's log: "
+      << ReadFile(agent.work_dir() + "/logs/" + std::to_string(id) + ".0.1.log");
   const std::string log = Logs(id);
   EXPECT_EQ(log.find("pid="), log.rfind("pid="));  // started once
   EXPECT_EQ(State(id), "running");
