@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake g++ make            # the build
+  ccache                    # compiler cache: a rebuild (or a second clone's build) reuses unchanged objects
   time                      # make bench: wall time and peak memory of whole runs
   libgtest-dev libgmock-dev # unit, scenario and integration tests
   libbenchmark-dev          # make bench

@@ -37,7 +37,13 @@ class IsolationE2eTest : public AgentE2eTest {
   int64_t SubmitAs(const std::string& tenant, const std::string& name, const std::string& script,
                    json extra = json::object()) {
     json r{{"name", name}, {"tenant", tenant}, {"gpus", 1}, {"image", "host"}, {"command", {"sh", "-c", script}}};
-    for (auto& [k, v] : extra.items()) r[k] = v;
+    for (auto& [k, v] : extra.items()) {
+      if (v.is_null()) {
+        r.erase(k);  // null drops a default field (gpus, for a share)
+      } else {
+        r[k] = v;
+      }
+    }
     return Submit(r);
   }
   bool LogHas(int64_t id, const std::string& text, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
@@ -170,6 +176,36 @@ TEST_F(IsolationE2eTest, ATaskHasOnlyItsGpusDeviceNodes) {
         << "GPU " << i << " (placed on " << mine << "):\n"
         << out2;
   }
+}
+
+// A task on a MIG instance gets its GPU's node and the instance's two
+// capability nodes (GPU instance, compute instance), allowed, and nothing
+// of other instances.
+TEST_F(IsolationE2eTest, AMigTaskGetsItsInstancesCapabilityNodes) {
+  StartAgent("node-a", "1xH100");
+  CreateTenant("team-a", 1, 1);
+  const int64_t id = SubmitAs("team-a", "mig",
+                              "echo caps=$(ls /dev/nvidia-caps | tr '\\n' ' ')end; "
+                              "for c in /dev/nvidia-caps/*; do cat $c 2>&1 | sed 's/^/open: /'; done; "
+                              "echo uuid=$CUDA_VISIBLE_DEVICES; echo done-caps",
+                              json{{"gpus", nullptr}, {"gpu_fraction", 0.25}, {"gpu_memory_gib", 10},
+                                   {"sharing", "mig"}});
+  ASSERT_TRUE(WaitState(id, "succeeded", std::chrono::seconds(30))) << Job(id).dump() << Logs(id);
+  ASSERT_TRUE(LogHas(id, "done-caps")) << Logs(id);
+  const std::string out = Logs(id);
+  EXPECT_NE(out.find("uuid=MIG-"), std::string::npos) << out;
+  // Two nodes, each allowed (ENXIO: no driver behind the fake), none denied.
+  const size_t caps = out.find("caps=nvidia-cap");
+  ASSERT_NE(caps, std::string::npos) << out;
+  const std::string listed = out.substr(caps, out.find("end", caps) - caps);
+  EXPECT_EQ(std::count(listed.begin(), listed.end(), ' '), 2) << listed;
+  size_t enxio = 0;
+  for (size_t at = out.find("No such device or address"); at != std::string::npos;
+       at = out.find("No such device or address", at + 1)) {
+    ++enxio;
+  }
+  EXPECT_EQ(enxio, 2u) << out;
+  EXPECT_EQ(out.find("Operation not permitted"), std::string::npos) << out;
 }
 
 TEST_F(IsolationE2eTest, ATaskPastItsMemoryLimitIsOomKilledAndFails) {

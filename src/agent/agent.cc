@@ -301,16 +301,25 @@ Result<TaskLaunch> Agent::LaunchOf(const LocalTask& t, std::string* visible) con
     }
     std::string uuid = gpus_[g].uuid;
     if (o.gpu_mode == "mig") {
-      std::string mig;
+      std::optional<MigInstance> mig;
       for (const MigInstance& m : gpus_[g].mig) {
-        if (m.profile == o.mig_profile && m.start == o.mig_start) mig = m.uuid;
+        if (m.profile == o.mig_profile && m.start == o.mig_start) mig = m;
       }
-      if (mig.empty() && backend_->name() != "fake") {
+      if (!mig && backend_->name() != "fake") {
         return InvalidArgument("GPU " + std::to_string(g) + " has no MIG instance " + o.mig_profile +
                                " at memory slice " + std::to_string(o.mig_start) +
                                " (the agent does not create MIG instances)");
       }
-      uuid = mig.empty() ? "MIG-" + uuid.substr(4) + "-" + o.mig_profile + "-" + std::to_string(o.mig_start) : mig;
+      if (!mig) {  // the fake backend's instances exist as soon as they are planned
+        mig = MigInstance{"MIG-" + uuid.substr(4) + "-" + o.mig_profile + "-" + std::to_string(o.mig_start),
+                          o.mig_profile, o.mig_start};
+      }
+      uuid = mig->uuid;
+      if (container) {
+        auto caps = backend_->MigDeviceNodes(g, *mig);
+        if (!caps) return InvalidArgument("GPU " + std::to_string(g) + ": " + caps.error().message);
+        for (const DeviceNode& d : *caps) l.devices.push_back(d);
+      }
     }
     *visible += (visible->empty() ? "" : ",") + uuid;
     for (const DeviceNode& d : backend_->GpuDeviceNodes(g)) l.devices.push_back(d);

@@ -68,6 +68,10 @@ class DeviceBackend {
   // task container is given (EXEC-3). Empty where the node has none.
   virtual std::vector<DeviceNode> GpuDeviceNodes(int gpu) = 0;
   virtual std::vector<DeviceNode> ControlDeviceNodes() = 0;
+  // The MIG capability nodes of `instance` on GPU `gpu` (device_nodes.h,
+  // StatMigCapNodes): what a task on that instance needs besides the
+  // GPU's own node. An Error says why they cannot be found.
+  virtual Result<std::vector<DeviceNode>> MigDeviceNodes(int gpu, const MigInstance& instance) = 0;
 };
 
 }  // namespace gpupool

@@ -25,6 +25,11 @@ namespace gpupool {
 inline constexpr uint32_t kNvidiaMajor = 195;
 inline constexpr uint32_t kNvidiaCtlMinor = 255;
 inline constexpr uint32_t kFakeUvmMajor = 511;  // stands for the driver's dynamic one
+inline constexpr uint32_t kFakeCapsMajor = 510;  // stands for nvidia-caps' dynamic one
+
+// Where the driver lists MIG capabilities and makes their nodes.
+inline constexpr const char* kMigCapsProcDir = "/proc/driver/nvidia/capabilities";
+inline constexpr const char* kMigCapsDevDir = "/dev/nvidia-caps";
 
 // `host_path` as a node a task sees at `path`; nullopt when it is not a
 // character device.
@@ -32,6 +37,21 @@ std::optional<DeviceNode> StatDeviceNode(const std::string& host_path, const std
 
 // nvidiactl, nvidia-uvm and nvidia-uvm-tools under `dir`, those present.
 std::vector<DeviceNode> StatControlNodes(const std::string& dir);
+
+// The capability nodes a task on one MIG instance needs besides its GPU's
+// /dev/nvidiaM: the driver lists the device minor N of the GPU instance's
+// capability in PROC/gpuM/mig/giG/access and of its compute instance's in
+// PROC/gpuM/mig/giG/ciC/access (a line "DeviceFileMinor: N"); the nodes
+// are DEV/nvidia-capN, seen in the container at /dev/nvidia-caps/. An
+// Error names the file that is missing or unreadable.
+Result<std::vector<DeviceNode>> StatMigCapNodes(const std::string& proc_dir, const std::string& dev_dir,
+                                                int gpu_minor, int gi, int ci);
+
+// The fake driver's side of StatMigCapNodes: writes the two access files
+// under `proc_dir` and makes the nodes (major kFakeCapsMajor, minors
+// distinct per GPU, GPU instance and compute instance) under `dev_dir`.
+Status MakeFakeMigCapNodes(const std::string& proc_dir, const std::string& dev_dir, int gpu_minor, int gi,
+                           int ci);
 
 // Makes nvidia0..nvidia{count-1}, nvidiactl, nvidia-uvm and nvidia-uvm-tools
 // in `dir` (mode 0666; existing ones are kept). Needs CAP_MKNOD.

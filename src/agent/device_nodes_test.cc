@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -44,6 +46,34 @@ TEST(DeviceNodesTest, APlainFileIsNotADeviceNode) {
   EXPECT_FALSE(StatDeviceNode(file, "/dev/nvidia0").has_value());
   EXPECT_FALSE(StatDeviceNode(file + ".absent", "/dev/nvidia0").has_value());
   fs::remove(file);
+}
+
+TEST(DeviceNodesTest, MigCapabilityNodesComeFromTheDriversListing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mknod needs root";
+  const std::string dir = (fs::temp_directory_path() / ("gpupool-caps-" + std::to_string(::getpid()))).string();
+  fs::create_directories(dir + "/proc/gpu0/mig/gi3/ci0");
+  fs::create_directories(dir + "/dev");
+  // The driver's format: the minor on its own line among others.
+  std::ofstream(dir + "/proc/gpu0/mig/gi3/access") << "DeviceFileMinor: 30\nDeviceFileMode: 292\n";
+  std::ofstream(dir + "/proc/gpu0/mig/gi3/ci0/access") << "DeviceFileMode: 292\nDeviceFileMinor: 31\n";
+  auto none = StatMigCapNodes(dir + "/proc", dir + "/dev", 0, 3, 0);
+  ASSERT_FALSE(none.has_value());  // listed, but no node
+  EXPECT_NE(none.error().message.find("nvidia-cap30"), std::string::npos) << none.error().message;
+  ASSERT_EQ(::mknod((dir + "/dev/nvidia-cap30").c_str(), S_IFCHR | 0600, makedev(kFakeCapsMajor, 30)), 0);
+  ASSERT_EQ(::mknod((dir + "/dev/nvidia-cap31").c_str(), S_IFCHR | 0600, makedev(kFakeCapsMajor, 31)), 0);
+  auto caps = StatMigCapNodes(dir + "/proc", dir + "/dev", 0, 3, 0);
+  ASSERT_TRUE(caps.has_value()) << caps.error().message;
+  ASSERT_EQ(caps->size(), 2u);
+  EXPECT_EQ((*caps)[0].minor, 30u);
+  EXPECT_EQ((*caps)[1].minor, 31u);
+  EXPECT_EQ((*caps)[1].path, "/dev/nvidia-caps/nvidia-cap31");
+  // A garbled listing or another instance: errors naming the file.
+  std::ofstream(dir + "/proc/gpu0/mig/gi3/access") << "DeviceFileMinor: many\n";
+  auto garbled = StatMigCapNodes(dir + "/proc", dir + "/dev", 0, 3, 0);
+  ASSERT_FALSE(garbled.has_value());
+  EXPECT_NE(garbled.error().message.find("gi3/access: no valid DeviceFileMinor"), std::string::npos);
+  EXPECT_FALSE(StatMigCapNodes(dir + "/proc", dir + "/dev", 0, 4, 0).has_value());
+  fs::remove_all(dir);
 }
 
 }  // namespace

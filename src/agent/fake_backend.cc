@@ -115,6 +115,16 @@ std::vector<DeviceNode> FakeBackend::GpuDeviceNodes(int gpu) {
   return out;
 }
 
+Result<std::vector<DeviceNode>> FakeBackend::MigDeviceNodes(int gpu, const MigInstance& instance) {
+  if (dev_dir_.empty()) return std::vector<DeviceNode>{};
+  const int gi = instance.gi_id >= 0 ? instance.gi_id : instance.start + 1;
+  const int ci = std::max(instance.ci_id, 0);
+  if (auto ok = MakeFakeMigCapNodes(dev_dir_ + "/proc-caps", dev_dir_ + "/nvidia-caps", gpu, gi, ci); !ok) {
+    return std::unexpected(ok.error());
+  }
+  return StatMigCapNodes(dev_dir_ + "/proc-caps", dev_dir_ + "/nvidia-caps", gpu, gi, ci);
+}
+
 std::vector<DeviceNode> FakeBackend::ControlDeviceNodes() {
   return dev_dir_.empty() ? std::vector<DeviceNode>{} : StatControlNodes(dev_dir_);
 }

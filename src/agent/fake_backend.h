@@ -9,7 +9,12 @@
 //
 // Device nodes: with a directory given, real character devices with the
 // NVIDIA major (device_nodes.h), so that the devices cgroup of a task
-// container can be tested without GPUs.
+// container can be tested without GPUs. MIG: the fake has no instance
+// table yet (the agent names a planned instance's UUID itself); a MIG
+// instance gets GPU instance id start + 1 (its listed id when it has one)
+// and compute instance 0, with the driver's capability listing written
+// under DIR/proc-caps and its nodes made under DIR/nvidia-caps on first
+// use (device_nodes.h).
 //
 // Scrubs are recorded (Scrubs()) and, when a record file is given, appended
 // to it as JSON lines {"gpu":0,"unix_ms":...} for tests and demos.
@@ -43,6 +48,7 @@ class FakeBackend : public DeviceBackend {
   Status MakeDeviceNodes();
   std::vector<DeviceNode> GpuDeviceNodes(int gpu) override;
   std::vector<DeviceNode> ControlDeviceNodes() override;
+  Result<std::vector<DeviceNode>> MigDeviceNodes(int gpu, const MigInstance& instance) override;
   std::string name() const override { return "fake"; }
   Result<std::vector<GpuDevice>> Discover() override { return gpus_; }
   Result<std::vector<GpuSample>> Sample() override;

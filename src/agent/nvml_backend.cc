@@ -125,6 +125,7 @@ struct NvmlApi {
   nvmlReturn_t (*DeviceGetMaxMigDeviceCount)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*DeviceGetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
   nvmlReturn_t (*DeviceGetGpuInstanceId)(nvmlDevice_t, unsigned int*);
+  nvmlReturn_t (*DeviceGetComputeInstanceId)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*DeviceGetGpuInstanceById)(nvmlDevice_t, unsigned int, nvmlGpuInstance_t*);
   nvmlReturn_t (*GpuInstanceGetInfo)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*);
   nvmlReturn_t (*DeviceGetNvLinkState)(nvmlDevice_t, unsigned int, int*);
@@ -276,19 +277,23 @@ class NvmlBackend final : public DeviceBackend {
   Result<ScrubResult> Scrub(int gpu, const std::string& mig_uuid) override;
   // /dev/nvidiaM for the GPU's minor number M (NVML's; its index when the
   // driver does not say), and the control nodes, as the node has them.
+  // The node keeps its name in the container: CUDA opens /dev/nvidiaM by
+  // the minor number the driver gave the GPU.
   std::vector<DeviceNode> GpuDeviceNodes(int gpu) override {
-    unsigned int minor = static_cast<unsigned int>(gpu);
-    auto h = Handle(gpu);
-    if (h && api_.DeviceGetMinorNumber) {
-      unsigned int m = 0;
-      if (api_.DeviceGetMinorNumber(*h, &m) == NVML_SUCCESS) minor = m;
-    }
+    const std::string name = "nvidia" + std::to_string(MinorOf(gpu));
     std::vector<DeviceNode> out;
-    const std::string path = options_.dev_dir + "/nvidia" + std::to_string(minor);
-    if (auto d = StatDeviceNode(path, "/dev/nvidia" + std::to_string(gpu))) out.push_back(*d);
+    if (auto d = StatDeviceNode(options_.dev_dir + "/" + name, "/dev/" + name)) out.push_back(*d);
     return out;
   }
   std::vector<DeviceNode> ControlDeviceNodes() override { return StatControlNodes(options_.dev_dir); }
+  Result<std::vector<DeviceNode>> MigDeviceNodes(int gpu, const MigInstance& instance) override {
+    if (instance.gi_id < 0 || instance.ci_id < 0) {
+      return FailedPrecondition("MIG instance " + instance.uuid + " on GPU " + std::to_string(gpu) +
+                                " has no GPU/compute instance ids from the driver");
+    }
+    return StatMigCapNodes(options_.mig_caps_proc_dir, options_.mig_caps_dev_dir, MinorOf(gpu), instance.gi_id,
+                           instance.ci_id);
+  }
 
  private:
   // "nvmlDeviceGetTemperature (GPU 3): Unknown Error"
@@ -304,6 +309,17 @@ class NvmlBackend final : public DeviceBackend {
   Result<std::string> NameOf(nvmlDevice_t d, int gpu) const;
   // MIG device handles under `parent` (those that exist; the index range has gaps).
   Result<std::vector<nvmlDevice_t>> MigHandles(nvmlDevice_t parent, int gpu) const;
+  // The GPU's minor number (/dev/nvidiaM) as NVML reports it; its index
+  // when the driver does not say.
+  unsigned int MinorOf(int gpu) const {
+    unsigned int minor = static_cast<unsigned int>(gpu);
+    auto h = Handle(gpu);
+    if (h && api_.DeviceGetMinorNumber) {
+      unsigned int m = 0;
+      if (api_.DeviceGetMinorNumber(*h, &m) == NVML_SUCCESS) minor = m;
+    }
+    return minor;
+  }
   Result<std::vector<MigInstance>> MigInstancesOf(nvmlDevice_t parent, int gpu, const std::string& model) const;
   // Two-call pattern: ask for the count, then fill; retries when processes
   // appear in between.
@@ -395,6 +411,12 @@ Result<std::vector<MigInstance>> NvmlBackend::MigInstancesOf(nvmlDevice_t parent
     if (const nvmlReturn_t rc = api_.DeviceGetGpuInstanceId(m, &gi_id); rc != NVML_SUCCESS) {
       return FailedPrecondition(Why("nvmlDeviceGetGpuInstanceId", rc, gpu) + " for MIG device " + mi.uuid);
     }
+    mi.gi_id = static_cast<int>(gi_id);
+    unsigned int ci_id = 0;
+    if (const nvmlReturn_t rc = api_.DeviceGetComputeInstanceId(m, &ci_id); rc != NVML_SUCCESS) {
+      return FailedPrecondition(Why("nvmlDeviceGetComputeInstanceId", rc, gpu) + " for MIG device " + mi.uuid);
+    }
+    mi.ci_id = static_cast<int>(ci_id);
     nvmlGpuInstance_t gi = nullptr;
     if (const nvmlReturn_t rc = api_.DeviceGetGpuInstanceById(parent, gi_id, &gi); rc != NVML_SUCCESS) {
       std::string why = Why("nvmlDeviceGetGpuInstanceById", rc, gpu) + " for MIG device " + mi.uuid;
@@ -804,6 +826,7 @@ Result<std::unique_ptr<DeviceBackend>> OpenNvmlBackend(const NvmlOptions& option
   Resolve(library, "nvmlDeviceGetMaxMigDeviceCount", api.DeviceGetMaxMigDeviceCount, &missing);
   Resolve(library, "nvmlDeviceGetMigDeviceHandleByIndex", api.DeviceGetMigDeviceHandleByIndex, &missing);
   Resolve(library, "nvmlDeviceGetGpuInstanceId", api.DeviceGetGpuInstanceId, &missing);
+  Resolve(library, "nvmlDeviceGetComputeInstanceId", api.DeviceGetComputeInstanceId, &missing);
   Resolve(library, "nvmlDeviceGetGpuInstanceById", api.DeviceGetGpuInstanceById, &missing);
   Resolve(library, "nvmlGpuInstanceGetInfo", api.GpuInstanceGetInfo, &missing);
   Resolve(library, "nvmlDeviceGetNvLinkState", api.DeviceGetNvLinkState, &missing);

@@ -46,6 +46,10 @@ struct NvmlOptions {
   double scrub_timeout_s = 300;
   // Where the driver's device nodes are (/dev/nvidiaN, /dev/nvidiactl, ...).
   std::string dev_dir = "/dev";
+  // Where the driver lists MIG capabilities and makes their nodes
+  // (device_nodes.h, StatMigCapNodes).
+  std::string mig_caps_proc_dir = "/proc/driver/nvidia/capabilities";
+  std::string mig_caps_dev_dir = "/dev/nvidia-caps";
 };
 
 // Loads `options.library` (RTLD_NOW | RTLD_LOCAL), resolves the NVML symbols

@@ -1,5 +1,7 @@
 #include "src/agent/nvml_backend.h"
 
+#include "src/agent/device_nodes.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -161,6 +163,44 @@ TEST_F(NvmlBackendTest, DiscoversGpusModelsMigAndNvlink) {
   EXPECT_FALSE(g[3].mig_enabled);
   EXPECT_EQ(g[3].nvlink_peers, std::vector<int>{4});  // both on the NVSwitch
   EXPECT_EQ(g[4].nvlink_peers, std::vector<int>{3});
+}
+
+// A task on a MIG instance gets its GPU's node under the driver's name and
+// the instance's two capability nodes, found through the driver's
+// capability listing.
+TEST_F(NvmlBackendTest, AMigInstanceHasItsCapabilityNodes) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mknod needs root";
+  json script = Node();
+  script["devices"][2]["minor"] = 5;
+  script["devices"][2]["mig"][0]["compute_instance_id"] = 1;
+  NvmlOptions options;
+  options.dev_dir = dir_ + "/dev";
+  options.mig_caps_proc_dir = dir_ + "/proc-caps";
+  options.mig_caps_dev_dir = dir_ + "/dev/nvidia-caps";
+  ASSERT_TRUE(MakeFakeDeviceNodes(options.dev_dir, 6));
+  auto backend = MustOpen(script, options);
+  ASSERT_TRUE(backend);
+  auto gpus = backend->Discover();
+  ASSERT_TRUE(gpus.has_value()) << gpus.error().message;
+  const MigInstance& big = (*gpus)[2].mig[1];
+  ASSERT_EQ(big.uuid, "MIG-big");
+  EXPECT_EQ(big.gi_id, 2);
+  EXPECT_EQ(big.ci_id, 1);
+  const std::vector<DeviceNode> gpu = backend->GpuDeviceNodes(2);
+  ASSERT_EQ(gpu.size(), 1u);
+  EXPECT_EQ(gpu[0].path, "/dev/nvidia5");  // the driver's name, not the index
+  // Before the driver lists the capabilities: an error naming the file.
+  auto missing = backend->MigDeviceNodes(2, big);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.error().message.find("gpu5/mig/gi2/access"), std::string::npos) << missing.error().message;
+  ASSERT_TRUE(MakeFakeMigCapNodes(options.mig_caps_proc_dir, options.mig_caps_dev_dir, 5, 2, 1));
+  auto caps = backend->MigDeviceNodes(2, big);
+  ASSERT_TRUE(caps.has_value()) << caps.error().message;
+  ASSERT_EQ(caps->size(), 2u);
+  EXPECT_EQ((*caps)[0].major, kFakeCapsMajor);
+  EXPECT_NE((*caps)[0].minor, (*caps)[1].minor);
+  EXPECT_EQ((*caps)[0].path, "/dev/nvidia-caps/nvidia-cap" + std::to_string((*caps)[0].minor));
+  EXPECT_EQ((*caps)[1].host_path, options.mig_caps_dev_dir + "/nvidia-cap" + std::to_string((*caps)[1].minor));
 }
 
 TEST_F(NvmlBackendTest, MigProfileFallsBackToTheTableWhenTheNameHasNone) {

@@ -15,6 +15,7 @@ struct MigInstance {
   std::string profile;  // "3g.40gb"
   int start = 0;        // first memory slice (the GPU instance placement start)
   int64_t memory_mib = 0;
+  int gi_id = -1, ci_id = -1;  // the driver's GPU and compute instance ids; -1: not known
 };
 
 struct GpuDevice {

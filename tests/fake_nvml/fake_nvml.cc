@@ -20,7 +20,8 @@
 //     "max_mig_devices": 7,                 // default: 7 when mig_mode is 1, else 0
 //     "mig": [{"uuid": "MIG-...", "name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb",
 //              "index": 0,                  // MIG device index; default: position
-//              "gpu_instance_id": 1, "start": 4, "size": 4, "memory_mib": 40192}],
+//              "gpu_instance_id": 1, "start": 4, "size": 4, "memory_mib": 40192,
+//              "compute_instance_id": 0}],          // default 0
 //     "nvlinks": [{"peer": 1},              // link 0 (position = link number) to device 1
 //                 {"remote_bus_id": "..."}, // or to any PCI address
 //                 {"switch": true},         // or into an NVSwitch
@@ -114,6 +115,7 @@ struct FakeDevice {
   unsigned int max_mig_devices = 0;
   std::map<unsigned int, std::unique_ptr<FakeDevice>> mig;  // by MIG device index
   FakeGpuInstance gpu_instance;                             // of a MIG device
+  unsigned int compute_instance_id = 0;                     // of a MIG device
   std::vector<FakeLink> links;
   std::vector<FakeProcess> processes;
   bool remap_pending = false, remap_failure = false;
@@ -172,6 +174,7 @@ std::unique_ptr<State> Load(const char* path) {
       md->memory_total = m.value("memory_mib", 9728ULL) << 20;
       md->gpu_instance = {m.value("gpu_instance_id", static_cast<unsigned>(k + 1)), m.value("start", 0u),
                           m.value("size", 1u)};
+      md->compute_instance_id = m.value("compute_instance_id", 0u);
       dev->mig[m.value("index", static_cast<unsigned>(k))] = std::move(md);
     }
     for (const auto& l : d.value("nvlinks", nlohmann::json::array())) {
@@ -398,6 +401,13 @@ FAKE_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(void* device, unsigned int
   if (nvmlReturn_t rc = Scripted("nvmlDeviceGetGpuInstanceId", Dev(device)); rc != kSuccess) return rc;
   if (!Dev(device)->parent) return kNotSupported;  // not a MIG device
   *id = Dev(device)->gpu_instance.id;
+  return kSuccess;
+}
+
+FAKE_NVML_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(void* device, unsigned int* id) {
+  if (nvmlReturn_t rc = Scripted("nvmlDeviceGetComputeInstanceId", Dev(device)); rc != kSuccess) return rc;
+  if (!Dev(device)->parent) return kNotSupported;  // not a MIG device
+  *id = Dev(device)->compute_instance_id;
   return kSuccess;
 }
 
