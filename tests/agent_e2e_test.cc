@@ -189,6 +189,25 @@ TEST_F(AgentE2eTest, MpsSharesGetTheirLimitsInTheEnvironment) {
   EXPECT_EQ(Logs(id), "pct=25 mem=0=10240M mode=mps\n");
 }
 
+// Issue 15: a time-sliced share runs under the CUDA cap (tools/cuda_cap),
+// preloaded from beside the gpupool binary with the share in its environment.
+TEST_F(AgentE2eTest, TimeSlicedSharesRunUnderTheCudaCap) {
+  StartAgent("node-a", "1xH100");
+  CreateTenant("team-a", 1, 1);
+  const int64_t id = Submit({{"name", "ts"}, {"tenant", "team-a"}, {"gpu_fraction", 0.25},
+                             {"sharing", "time-slice"}, {"gpu_memory_gib", 10},
+                             {"command", {"sh", "-c", "echo mem=$GPUPOOL_CUDA_MEMORY_LIMIT_MIB "
+                                                      "share=$GPUPOOL_CUDA_COMPUTE_SHARE mode=$GPUPOOL_GPU_MODE; "
+                                                      "echo state=${GPUPOOL_CUDA_CAP_STATE##*/}; "
+                                                      "echo mapped=$(grep -c libgpupool-cuda-cap /proc/self/maps)"}}});
+  ASSERT_TRUE(WaitState(id, "succeeded", std::chrono::seconds(20))) << Job(id).dump() << Logs(id);
+  ASSERT_TRUE(WaitFor([&] { return Logs(id).find("mapped=") != std::string::npos; }, std::chrono::seconds(10)));
+  const std::string out = Logs(id);
+  EXPECT_NE(out.find("mem=10240 share=0.250 mode=time-slice"), std::string::npos) << out;
+  EXPECT_NE(out.find("state=.gpupool-cuda-cap"), std::string::npos) << out;
+  EXPECT_EQ(out.find("mapped=0"), std::string::npos) << out;  // grep ran with the library loaded
+}
+
 TEST_F(AgentE2eTest, RestartsOfTheServerOrTheAgentHeal) {
   AgentProcess& agent = StartAgent("node-a", "1xH100");
   CreateTenant("team-a", 1, 1);

@@ -208,6 +208,26 @@ TEST_F(IsolationE2eTest, AMigTaskGetsItsInstancesCapabilityNodes) {
   EXPECT_EQ(out.find("Operation not permitted"), std::string::npos) << out;
 }
 
+// Issue 15: a time-sliced task's container has the CUDA cap bound read-only
+// at /gpupool/lib and preloaded; its accounting file is in its scratch.
+TEST_F(IsolationE2eTest, ATimeSlicedTaskRunsUnderTheCudaCapBoundReadOnly) {
+  StartAgent("node-a", "1xH100");
+  CreateTenant("team-a", 1, 1);
+  const int64_t id = SubmitAs("team-a", "ts",
+                              "echo preload=$LD_PRELOAD state=$GPUPOOL_CUDA_CAP_STATE; "
+                              "echo mapped=$(grep -c libgpupool-cuda-cap /proc/self/maps); "
+                              "echo x > /gpupool/lib/libgpupool-cuda-cap.so || echo not-writable; echo done-cap",
+                              json{{"gpus", nullptr}, {"gpu_fraction", 0.5}, {"gpu_memory_gib", 10},
+                                   {"sharing", "time-slice"}});
+  ASSERT_TRUE(WaitState(id, "succeeded", std::chrono::seconds(30))) << Job(id).dump() << Logs(id);
+  ASSERT_TRUE(LogHas(id, "done-cap")) << Logs(id);
+  const std::string out = Logs(id);
+  EXPECT_NE(out.find("preload=/gpupool/lib/libgpupool-cuda-cap.so state=/gpupool/scratch/.gpupool-cuda-cap"),
+            std::string::npos) << out;
+  EXPECT_EQ(out.find("mapped=0"), std::string::npos) << out;
+  EXPECT_NE(out.find("not-writable"), std::string::npos) << out;
+}
+
 TEST_F(IsolationE2eTest, ATaskPastItsMemoryLimitIsOomKilledAndFails) {
   StartAgent("node-a", "1xH100");
   CreateTenant("team-a", 1, 1);

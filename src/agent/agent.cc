@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "src/agent/cuda_cap_env.h"
 #include "src/agent/oci_runtime.h"
 #include "src/agent/process_runtime.h"
 #include "src/base/time_text.h"
@@ -345,6 +346,16 @@ Result<TaskLaunch> Agent::LaunchOf(const LocalTask& t, std::string* visible) con
     if (o.gpu_memory_mib > 0) {
       l.env.emplace_back("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=" + std::to_string(o.gpu_memory_mib) + "M");
     }
+  }
+  // Time-sliced and MPS shares: the CUDA cap holds the task to its share's
+  // GPU memory (and, time-sliced, its compute); a container has the library
+  // bound at kContainerCudaCap by the oci runtime.
+  static const std::string cuda_cap = FindCudaCapLibrary();
+  if (!cuda_cap.empty()) {
+    const EnvList cap = CudaCapEnv({o.gpu_mode, o.gpu_milli, o.gpu_memory_mib},
+                                   container ? kContainerCudaCap : cuda_cap,
+                                   container ? kContainerScratchDir : t.scratch_dir, o.task.env);
+    l.env.insert(l.env.end(), cap.begin(), cap.end());
   }
   l.env.emplace_back("GPUPOOL_JOB_ID", std::to_string(o.job));
   l.env.emplace_back("GPUPOOL_JOB_NAME", o.name);

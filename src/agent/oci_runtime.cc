@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/agent/cgroup.h"
+#include "src/agent/cuda_cap_env.h"
 #include "src/agent/driver_files.h"
 #include "src/agent/oci_spec.h"
 #include "src/base/sha256.h"
@@ -219,6 +220,7 @@ class OciRuntime : public TaskRuntime {
     cgroup_parent_ = "/gpupool/" + h.HexDigest().substr(0, 12);
     host_root_ = ReadHostRoot();
     driver_files_ = FindDriverFiles();
+    cuda_cap_ = FindCudaCapLibrary();
   }
 
   std::string name() const override { return "oci"; }
@@ -237,10 +239,11 @@ class OciRuntime : public TaskRuntime {
     in.host_root = host_root_;
     in.init_binary = options_.shim;
     in.cgroups_path = cgroup_parent_ + "/" + id;
+    in.cuda_cap_library = cuda_cap_;
     if (image->host) {
       if (auto ok = MakeHostRootfs(in.rootfs); !ok) return std::unexpected(ok.error());
     }
-    if (auto ok = MakeMountPoints(in.rootfs); !ok) return std::unexpected(ok.error());
+    if (auto ok = MakeMountPoints(in.rootfs, !cuda_cap_.empty()); !ok) return std::unexpected(ok.error());
     if (!image->host) in.driver_files = MakeFileMountPoints(in.rootfs, driver_files_);
     if (!WriteFile(bundle + "/config.json", BuildOciSpec(l, in).dump(1)) ||
         !WriteFile(bundle + "/meta.json", json{{"job", l.job}, {"replica", l.replica}, {"attempt", l.attempt},
@@ -316,17 +319,20 @@ class OciRuntime : public TaskRuntime {
   // The container's root user (a tenant's unprivileged uid) cannot create
   // mount points in a root file system owned by the node's root, so the
   // agent makes those of its own mounts beforehand (once per rootfs).
-  static Status MakeMountPoints(const std::string& rootfs) {
+  static Status MakeMountPoints(const std::string& rootfs, bool cuda_cap) {
     std::error_code ec;
-    for (const char* d : {"proc", "dev", "sys", "tmp", "gpupool/checkpoint", "gpupool/scratch", "gpupool/task"}) {
+    for (const char* d : {"proc", "dev", "sys", "tmp", "gpupool/checkpoint", "gpupool/scratch", "gpupool/task",
+                          "gpupool/lib"}) {
       fs::create_directories(rootfs + "/" + d, ec);
       if (ec) return IoError("image: cannot make the mount point /" + std::string(d) + " in " + rootfs + ": " +
                              ec.message());
     }
-    const std::string init = rootfs + kContainerInit;
-    if (!fs::exists(init, ec)) {
-      const int fd = ::open(init.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
-      if (fd < 0) return IoError("image: cannot make the mount point " + init + ": " + std::strerror(errno));
+    std::vector<std::string> files = {rootfs + kContainerInit};
+    if (cuda_cap) files.push_back(rootfs + kContainerCudaCap);
+    for (const std::string& file : files) {
+      if (fs::exists(file, ec)) continue;
+      const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+      if (fd < 0) return IoError("image: cannot make the mount point " + file + ": " + std::strerror(errno));
       ::close(fd);
     }
     return {};
@@ -397,6 +403,7 @@ class OciRuntime : public TaskRuntime {
   std::string cgroup_parent_;
   std::vector<HostRootEntry> host_root_;
   std::vector<BindMount> driver_files_;  // the node's NVIDIA user-space files, found once
+  std::string cuda_cap_;                 // libgpupool-cuda-cap.so beside gpupool; empty: none
 };
 
 }  // namespace

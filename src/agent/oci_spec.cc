@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "src/agent/cuda_cap_env.h"
+
 namespace gpupool {
 namespace {
 
@@ -78,6 +80,7 @@ json Mounts(const TaskLaunch& l, const OciSpecInputs& in) {
   }
   for (const BindMount& b : in.driver_files) m.push_back(Bind(b.host_path, b.path, true));
   m.push_back(Bind(in.init_binary, kContainerInit, true));
+  if (!in.cuda_cap_library.empty()) m.push_back(Bind(in.cuda_cap_library, kContainerCudaCap, true));
   m.push_back(Bind(l.checkpoint_dir, kContainerCheckpointDir, false));
   m.push_back(Bind(l.scratch_dir, kContainerScratchDir, false));
   m.push_back(Bind(l.task_dir, kContainerTaskDir, true));

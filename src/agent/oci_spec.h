@@ -22,7 +22,9 @@
 //    `image: host` the node's /usr, /etc and /bin, /sbin, /lib* (bound, or
 //    the same symlinks for a merged /usr), read-only, with /etc/gpupool
 //    masked; for other images the node's NVIDIA user-space files
-//    (driver_files.h) read-only at their paths; nothing else of the node.
+//    (driver_files.h) read-only at their paths; the CUDA cap library
+//    (cuda_cap_env.h) read-only at /gpupool/lib when the node has it;
+//    nothing else of the node.
 #pragma once
 
 #include <string>
@@ -50,6 +52,8 @@ struct OciSpecInputs {
   std::string init_binary;           // host path of gpupool-shim
   std::string cgroups_path;          // e.g. /gpupool/gp-12-0-1
   std::vector<BindMount> driver_files;  // the NVIDIA user-space files (driver_files.h), bound read-only
+  std::string cuda_cap_library;      // host path of libgpupool-cuda-cap.so, bound read-only at
+                                     // kContainerCudaCap (cuda_cap_env.h); empty: none on the node
 };
 
 // The config.json of `launch`.

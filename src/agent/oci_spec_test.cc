@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "src/agent/cuda_cap_env.h"
+
 namespace gpupool {
 namespace {
 
@@ -200,6 +202,18 @@ TEST(OciSpecTest, TheDriversUserSpaceFilesAreBoundReadOnly) {
   EXPECT_EQ((*lib)["source"], "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
   EXPECT_TRUE(HasOption(*lib, "ro"));
   EXPECT_TRUE(HasOption(*lib, "nodev"));
+}
+
+TEST(OciSpecTest, TheCudaCapLibraryIsBoundReadOnlyWhenTheNodeHasIt) {
+  EXPECT_EQ(MountAt(BuildOciSpec(BaseLaunch(), BaseInputs()), kContainerCudaCap), nullptr);
+  OciSpecInputs in = BaseInputs();
+  in.cuda_cap_library = "/opt/gpupool/libgpupool-cuda-cap.so";
+  const json spec = BuildOciSpec(BaseLaunch(), in);
+  const json* lib = MountAt(spec, kContainerCudaCap);
+  ASSERT_NE(lib, nullptr);
+  EXPECT_EQ((*lib)["source"], "/opt/gpupool/libgpupool-cuda-cap.so");
+  EXPECT_TRUE(HasOption(*lib, "ro"));
+  EXPECT_FALSE(HasOption(*lib, "noexec"));  // the loader maps it executable
 }
 
 }  // namespace
