@@ -15,6 +15,7 @@ PACKAGES=(
   coinor-libclp-dev pkg-config  # LP solver for the share-packing prices of FGD+
   libyaml-cpp-dev           # scenario files (YAML)
   libssl-dev                # SHA-256 of event logs (libcrypto)
+  libxxhash-dev             # XXH3-64: the engine snapshot's damage checksum
   libsqlite3-dev            # the server's durable state: event journal and snapshots (WAL)
   libcpp-httplib-dev        # the server's REST API and the CLI client (HTTP/1.1, thread pool)
   prometheus-cpp-dev        # /metrics: Prometheus registry and text exposition

@@ -55,13 +55,17 @@ TEST(ScalingScenarioTest, NeverOscillates) {
     const auto [at, out] = actions[i];
     if (out) last_out = at;
     // No scale-in within the safety window after a scale-out.
-    if (!out && last_out) EXPECT_GE(at - *last_out, rule.safety_window) << "drain at " << ToMillis(at) << " s";
+    if (!out && last_out) {
+      EXPECT_GE(at - *last_out, rule.safety_window) << "drain at " << ToMillis(at) << " s";
+    }
     // At most the configured number of actions in any sliding hour, and
     // none within the cooldown of the one before.
     int in_hour = 0;
     for (size_t k = 0; k <= i; ++k) in_hour += actions[k].first > at - std::chrono::hours(1);
     EXPECT_LE(in_hour, rule.max_actions_per_hour) << "at " << ToMillis(at) << " s";
-    if (i > 0) EXPECT_GE(at - actions[i - 1].first, rule.cooldown) << "at " << ToMillis(at) << " s";
+    if (i > 0) {
+      EXPECT_GE(at - actions[i - 1].first, rule.cooldown) << "at " << ToMillis(at) << " s";
+    }
   }
 }
 

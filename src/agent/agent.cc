@@ -114,9 +114,8 @@ Result<json> Agent::Post(const std::string& path, const json& body, int* status)
 }
 
 Status Agent::Register() {
-  auto gpus = backend_->Discover();
-  if (!gpus) return std::unexpected(gpus.error());
-  gpus_ = *gpus;
+  GP_ASSIGN_OR_RETURN(auto gpus, backend_->Discover());
+  gpus_ = gpus;
   RegisterRequest r;
   r.node = options_.node;
   r.backend = backend_->name();

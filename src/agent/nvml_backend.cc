@@ -392,16 +392,13 @@ Result<std::vector<nvmlDevice_t>> NvmlBackend::MigHandles(nvmlDevice_t parent, i
 // the GPU instance's placement, which NVML reveals to privileged users only.
 Result<std::vector<MigInstance>> NvmlBackend::MigInstancesOf(nvmlDevice_t parent, int gpu,
                                                              const std::string& model) const {
-  auto handles = MigHandles(parent, gpu);
-  if (!handles) return std::unexpected(handles.error());
+  GP_ASSIGN_OR_RETURN(auto handles, MigHandles(parent, gpu));
   std::vector<MigInstance> out;
-  for (nvmlDevice_t m : *handles) {
+  for (nvmlDevice_t m : handles) {
     MigInstance mi;
-    auto uuid = UuidOf(m, gpu);
-    if (!uuid) return std::unexpected(uuid.error());
-    mi.uuid = *uuid;
-    auto name = NameOf(m, gpu);
-    if (!name) return std::unexpected(name.error());
+    GP_ASSIGN_OR_RETURN(auto uuid, UuidOf(m, gpu));
+    mi.uuid = uuid;
+    GP_ASSIGN_OR_RETURN(auto name, NameOf(m, gpu));
     nvmlMemory_t mem{};
     if (const nvmlReturn_t rc = api_.DeviceGetMemoryInfo(m, &mem); rc != NVML_SUCCESS) {
       return FailedPrecondition(Why("nvmlDeviceGetMemoryInfo", rc, gpu) + " for MIG device " + mi.uuid);
@@ -428,7 +425,7 @@ Result<std::vector<MigInstance>> NvmlBackend::MigInstancesOf(nvmlDevice_t parent
       return FailedPrecondition(Why("nvmlGpuInstanceGetInfo", rc, gpu) + " for MIG device " + mi.uuid);
     }
     mi.start = static_cast<int>(info.placement.start);
-    mi.profile = MigProfileFromDeviceName(*name);
+    mi.profile = MigProfileFromDeviceName(name);
     if (mi.profile.empty()) {
       const MigTable* table = FindMigTable(model);
       std::vector<std::string> fits;
@@ -439,7 +436,7 @@ Result<std::vector<MigInstance>> NvmlBackend::MigInstancesOf(nvmlDevice_t parent
       }
       if (fits.size() != 1) {
         return FailedPrecondition("GPU " + std::to_string(gpu) + ": cannot tell the MIG profile of " + mi.uuid +
-                                  " from its name '" + *name + "' (" + std::to_string(info.placement.size) +
+                                  " from its name '" + name + "' (" + std::to_string(info.placement.size) +
                                   " memory slices)");
       }
       mi.profile = fits[0];
@@ -453,9 +450,8 @@ Result<std::vector<MigInstance>> NvmlBackend::MigInstancesOf(nvmlDevice_t parent
 }
 
 Result<std::vector<GpuDevice>> NvmlBackend::Discover() {
-  auto count = Count();
-  if (!count) return std::unexpected(count.error());
-  const int n = static_cast<int>(*count);
+  GP_ASSIGN_OR_RETURN(auto count, Count());
+  const int n = static_cast<int>(count);
   std::vector<GpuDevice> gpus(n);
   std::vector<PciAddress> address(n);
   std::vector<std::vector<PciAddress>> remote(n);  // GPU-side ends of active links
@@ -463,36 +459,32 @@ Result<std::vector<GpuDevice>> NvmlBackend::Discover() {
   for (int i = 0; i < n; ++i) {
     GpuDevice& g = gpus[i];
     g.index = i;
-    auto h = Handle(i);
-    if (!h) return std::unexpected(h.error());
-    auto uuid = UuidOf(*h, i);
-    if (!uuid) return std::unexpected(uuid.error());
-    g.uuid = *uuid;
-    auto name = NameOf(*h, i);
-    if (!name) return std::unexpected(name.error());
-    g.product = *name;
+    GP_ASSIGN_OR_RETURN(auto h, Handle(i));
+    GP_ASSIGN_OR_RETURN(auto uuid, UuidOf(h, i));
+    g.uuid = uuid;
+    GP_ASSIGN_OR_RETURN(auto name, NameOf(h, i));
+    g.product = name;
     nvmlMemory_t mem{};
-    if (const nvmlReturn_t rc = api_.DeviceGetMemoryInfo(*h, &mem); rc != NVML_SUCCESS) {
+    if (const nvmlReturn_t rc = api_.DeviceGetMemoryInfo(h, &mem); rc != NVML_SUCCESS) {
       return FailedPrecondition(Why("nvmlDeviceGetMemoryInfo", rc, i));
     }
     g.memory_mib = static_cast<int64_t>(mem.total >> 20);
     g.model = CatalogModelForProduct(g.product, g.memory_mib);
 
     unsigned int current = 0, pending = 0;
-    const nvmlReturn_t mig_rc = api_.DeviceGetMigMode(*h, &current, &pending);
+    const nvmlReturn_t mig_rc = api_.DeviceGetMigMode(h, &current, &pending);
     if (mig_rc == NVML_SUCCESS) {
       g.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
     } else if (mig_rc != NVML_ERROR_NOT_SUPPORTED) {
       return FailedPrecondition(Why("nvmlDeviceGetMigMode", mig_rc, i));
     }
     if (g.mig_enabled) {
-      auto mig = MigInstancesOf(*h, i, g.model);
-      if (!mig) return std::unexpected(mig.error());
-      g.mig = std::move(*mig);
+      GP_ASSIGN_OR_RETURN(auto mig, MigInstancesOf(h, i, g.model));
+      g.mig = std::move(mig);
     }
 
     nvmlPciInfo_t pci{};
-    if (const nvmlReturn_t rc = api_.DeviceGetPciInfo(*h, &pci); rc != NVML_SUCCESS) {
+    if (const nvmlReturn_t rc = api_.DeviceGetPciInfo(h, &pci); rc != NVML_SUCCESS) {
       return FailedPrecondition(Why("nvmlDeviceGetPciInfo_v3", rc, i));
     }
     address[i] = PciAddressOf(pci);
@@ -500,17 +492,17 @@ Result<std::vector<GpuDevice>> NvmlBackend::Discover() {
     // error on one link only leaves that link out.
     for (unsigned int link = 0; link < kNvlinkMaxLinks; ++link) {
       int state = 0;
-      if (api_.DeviceGetNvLinkState(*h, link, &state) != NVML_SUCCESS || state != NVML_FEATURE_ENABLED) continue;
+      if (api_.DeviceGetNvLinkState(h, link, &state) != NVML_SUCCESS || state != NVML_FEATURE_ENABLED) continue;
       if (api_.DeviceGetNvLinkRemoteDeviceType) {
         int type = -1;
-        if (api_.DeviceGetNvLinkRemoteDeviceType(*h, link, &type) == NVML_SUCCESS &&
+        if (api_.DeviceGetNvLinkRemoteDeviceType(h, link, &type) == NVML_SUCCESS &&
             type == NVML_NVLINK_DEVICE_TYPE_SWITCH) {
           on_switch[i] = true;
           continue;
         }
       }
       nvmlPciInfo_t far{};
-      if (api_.DeviceGetNvLinkRemotePciInfo(*h, link, &far) != NVML_SUCCESS) continue;
+      if (api_.DeviceGetNvLinkRemotePciInfo(h, link, &far) != NVML_SUCCESS) continue;
       remote[i].push_back(PciAddressOf(far));
     }
   }
@@ -575,9 +567,8 @@ nvmlReturn_t NvmlBackend::ProcessUtilization(nvmlDevice_t d, unsigned long long 
 }
 
 Result<std::vector<GpuSample>> NvmlBackend::Sample() {
-  auto count = Count();
-  if (!count) return std::unexpected(count.error());
-  const int n = static_cast<int>(*count);
+  GP_ASSIGN_OR_RETURN(auto count, Count());
+  const int n = static_cast<int>(count);
   std::vector<GpuSample> samples(n);
   for (int i = 0; i < n; ++i) {
     GpuSample& s = samples[i];
@@ -726,21 +717,17 @@ std::map<std::string, TaskUsage> NvmlBackend::SampleTasks(const std::vector<Task
 }
 
 Result<ScrubResult> NvmlBackend::Scrub(int gpu, const std::string& mig_uuid) {
-  auto count = Count();
-  if (!count) return std::unexpected(count.error());
-  if (gpu < 0 || gpu >= static_cast<int>(*count)) {
-    return InvalidArgument("scrub: no GPU " + std::to_string(gpu) + " (the node has " + std::to_string(*count) + ")");
+  GP_ASSIGN_OR_RETURN(auto count, Count());
+  if (gpu < 0 || gpu >= static_cast<int>(count)) {
+    return InvalidArgument("scrub: no GPU " + std::to_string(gpu) + " (the node has " + std::to_string(count) + ")");
   }
-  auto h = Handle(gpu);
-  if (!h) return std::unexpected(h.error());
-  auto gpu_uuid = UuidOf(*h, gpu);
-  if (!gpu_uuid) return std::unexpected(gpu_uuid.error());
-  std::string target = *gpu_uuid;
+  GP_ASSIGN_OR_RETURN(auto h, Handle(gpu));
+  GP_ASSIGN_OR_RETURN(auto gpu_uuid, UuidOf(h, gpu));
+  std::string target = gpu_uuid;
   if (!mig_uuid.empty()) {
-    auto handles = MigHandles(*h, gpu);
-    if (!handles) return std::unexpected(handles.error());
+    GP_ASSIGN_OR_RETURN(auto handles, MigHandles(h, gpu));
     bool found = false;
-    for (nvmlDevice_t m : *handles) {
+    for (nvmlDevice_t m : handles) {
       auto u = UuidOf(m, gpu);
       if (u && *u == mig_uuid) found = true;
     }
@@ -757,24 +744,23 @@ Result<ScrubResult> NvmlBackend::Scrub(int gpu, const std::string& mig_uuid) {
     if (std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0) env.emplace_back(*e);
   }
   env.push_back("CUDA_VISIBLE_DEVICES=" + target);
-  auto run = RunChild({tool}, env, options_.scrub_timeout_s);
-  if (!run) return std::unexpected(run.error());
+  GP_ASSIGN_OR_RETURN(auto run, RunChild({tool}, env, options_.scrub_timeout_s));
 
   const std::string what = "scrub of GPU " + std::to_string(gpu) + " (" + target + ") by " + tool;
-  std::string err = Trim(run->err);
+  std::string err = Trim(run.err);
   if (err.size() > 2000) err = "..." + err.substr(err.size() - 2000);
-  if (run->timed_out) {
+  if (run.timed_out) {
     return FailedPrecondition(what + " did not finish within " + std::to_string(options_.scrub_timeout_s) +
                               " s and was killed" + (err.empty() ? "" : ": " + err));
   }
-  if (!WIFEXITED(run->status) || WEXITSTATUS(run->status) != 0) {
-    const std::string how = WIFEXITED(run->status) ? "exit status " + std::to_string(WEXITSTATUS(run->status))
-                                                   : "signal " + std::to_string(WTERMSIG(run->status));
+  if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0) {
+    const std::string how = WIFEXITED(run.status) ? "exit status " + std::to_string(WEXITSTATUS(run.status))
+                                                  : "signal " + std::to_string(WTERMSIG(run.status));
     return FailedPrecondition(what + " failed (" + how + ")" + (err.empty() ? "" : ": " + err));
   }
   // The last non-empty line of stdout: {"bytes":N,"seconds":S,...}
   std::string line;
-  std::istringstream out(run->out);
+  std::istringstream out(run.out);
   for (std::string l; std::getline(out, l);) {
     if (!Trim(l).empty()) line = Trim(l);
   }

@@ -70,9 +70,8 @@ Result<json> FindManifest(const std::string& layout, const std::string& ref) {
                                                                : " has no image '" + ref + "'") +
                              " (it has: " + refs + ")");
     }
-    auto blob = BlobPath(layout, *chosen, "the manifest");
-    if (!blob) return std::unexpected(blob.error());
-    json m = ReadJson(*blob);
+    GP_ASSIGN_OR_RETURN(auto blob, BlobPath(layout, *chosen, "the manifest"));
+    json m = ReadJson(blob);
     if (m.is_object() && m.contains("layers")) return m;
     index = std::move(m);  // an image index: look inside
   }
@@ -107,10 +106,9 @@ Result<std::vector<std::string>> ListLayer(const std::string& blob) {
 }
 
 Status UnpackLayer(const std::string& blob, const std::string& rootfs) {
-  auto entries = ListLayer(blob);
-  if (!entries) return std::unexpected(entries.error());
+  GP_ASSIGN_OR_RETURN(auto entries, ListLayer(blob));
   std::error_code ec;
-  for (const std::string& e : *entries) {
+  for (const std::string& e : entries) {
     const fs::path p(e);
     if (p.filename() != ".wh..wh..opq") continue;
     for (const auto& child : fs::directory_iterator(fs::path(rootfs) / p.parent_path(), ec)) {
@@ -120,21 +118,20 @@ Status UnpackLayer(const std::string& blob, const std::string& rootfs) {
   const CommandOutcome o =
       RunProgram({"/bin/tar", "-xf", blob, "-C", rootfs, "--numeric-owner"}, {}, kUnpackTimeout);
   if (!o.ok) return InvalidArgument("image: cannot unpack layer " + blob + ": tar " + o.Describe());
-  ApplyWhiteouts(rootfs, *entries);
+  ApplyWhiteouts(rootfs, entries);
   return {};
 }
 
 // Unpacks an OCI image layout once into WORK/images/<hash of its manifest>.
 Result<std::string> UnpackLayout(const std::string& layout, const std::string& ref, const std::string& work_dir) {
-  auto manifest = FindManifest(layout, ref);
-  if (!manifest) return std::unexpected(manifest.error());
-  const json& layers = (*manifest)["layers"];
+  GP_ASSIGN_OR_RETURN(auto manifest, FindManifest(layout, ref));
+  const json& layers = manifest["layers"];
   if (!layers.is_array() || layers.size() > kMaxLayers) {
     return InvalidArgument("image: " + layout + ": the manifest's layers are not a list of at most " +
                            std::to_string(kMaxLayers));
   }
   Sha256 hash;
-  hash.Update(manifest->dump());
+  hash.Update(manifest.dump());
   const std::string key = hash.HexDigest().substr(0, 24);
   const std::string dir = work_dir + "/images/" + key;
   if (fs::exists(dir + "/done")) return dir + "/rootfs";
@@ -145,9 +142,8 @@ Result<std::string> UnpackLayout(const std::string& layout, const std::string& r
   ::chmod(dir.c_str(), 0755);
   ::chmod((dir + "/rootfs").c_str(), 0755);
   for (const json& layer : layers) {
-    auto blob = BlobPath(layout, layer, "a layer");
-    if (!blob) return std::unexpected(blob.error());
-    if (auto ok = UnpackLayer(*blob, dir + "/rootfs"); !ok) return std::unexpected(ok.error());
+    GP_ASSIGN_OR_RETURN(auto blob, BlobPath(layout, layer, "a layer"));
+    GP_TRY(UnpackLayer(blob, dir + "/rootfs"));
   }
   std::ofstream(dir + "/done") << layout << (ref.empty() ? "" : ":" + ref) << "\n";
   return dir + "/rootfs";
@@ -171,9 +167,8 @@ Result<ResolvedImage> ResolveImage(const std::string& image, const std::string& 
   }
   if (!IsDir(path)) return InvalidArgument("image: " + path + " is not a directory");
   if (fs::exists(path + "/oci-layout")) {
-    auto rootfs = UnpackLayout(path, ref, work_dir);
-    if (!rootfs) return std::unexpected(rootfs.error());
-    return ResolvedImage{false, *rootfs};
+    GP_ASSIGN_OR_RETURN(auto rootfs, UnpackLayout(path, ref, work_dir));
+    return ResolvedImage{false, rootfs};
   }
   if (IsDir(path + "/rootfs")) return ResolvedImage{false, path + "/rootfs"};
   if (IsDir(path + "/bin") || IsDir(path + "/usr")) return ResolvedImage{false, path};

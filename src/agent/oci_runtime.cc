@@ -227,39 +227,37 @@ class OciRuntime : public TaskRuntime {
   std::string isolation() const override { return "container"; }
 
   Result<std::unique_ptr<RunningTask>> Start(const TaskLaunch& l) override {
-    auto image = ResolveImage(l.image, options_.work_dir);
-    if (!image) return std::unexpected(image.error());
+    GP_ASSIGN_OR_RETURN(auto image, ResolveImage(l.image, options_.work_dir));
     const std::string id = ContainerId(l.job, l.replica, l.attempt);
     const std::string bundle = options_.work_dir + "/containers/" + id;
     Discard(id, bundle);  // a leftover of an earlier try of the same attempt
-    if (auto ok = PrepareDirs(l, bundle); !ok) return std::unexpected(ok.error());
+    GP_TRY(PrepareDirs(l, bundle));
     OciSpecInputs in;
-    in.host_image = image->host;
-    in.rootfs = image->host ? bundle + "/rootfs" : image->rootfs;
+    in.host_image = image.host;
+    in.rootfs = image.host ? bundle + "/rootfs" : image.rootfs;
     in.host_root = host_root_;
     in.init_binary = options_.shim;
     in.cgroups_path = cgroup_parent_ + "/" + id;
     in.cuda_cap_library = cuda_cap_;
-    if (image->host) {
-      if (auto ok = MakeHostRootfs(in.rootfs); !ok) return std::unexpected(ok.error());
+    if (image.host) {
+      GP_TRY(MakeHostRootfs(in.rootfs));
     }
-    if (auto ok = MakeMountPoints(in.rootfs, !cuda_cap_.empty()); !ok) return std::unexpected(ok.error());
-    if (!image->host) in.driver_files = MakeFileMountPoints(in.rootfs, driver_files_);
+    GP_TRY(MakeMountPoints(in.rootfs, !cuda_cap_.empty()));
+    if (!image.host) in.driver_files = MakeFileMountPoints(in.rootfs, driver_files_);
     if (!WriteFile(bundle + "/config.json", BuildOciSpec(l, in).dump(1)) ||
         !WriteFile(bundle + "/meta.json", json{{"job", l.job}, {"replica", l.replica}, {"attempt", l.attempt},
                                                 {"tenant", l.tenant}, {"cgroup", in.cgroups_path}}
                                               .dump())) {
       return IoError("cannot write the bundle " + bundle);
     }
-    auto shim = SpawnShim(id, bundle, l.log_file);
-    if (!shim) return std::unexpected(shim.error());
-    auto init = WaitStarted(bundle, *shim);
+    GP_ASSIGN_OR_RETURN(auto shim, SpawnShim(id, bundle, l.log_file));
+    auto init = WaitStarted(bundle, shim);
     if (!init) {
-      OciTask failed(options_, id, bundle, in.cgroups_path, 0, *shim);
+      OciTask failed(options_, id, bundle, in.cgroups_path, 0, shim);
       failed.Remove();
       return std::unexpected(init.error());
     }
-    return std::unique_ptr<RunningTask>(new OciTask(options_, id, bundle, in.cgroups_path, *init, *shim));
+    return std::unique_ptr<RunningTask>(new OciTask(options_, id, bundle, in.cgroups_path, *init, shim));
   }
 
   std::map<TaskKey, std::unique_ptr<RunningTask>> Recover() override {
@@ -469,15 +467,14 @@ Status ProbeOciRuntime(const OciRuntimeOptions& options) {
   l.pids_limit = 16;
   std::filesystem::create_directories(o.work_dir, ec);
   auto runtime = MakeOciRuntime(o);
-  auto task = (*runtime).Start(l);
-  if (!task) return std::unexpected(task.error());
+  GP_ASSIGN_OR_RETURN(auto task, (*runtime).Start(l));
   std::optional<ExitStatus> exit;
   for (int i = 0; i < 500 && !exit; ++i) {
-    exit = (*task)->Poll();
+    exit = task->Poll();
     if (!exit) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  (*task)->Signal(SIGKILL);
-  (*task)->Remove();
+  task->Signal(SIGKILL);
+  task->Remove();
   std::string log;
   {
     std::ifstream in(l.log_file);

@@ -79,9 +79,8 @@ class ProcessRuntime : public TaskRuntime {
     spec.working_dir = l.working_dir.empty() ? l.task_dir : l.working_dir;
     spec.log_file = l.log_file;
     spec.unset = {"CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"};
-    auto p = ChildProcess::Spawn(spec);
-    if (!p) return std::unexpected(p.error());
-    return std::unique_ptr<RunningTask>(new ProcessTask(std::move(*p)));
+    GP_ASSIGN_OR_RETURN(auto p, ChildProcess::Spawn(spec));
+    return std::unique_ptr<RunningTask>(new ProcessTask(std::move(p)));
   }
 
   std::map<TaskKey, std::unique_ptr<RunningTask>> Recover() override {

@@ -45,3 +45,28 @@ inline std::unexpected<Error> FailedPrecondition(std::string message) {
 }
 
 }  // namespace gpupool
+
+// Propagating failures (the enclosing function returns a Result or Status):
+//
+//   GP_TRY(WriteFile(path, bytes));                    // a Status or Result
+//   GP_ASSIGN_OR_RETURN(auto text, ReadFile(path));    // declares `text`
+//   GP_ASSIGN_OR_RETURN(config.nodes, ParseNodes(n));  // or assigns to an lvalue
+//
+// On failure the enclosing function returns the callee's Error unchanged;
+// add context by hand where the caller knows more (the file, the field).
+// GP_ASSIGN_OR_RETURN expands to several statements: use it only where a
+// statement may stand in a block, never as the body of a brace-less if.
+#define GP_TRY(...)                                              \
+  do {                                                           \
+    if (auto gp_try_result_ = (__VA_ARGS__); !gp_try_result_) {  \
+      return std::unexpected(std::move(gp_try_result_).error()); \
+    }                                                            \
+  } while (0)
+#define GP_ASSIGN_OR_RETURN(lhs, ...) \
+  GP_ASSIGN_OR_RETURN_IMPL_(GP_STATUS_CONCAT_(gp_result_, __LINE__), lhs, __VA_ARGS__)
+#define GP_ASSIGN_OR_RETURN_IMPL_(result, lhs, ...)               \
+  auto result = (__VA_ARGS__);                                    \
+  if (!result) return std::unexpected(std::move(result).error()); \
+  lhs = std::move(*result)
+#define GP_STATUS_CONCAT_(a, b) GP_STATUS_CONCAT_INNER_(a, b)
+#define GP_STATUS_CONCAT_INNER_(a, b) a##b

@@ -47,9 +47,8 @@ std::string FakeDevDir(const AgentFlags& f) {
 
 Result<std::unique_ptr<DeviceBackend>> MakeBackend(const AgentFlags& f) {
   if (!f.fake_gpus.empty()) {
-    auto gpus = ParseFakeGpus(f.fake_gpus, f.node);
-    if (!gpus) return std::unexpected(gpus.error());
-    auto fake = std::make_unique<FakeBackend>(std::move(*gpus), f.scrub_record, FakeDevDir(f));
+    GP_ASSIGN_OR_RETURN(auto gpus, ParseFakeGpus(f.fake_gpus, f.node));
+    auto fake = std::make_unique<FakeBackend>(std::move(gpus), f.scrub_record, FakeDevDir(f));
     if (auto ok = fake->MakeDeviceNodes(); !ok) {
       std::cerr << "warning: fake GPUs without device nodes: " << ok.error().message << "\n";
     }

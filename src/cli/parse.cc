@@ -34,23 +34,19 @@ Result<std::vector<std::string>> ParseNameList(std::string_view flag, std::strin
 }
 
 Result<std::vector<uint64_t>> ParseSeedList(std::string_view flag, std::string_view text) {
-  auto items = ParseNameList(flag, text);
-  if (!items) return std::unexpected(items.error());
+  GP_ASSIGN_OR_RETURN(auto items, ParseNameList(flag, text));
   std::vector<uint64_t> seeds;
-  for (const std::string& item : *items) {
+  for (const std::string& item : items) {
     const size_t dash = item.find('-');
     if (dash == std::string::npos) {
-      auto v = ParseU64(flag, item);
-      if (!v) return std::unexpected(v.error());
-      seeds.push_back(*v);
+      GP_ASSIGN_OR_RETURN(auto v, ParseU64(flag, item));
+      seeds.push_back(v);
     } else {
-      auto lo = ParseU64(flag, std::string_view(item).substr(0, dash));
-      if (!lo) return std::unexpected(lo.error());
-      auto hi = ParseU64(flag, std::string_view(item).substr(dash + 1));
-      if (!hi) return std::unexpected(hi.error());
-      if (*hi < *lo) return InvalidArgument(std::string(flag) + ": range '" + item + "' runs backwards");
-      if (*hi - *lo >= 10000) return InvalidArgument(std::string(flag) + ": range '" + item + "' is too long");
-      for (uint64_t k = 0; k <= *hi - *lo; ++k) seeds.push_back(*lo + k);  // no wrap when hi == UINT64_MAX
+      GP_ASSIGN_OR_RETURN(auto lo, ParseU64(flag, std::string_view(item).substr(0, dash)));
+      GP_ASSIGN_OR_RETURN(auto hi, ParseU64(flag, std::string_view(item).substr(dash + 1)));
+      if (hi < lo) return InvalidArgument(std::string(flag) + ": range '" + item + "' runs backwards");
+      if (hi - lo >= 10000) return InvalidArgument(std::string(flag) + ": range '" + item + "' is too long");
+      for (uint64_t k = 0; k <= hi - lo; ++k) seeds.push_back(lo + k);  // no wrap when hi == UINT64_MAX
     }
     if (seeds.size() > 10000) return InvalidArgument(std::string(flag) + ": more than 10000 seeds");
   }

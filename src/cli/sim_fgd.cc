@@ -40,10 +40,9 @@ int Fail(const std::string& message) {
 }
 
 Result<std::vector<PolicySpec>> ResolvePolicies(const std::string& text) {
-  auto names = ParseNameList("--policy", text);
-  if (!names) return std::unexpected(names.error());
+  GP_ASSIGN_OR_RETURN(auto names, ParseNameList("--policy", text));
   std::vector<PolicySpec> out;
-  for (const std::string& name : *names) {
+  for (const std::string& name : names) {
     if (name == "all") {
       for (const PolicySpec& p : BuiltinPolicies()) {
         if (p.name != "best") out.push_back(p);  // an alias: already listed under its own name

@@ -101,8 +101,7 @@ Result<nlohmann::json> ApiClient::Get(const std::string& path, const QueryParams
 
 Result<std::string> ApiClient::GetText(const std::string& path, const QueryParams& query) {
   std::string text;
-  auto r = Call("GET", Target(path, query), nullptr, &text);
-  if (!r) return std::unexpected(r.error());
+  GP_ASSIGN_OR_RETURN(auto r, Call("GET", Target(path, query), nullptr, &text));
   return text;
 }
 

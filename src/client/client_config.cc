@@ -174,9 +174,8 @@ Result<ClientConfig> ResolveClientConfig(const ClientFlags& flags, const EnvLook
     const bool exists = std::filesystem::exists(config_path, ec);
     if (!exists && must_exist) return NotFound("config file " + config_path + " does not exist");
     if (exists) {
-      auto read = ReadConfigFile(config_path);
-      if (!read) return std::unexpected(read.error());
-      file = *read;
+      GP_ASSIGN_OR_RETURN(auto read, ReadConfigFile(config_path));
+      file = read;
       out.config_path = config_path;
     }
   }
@@ -196,9 +195,8 @@ Result<ClientConfig> ResolveClientConfig(const ClientFlags& flags, const EnvLook
     addr_text = std::string(kDefaultServerAddr);
     out.addr_source = "the default address";
   }
-  auto addr = ParseServerAddress(out.addr_source, addr_text);
-  if (!addr) return std::unexpected(addr.error());
-  out.addr = *addr;
+  GP_ASSIGN_OR_RETURN(auto addr, ParseServerAddress(out.addr_source, addr_text));
+  out.addr = addr;
 
   // Token.
   if (!flags.token.empty() && !flags.token_file.empty()) {
@@ -208,9 +206,8 @@ Result<ClientConfig> ResolveClientConfig(const ClientFlags& flags, const EnvLook
     out.token = flags.token;
     out.token_source = "--token";
   } else if (!flags.token_file.empty()) {
-    auto t = ReadTokenFile(flags.token_file);
-    if (!t) return std::unexpected(t.error());
-    out.token = *t;
+    GP_ASSIGN_OR_RETURN(auto t, ReadTokenFile(flags.token_file));
+    out.token = t;
     out.token_source = "--token-file " + flags.token_file;
   } else if (auto v = NonEmpty(env, "GPUPOOL_TOKEN")) {
     out.token = Trim(*v);

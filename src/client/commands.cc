@@ -125,20 +125,18 @@ void AddJobCommands(CLI::App& app) {
     AddGlobalFlags(cmd, f->g);
     cmd->callback([f] {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        auto request = LoadJobFile(f->file);
-        if (!request) return std::unexpected(request.error());
-        auto job = api.Post("/v1/jobs", *request);
-        if (!job) return std::unexpected(job.error());
-        const std::string id = job->value("id", json()).dump();
-        const std::string state = job->value("state", std::string("?"));
-        Print(*job, out, [&] {
+        GP_ASSIGN_OR_RETURN(auto request, LoadJobFile(f->file));
+        GP_ASSIGN_OR_RETURN(auto job, api.Post("/v1/jobs", request));
+        const std::string id = job.value("id", json()).dump();
+        const std::string state = job.value("state", std::string("?"));
+        Print(job, out, [&] {
           if (state == "rejected") return std::string();  // said on stderr below
           std::string line = "job " + id + " submitted (" + state + ")";
-          if (auto w = job->find("waiting"); w != job->end() && w->is_string()) line += ": " + w->get<std::string>();
+          if (auto w = job.find("waiting"); w != job.end() && w->is_string()) line += ": " + w->get<std::string>();
           return line + "\n";
         });
         if (state == "rejected") {
-          std::cerr << "error: job " << id << " was rejected: " << job->value("reason", std::string("no reason given"))
+          std::cerr << "error: job " << id << " was rejected: " << job.value("reason", std::string("no reason given"))
                     << "\n";
           return 1;
         }
@@ -175,14 +173,13 @@ void AddJobCommands(CLI::App& app) {
           const int64_t want = f->limit > 0 ? std::min(kPage, f->limit - static_cast<int64_t>(jobs.size())) : kPage;
           q.push_back({"limit", std::to_string(want)});
           if (!next_after.is_null()) q.push_back({"after", next_after.dump()});
-          auto page = api.Get("/v1/jobs", q);
-          if (!page) return std::unexpected(page.error());
-          const json& items = (*page)["jobs"];
+          GP_ASSIGN_OR_RETURN(auto page, api.Get("/v1/jobs", q));
+          const json& items = page["jobs"];
           if (items.is_array()) {
             for (const auto& j : items) jobs.push_back(j);
           }
           const json previous = next_after;
-          next_after = page->value("next_after", json());
+          next_after = page.value("next_after", json());
           if (!next_after.is_null() && (!next_after.is_number_integer() || next_after == previous)) {
             return FailedPrecondition("the server's job list did not advance (next_after " + next_after.dump() +
                                       " after " + previous.dump() + ")");
@@ -208,9 +205,8 @@ void AddJobCommands(CLI::App& app) {
     AddGlobalFlags(cmd, f->g);
     cmd->callback([f] {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        auto job = api.Get(JobPath(f->id));
-        if (!job) return std::unexpected(job.error());
-        Print(*job, out, [&] { return FormatJobDetail(*job, NowUnixMillis()); });
+        GP_ASSIGN_OR_RETURN(auto job, api.Get(JobPath(f->id)));
+        Print(job, out, [&] { return FormatJobDetail(job, NowUnixMillis()); });
         return 0;
       });
     });
@@ -227,10 +223,9 @@ void AddJobCommands(CLI::App& app) {
     AddGlobalFlags(cmd, f->g);
     cmd->callback([f] {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        auto job = api.Delete(JobPath(f->id));
-        if (!job) return std::unexpected(job.error());
-        Print(*job, out, [&] {
-          return "job " + std::to_string(f->id) + " " + job->value("state", std::string("cancelled")) + "\n";
+        GP_ASSIGN_OR_RETURN(auto job, api.Delete(JobPath(f->id)));
+        Print(job, out, [&] {
+          return "job " + std::to_string(f->id) + " " + job.value("state", std::string("cancelled")) + "\n";
         });
         return 0;
       });
@@ -252,9 +247,9 @@ void AddJobCommands(CLI::App& app) {
     AddGlobalFlags(cmd, f->g);
     cmd->callback([f] {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        auto text = api.GetText(JobPath(f->id) + "/logs", {{"tail_bytes", std::to_string(f->tail_bytes)}});
-        if (!text) return std::unexpected(text.error());
-        Print(json{{"job", f->id}, {"logs", *text}}, out, [&] { return *text; });
+        GP_ASSIGN_OR_RETURN(auto text,
+                            api.GetText(JobPath(f->id) + "/logs", {{"tail_bytes", std::to_string(f->tail_bytes)}}));
+        Print(json{{"job", f->id}, {"logs", text}}, out, [&] { return text; });
         return 0;
       });
     });
@@ -318,10 +313,9 @@ void AddTenantCommands(CLI::App& app) {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
         json body = {{"name", f->name}};
         if (!f->quota.pool.empty()) body["quota"] = {{f->quota.pool, QuotaJson(f->quota)}};
-        auto created = api.Post("/v1/tenants", body);
-        if (!created) return std::unexpected(created.error());
-        Print(*created, out, [&] {
-          return FormatTenantsTable(json::array({*created})) + "\ntoken: " + created->value("token", std::string("-")) +
+        GP_ASSIGN_OR_RETURN(auto created, api.Post("/v1/tenants", body));
+        Print(created, out, [&] {
+          return FormatTenantsTable(json::array({created})) + "\ntoken: " + created.value("token", std::string("-")) +
                  "\n(shown only this once: keep it, e.g. in a file for --token-file)\n";
         });
         return 0;
@@ -344,9 +338,8 @@ void AddTenantCommands(CLI::App& app) {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
         json body = QuotaJson(f->quota);
         body["pool"] = f->quota.pool;
-        auto updated = api.Put(TenantPath(f->name) + "/quota", body);
-        if (!updated) return std::unexpected(updated.error());
-        Print(*updated, out, [&] { return FormatTenantsTable(json::array({*updated})); });
+        GP_ASSIGN_OR_RETURN(auto updated, api.Put(TenantPath(f->name) + "/quota", body));
+        Print(updated, out, [&] { return FormatTenantsTable(json::array({updated})); });
         return 0;
       });
     });
@@ -358,9 +351,8 @@ void AddTenantCommands(CLI::App& app) {
     AddGlobalFlags(cmd, *g);
     cmd->callback([g] {
       Run(*g, [](ApiClient& api, Output out) -> Result<int> {
-        auto list = api.Get("/v1/tenants");
-        if (!list) return std::unexpected(list.error());
-        Print(*list, out, [&] { return FormatTenantsTable(list->value("tenants", json::array())); });
+        GP_ASSIGN_OR_RETURN(auto list, api.Get("/v1/tenants"));
+        Print(list, out, [&] { return FormatTenantsTable(list.value("tenants", json::array())); });
         return 0;
       });
     });
@@ -377,9 +369,8 @@ void AddTenantCommands(CLI::App& app) {
     AddGlobalFlags(cmd, f->g);
     cmd->callback([f] {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        auto t = api.Get(TenantPath(f->name));
-        if (!t) return std::unexpected(t.error());
-        Print(*t, out, [&] { return FormatTenantsTable(json::array({*t})); });
+        GP_ASSIGN_OR_RETURN(auto t, api.Get(TenantPath(f->name)));
+        Print(t, out, [&] { return FormatTenantsTable(json::array({t})); });
         return 0;
       });
     });
@@ -404,10 +395,9 @@ void AddNodeCommands(CLI::App& app) {
     AddGlobalFlags(cmd, f->g);
     cmd->callback([f] {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        auto issued = api.Post("/v1/nodes/" + UrlEncode(f->name) + "/token", json::object());
-        if (!issued) return std::unexpected(issued.error());
+        GP_ASSIGN_OR_RETURN(auto issued, api.Post("/v1/nodes/" + UrlEncode(f->name) + "/token", json::object()));
         if (!f->file.empty()) {
-          const std::string token = issued->value("token", "");
+          const std::string token = issued.value("token", "");
           const int fd = ::open(f->file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
           if (fd < 0 || ::write(fd, (token + "\n").data(), token.size() + 1) != static_cast<ssize_t>(token.size() + 1)) {
             if (fd >= 0) ::close(fd);
@@ -418,7 +408,7 @@ void AddNodeCommands(CLI::App& app) {
                 [&] { return "token for node " + f->name + " written to " + f->file + "\n"; });
           return 0;
         }
-        Print(*issued, out, [&] { return issued->value("token", "") + "\n"; });
+        Print(issued, out, [&] { return issued.value("token", "") + "\n"; });
         return 0;
       });
     });
@@ -430,9 +420,8 @@ void AddNodeCommands(CLI::App& app) {
     AddGlobalFlags(cmd, *g);
     cmd->callback([g] {
       Run(*g, [](ApiClient& api, Output out) -> Result<int> {
-        auto list = api.Get("/v1/nodes");
-        if (!list) return std::unexpected(list.error());
-        Print(*list, out, [&] { return FormatNodesTable(list->value("nodes", json::array())); });
+        GP_ASSIGN_OR_RETURN(auto list, api.Get("/v1/nodes"));
+        Print(list, out, [&] { return FormatNodesTable(list.value("nodes", json::array())); });
         return 0;
       });
     });
@@ -468,9 +457,8 @@ void AddNodeCommands(CLI::App& app) {
         if (!f->zone.empty()) body["zone"] = f->zone;
         if (!f->rack.empty()) body["rack"] = f->rack;
         if (!f->node_class.empty()) body["class"] = f->node_class;
-        auto added = api.Post("/v1/nodes", body);
-        if (!added) return std::unexpected(added.error());
-        Print(*added, out, [&] { return FormatNodesTable(json::array({*added})); });
+        GP_ASSIGN_OR_RETURN(auto added, api.Post("/v1/nodes", body));
+        Print(added, out, [&] { return FormatNodesTable(json::array({added})); });
         return 0;
       });
     });
@@ -484,9 +472,8 @@ void AddNodeCommands(CLI::App& app) {
     AddGlobalFlags(cmd, *g);
     cmd->callback([g] {
       Run(*g, [](ApiClient& api, Output out) -> Result<int> {
-        auto list = api.Get("/v1/pools");
-        if (!list) return std::unexpected(list.error());
-        Print(*list, out, [&] { return FormatPoolsTable(list->value("pools", json::array())); });
+        GP_ASSIGN_OR_RETURN(auto list, api.Get("/v1/pools"));
+        Print(list, out, [&] { return FormatPoolsTable(list.value("pools", json::array())); });
         return 0;
       });
     });
@@ -504,9 +491,8 @@ void AddRegionCommands(CLI::App& app) {
     AddGlobalFlags(cmd, *g);
     cmd->callback([g] {
       Run(*g, [](ApiClient& api, Output out) -> Result<int> {
-        auto table = api.Get("/v1/regions");
-        if (!table) return std::unexpected(table.error());
-        Print(*table, out, [&] { return FormatRegionsTable(*table); });
+        GP_ASSIGN_OR_RETURN(auto table, api.Get("/v1/regions"));
+        Print(table, out, [&] { return FormatRegionsTable(table); });
         return 0;
       });
     });
@@ -527,11 +513,9 @@ void AddRegionCommands(CLI::App& app) {
         if (!in) return IoError(f->file + ": cannot open");
         std::stringstream text;
         text << in.rdbuf();
-        auto body = YamlToJson(text.str(), f->file);  // JSON is YAML
-        if (!body) return std::unexpected(body.error());
-        auto table = api.Put("/v1/regions", *body);
-        if (!table) return std::unexpected(table.error());
-        Print(*table, out, [&] { return FormatRegionsTable(*table); });
+        GP_ASSIGN_OR_RETURN(auto body, YamlToJson(text.str(), f->file));  // JSON is YAML
+        GP_ASSIGN_OR_RETURN(auto table, api.Put("/v1/regions", body));
+        Print(table, out, [&] { return FormatRegionsTable(table); });
         return 0;
       });
     });

@@ -89,12 +89,11 @@ Result<nlohmann::json> ParseJobFile(std::string_view text, const std::string& fi
   if (!json->is_object()) {
     return InvalidArgument(Where(file, root.Mark()) + "expected a map of job request keys (name, gpus, ...)");
   }
-  if (auto s = CheckMap(root, *json, kJobKeys, "the job request", file); !s) return std::unexpected(s.error());
+  GP_TRY(CheckMap(root, *json, kJobKeys, "the job request", file));
   if (const YAML::Node stages = root["stages"]; stages && stages.IsSequence()) {
     for (size_t i = 0; i < stages.size(); ++i) {
       if (!stages[i].IsMap()) continue;  // the server names the wrong type
-      auto s = CheckMap(stages[i], (*json)["stages"][i], kStageKeys, "stages[" + std::to_string(i) + "]", file);
-      if (!s) return std::unexpected(s.error());
+      GP_TRY(CheckMap(stages[i], (*json)["stages"][i], kStageKeys, "stages[" + std::to_string(i) + "]", file));
     }
   }
   return json;

@@ -1,5 +1,7 @@
 #include "src/client/table.h"
 
+#include "src/base/time_text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,27 +15,6 @@ size_t DisplayWidth(std::string_view s) {
     if ((c & 0xC0) != 0x80) ++n;
   }
   return n;
-}
-
-// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-// days_from_civil).
-int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-bool Digits(std::string_view s, size_t at, size_t count, int64_t& out) {
-  if (at + count > s.size()) return false;
-  out = 0;
-  for (size_t i = at; i < at + count; ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    out = out * 10 + (s[i] - '0');
-  }
-  return true;
 }
 
 }  // namespace
@@ -110,44 +91,9 @@ std::string FormatAge(int64_t millis) {
 }
 
 std::optional<int64_t> ParseTimeMillis(std::string_view t) {
-  // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)
-  int64_t year, month, day, hour, minute, second;
-  if (!Digits(t, 0, 4, year) || t.size() < 20 || t[4] != '-' || !Digits(t, 5, 2, month) || t[7] != '-' ||
-      !Digits(t, 8, 2, day) || (t[10] != 'T' && t[10] != 't' && t[10] != ' ') || !Digits(t, 11, 2, hour) ||
-      t[13] != ':' || !Digits(t, 14, 2, minute) || t[16] != ':' || !Digits(t, 17, 2, second)) {
-    return std::nullopt;
-  }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return std::nullopt;
-  size_t i = 19;
-  int64_t millis = 0;
-  if (i < t.size() && t[i] == '.') {
-    ++i;
-    int digits = 0;
-    while (i < t.size() && t[i] >= '0' && t[i] <= '9') {
-      if (digits < 3) millis = millis * 10 + (t[i] - '0');
-      ++digits;
-      ++i;
-    }
-    if (digits == 0) return std::nullopt;
-    for (int d = digits; d < 3; ++d) millis *= 10;
-  }
-  int64_t offset_minutes = 0;
-  if (i < t.size() && (t[i] == 'Z' || t[i] == 'z')) {
-    ++i;
-  } else if (i < t.size() && (t[i] == '+' || t[i] == '-')) {
-    int64_t oh, om;
-    if (!Digits(t, i + 1, 2, oh) || i + 3 >= t.size() || t[i + 3] != ':' || !Digits(t, i + 4, 2, om)) {
-      return std::nullopt;
-    }
-    offset_minutes = (t[i] == '+' ? 1 : -1) * (oh * 60 + om);
-    i += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (i != t.size()) return std::nullopt;
-  const int64_t days = DaysFromCivil(year, month, day);
-  const int64_t secs = ((days * 24 + hour) * 60 + minute) * 60 + second - offset_minutes * 60;
-  return secs * 1000 + millis;
+  auto at = ParseRfc3339(t);
+  if (!at) return std::nullopt;
+  return ToMillis(*at);
 }
 
 }  // namespace gpupool

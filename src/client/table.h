@@ -32,7 +32,8 @@ std::string FormatAge(int64_t millis);
 
 // Milliseconds since the Unix epoch of an RFC 3339 time
 // ("2026-11-29T12:00:00Z", "2026-11-29T12:00:00.123Z",
-// "2026-11-29T13:00:00+01:00"); nullopt when malformed.
+// "2026-11-29T13:00:00+01:00"); nullopt when malformed or impossible
+// (2026-02-31). The server's parser (ParseRfc3339, src/base/time_text.h).
 std::optional<int64_t> ParseTimeMillis(std::string_view rfc3339);
 
 }  // namespace gpupool

@@ -63,6 +63,10 @@ TEST(ParseTimeMillisTest, Rfc3339) {
   EXPECT_EQ(ParseTimeMillis("2026-13-01T00:00:00Z"), std::nullopt);
   EXPECT_EQ(ParseTimeMillis("2026-11-29T12:00:00.Z"), std::nullopt);
   EXPECT_EQ(ParseTimeMillis("2026-11-29T12:00:00Zjunk"), std::nullopt);
+  // One parser with the server's (src/base/time_text.h): impossible dates are refused.
+  EXPECT_EQ(ParseTimeMillis("2026-02-31T00:00:00Z"), std::nullopt);
+  EXPECT_EQ(ParseTimeMillis("2026-02-29T00:00:00Z"), std::nullopt);
+  EXPECT_EQ(ParseTimeMillis("2026-04-31T00:00:00Z"), std::nullopt);
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ int ReplicasPerEmptyNode(const Node& empty, const Demand& d) {
 Result<std::unique_ptr<Engine>> Engine::Create(EngineConfig config, TargetWorkload target,
                                                AttributeTable attributes) {
   std::unique_ptr<Engine> e(new Engine(std::move(config), std::move(target), std::move(attributes)));
-  if (auto ok = e->Init(); !ok) return std::unexpected(ok.error());
+  GP_TRY(e->Init());
   return e;
 }
 
@@ -68,7 +68,7 @@ Result<std::unique_ptr<Engine>> Engine::Restore(EngineConfig config, TargetWorkl
     }
   }
   std::unique_ptr<Engine> e(new Engine(std::move(config), std::move(target), std::move(attributes)));
-  if (auto ok = e->Init(); !ok) return std::unexpected(ok.error());
+  GP_TRY(e->Init());
   // Moved, not copied: `running` points into `jobs`, and a move keeps the
   // map's nodes where they are.
   e->state_ = std::move(state);
@@ -83,9 +83,8 @@ Status Engine::Init() {
   if (!spec) return InvalidArgument("policy: " + spec.error().message);
   PluginDeps deps = target_.deps();
   deps.attributes = &attributes_;
-  auto policy = BuildPolicy(WithAttributeMatching(*spec), deps);
-  if (!policy) return std::unexpected(policy.error());
-  policy_ = std::move(*policy);
+  GP_ASSIGN_OR_RETURN(auto policy, BuildPolicy(WithAttributeMatching(*spec), deps));
+  policy_ = std::move(policy);
   auto modes = FindModePolicy(config_.sharing_policy);
   if (!modes) return InvalidArgument("sharing_policy: " + modes.error().message);
   mode_policy_ = std::move(*modes);
@@ -194,7 +193,7 @@ Result<NodeIndex> Engine::AddNode(NodeSpec spec, std::string region, std::string
   spec.pool = *pool;
   // Validate as the cluster would, before anything is decided.
   Cluster probe;
-  if (auto ok = probe.AddNode(spec); !ok) return std::unexpected(ok.error());
+  GP_TRY(probe.AddNode(spec));
   const NodeIndex index = state_.cluster.node_count();
   Emit(NodeAdded{std::move(spec), std::move(region), std::move(zone), std::move(rack)}, now, sink);
   SchedulePass(now, sink);
@@ -347,7 +346,7 @@ Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
   if (spec.auto_sharing && spec.demand.gpu_count > 0 && !spec.is_pipeline()) {
     ApplySharing(ChooseSharing(mode_policy_, spec).second, spec);
   }
-  if (auto ok = ValidateDemand(spec.demand); !ok) return std::unexpected(ok.error());
+  GP_TRY(ValidateDemand(spec.demand));
   if (spec.is_pipeline()) {
     if (spec.stages.size() > static_cast<size_t>(kMaxGpusPerNode)) {
       return InvalidArgument("stages: at most " + std::to_string(kMaxGpusPerNode) + " stages on one node");

@@ -62,7 +62,7 @@ Result<NodeIndex> Engine::AddProvisionedNode(PoolId pool, std::string name, std:
   const NodeTemplate& t = config->node;
   NodeSpec spec{std::move(name), t.cpu_milli, t.memory_mib, t.gpus, t.gpu_model, pool, t.attr_class};
   Cluster probe;
-  if (auto ok = probe.AddNode(spec); !ok) return std::unexpected(ok.error());
+  GP_TRY(probe.AddNode(spec));
   const NodeIndex index = state_.cluster.node_count();
   Emit(NodeAdded{std::move(spec), t.region, t.zone, std::move(rack), /*provisioned=*/true}, now, sink);
   reserved_first_pool_ = pool;  // QUOTA-5: the new node serves reserved tenants first

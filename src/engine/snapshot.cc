@@ -33,6 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include <xxhash.h>
+
 #include "src/model/mig.h"
 
 namespace gpupool {
@@ -809,7 +811,9 @@ Status ReadState(Reader& r, EngineState& s) {
 
 }  // namespace
 
-uint64_t SnapshotChecksum(std::string_view payload) {
+uint64_t SnapshotChecksum(std::string_view payload) { return XXH3_64bits(payload.data(), payload.size()); }
+
+uint64_t LegacySnapshotChecksum(std::string_view payload) {
   // Per 8-byte word: xor in, multiply by an odd constant, fold the high half
   // down; each step is a bijection of the running hash, so a change within
   // one word always changes the result. MurmurHash3's finalizer at the end.
@@ -1004,12 +1008,13 @@ Result<EngineState> DecodeSnapshot(std::string_view bytes, LendingConfig lending
                            std::to_string(bytes.size() - kSnapshotHeaderBytes) + " follow (truncated?)");
   }
   const std::string_view payload = bytes.substr(kSnapshotHeaderBytes);
-  if (LoadLe64(bytes.data() + 20) != SnapshotChecksum(payload)) {
+  const uint64_t checksum = version >= 6 ? SnapshotChecksum(payload) : LegacySnapshotChecksum(payload);
+  if (LoadLe64(bytes.data() + 20) != checksum) {
     return InvalidArgument("snapshot: checksum mismatch (damaged)");
   }
   EngineState s(lending);
   Reader r(payload, version);
-  if (auto ok = ReadState(r, s); !ok) return std::unexpected(ok.error());
+  GP_TRY(ReadState(r, s));
   if (auto ok = CheckInvariants(s); !ok) {
     return InvalidArgument("snapshot: " + ok.error().message);
   }

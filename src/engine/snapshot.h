@@ -3,18 +3,19 @@
 // journal's events after it (EventFromJson, EngineState::Apply) instead of
 // the whole history.
 //
-// Format, version 1 (integers little-endian):
+// Format (integers little-endian):
 //   magic     8 bytes   "GPSNAP\r\n"
 //   version   u32       kSnapshotVersion
 //   length    u64       bytes of payload that follow
-//   checksum  u64       SnapshotChecksum(payload)
+//   checksum  u64       SnapshotChecksum(payload) (XXH3-64, xxHash; versions
+//                       4 and 5 used LegacySnapshotChecksum)
 //   payload             the state field by field (see snapshot.cc): integers
 //                       as LEB128 varints (signed ones zigzag-encoded),
 //                       doubles as their 8 IEEE-754 bytes, strings and lists
 //                       prefixed by their length.
-// The checksum catches damage (any change within one aligned 8-byte word is
-// always detected; others miss with odds of about 2^-64); it is not a
-// defence against an attacker, so the payload is validated as well.
+// The checksum catches damage (a packaged, well-studied 64-bit hash: a
+// damaged payload passes with odds of about 2^-64); it is not a defence
+// against an attacker, so the payload is validated as well.
 //
 // What a snapshot holds: everything EngineState holds (the cluster with its
 // allocation ids and free-slot order, pools, tenants with quotas and usage,
@@ -46,10 +47,11 @@
 namespace gpupool {
 
 // 2: jobs carry their task; 3: scaling state; 4: elastic jobs, hot and lent
-// nodes; 5: the task's container fields (image, shm_mib, network_isolated).
-// DecodeSnapshot also reads version 4 (the container fields take their
-// defaults).
-inline constexpr uint32_t kSnapshotVersion = 5;
+// nodes; 5: the task's container fields (image, shm_mib, network_isolated);
+// 6: the header's checksum is XXH3-64 (the payload is as in 5).
+// DecodeSnapshot also reads versions 4 (the container fields take their
+// defaults) and 5 (the legacy checksum).
+inline constexpr uint32_t kSnapshotVersion = 6;
 inline constexpr uint32_t kOldestSnapshotVersion = 4;
 inline constexpr size_t kSnapshotHeaderBytes = 28;  // magic, version, length, checksum
 
@@ -71,9 +73,12 @@ std::string EncodeSnapshot(const EngineState& s);
 // EngineState::jobs (a move keeps those pointers valid, a copy does not).
 Result<EngineState> DecodeSnapshot(std::string_view bytes, LendingConfig lending);
 
-// The checksum of the header (see the format above): a 64-bit hash of the
-// payload, eight bytes at a time. Exposed so that tests can seal a payload
-// they damaged on purpose and reach the validation behind the checksum.
+// The checksum of the header (see the format above): XXH3-64 of the
+// payload. Exposed so that tests can seal a payload they damaged on purpose
+// and reach the validation behind the checksum.
 uint64_t SnapshotChecksum(std::string_view payload);
+// The checksum of versions 4 and 5 (a hash of our own, eight bytes at a
+// time), kept only to read snapshots those versions wrote.
+uint64_t LegacySnapshotChecksum(std::string_view payload);
 
 }  // namespace gpupool

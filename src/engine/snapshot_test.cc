@@ -481,7 +481,9 @@ TEST(EngineRestoreTest, AReCutInFlightContinuesAfterARestore) {
   std::vector<JobId> small;
   for (int i = 0; i < 7; ++i) small.push_back(mig(b, 100, 9000, i == 1 || i == 5));
   for (int i = 0; i < 7; ++i) {
-    if (i != 1 && i != 5) ASSERT_TRUE(e.Finish(small[i], true, now, sink).has_value());
+    if (i != 1 && i != 5) {
+      ASSERT_TRUE(e.Finish(small[i], true, now, sink).has_value());
+    }
   }
   const JobId big = mig(a, 400, 30000, true);
   ASSERT_FALSE(e.state().recut_moved.empty()) << "no re-cut started";
@@ -736,18 +738,43 @@ TEST(SnapshotTest, AVersion4SnapshotLoadsWithTheContainerFieldsAtTheirDefaults) 
   EXPECT_FALSE(running.spec.task.network_isolated);
   EXPECT_EQ(s->job(3).state, JobState::kPending);
   EXPECT_EQ(s->job(3).spec.task.command, (std::vector<std::string>{"python3", "train.py"}));
-  // Written again it is version 5, and reads back to the same bytes.
-  const std::string v5 = EncodeSnapshot(*s);
-  EXPECT_EQ(v5[8], static_cast<char>(kSnapshotVersion));
-  auto again = DecodeSnapshot(v5, {});
+  // Written again it is the current version, and reads back to the same bytes.
+  const std::string current = EncodeSnapshot(*s);
+  EXPECT_EQ(current[8], static_cast<char>(kSnapshotVersion));
+  auto again = DecodeSnapshot(current, {});
   ASSERT_TRUE(again.has_value()) << again.error().message;
-  EXPECT_TRUE(SameBytes(EncodeSnapshot(*again), v5));
+  EXPECT_TRUE(SameBytes(EncodeSnapshot(*again), current));
   // Versions before 4 are refused as unknown.
   std::string v3 = bytes;
   v3[8] = 3;
   auto old = DecodeSnapshot(v3, {});
   ASSERT_FALSE(old.has_value());
   EXPECT_EQ(old.error().code, ErrorCode::kFailedPrecondition);
+}
+
+// Version 5 has version 6's payload under the legacy checksum: such a
+// snapshot (the release before the XXH3 checksum wrote it) loads, and a
+// version 6 header with the legacy checksum is damage.
+TEST(SnapshotTest, AVersion5SnapshotLoadsUnderItsLegacyChecksum) {
+  auto s = DecodeSnapshot(FromHex(kVersion4Hex), {});
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  s->job(1).spec.task.image = "host";
+  const std::string v6 = EncodeSnapshot(*s);
+  ASSERT_EQ(v6[8], 6);
+  const std::string_view payload = std::string_view(v6).substr(kSnapshotHeaderBytes);
+  std::string v5 = v6;
+  v5[8] = 5;
+  for (int i = 0; i < 8; ++i) v5[20 + i] = static_cast<char>(LegacySnapshotChecksum(payload) >> (8 * i));
+  auto loaded = DecodeSnapshot(v5, {});
+  ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+  EXPECT_EQ(loaded->job(1).spec.task.image, "host");
+  EXPECT_TRUE(SameBytes(EncodeSnapshot(*loaded), v6));  // written again: version 6
+  std::string mixed = v5;
+  mixed[8] = 6;
+  auto refused = DecodeSnapshot(mixed, {});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("checksum mismatch"), std::string::npos) << refused.error().message;
+  EXPECT_NE(SnapshotChecksum(payload), LegacySnapshotChecksum(payload));
 }
 
 TEST(SnapshotTest, TheContainerFieldsRoundTrip) {

@@ -22,9 +22,8 @@ const std::map<std::string, FilterFactory, std::less<>>& FilterRegistry() {
   static const auto* const kRegistry = new std::map<std::string, FilterFactory, std::less<>>{
       {"AttributeFit",
        [](const PluginDeps& d) -> Result<std::unique_ptr<FilterPlugin>> {
-         auto t = NeedAttributes(d, "filter AttributeFit");
-         if (!t) return std::unexpected(t.error());
-         return MakeAttributeFilter(*t);
+         GP_ASSIGN_OR_RETURN(auto t, NeedAttributes(d, "filter AttributeFit"));
+         return MakeAttributeFilter(t);
        }},
   };
   return *kRegistry;
@@ -48,29 +47,24 @@ const std::map<std::string, ScoreFactory, std::less<>>& ScoreRegistry() {
   static const auto* const kRegistry = new std::map<std::string, ScoreFactory, std::less<>>{
       {"AttributeDistance",
        [](const PluginDeps& d) -> Result<std::unique_ptr<ScorePlugin>> {
-         auto t = NeedAttributes(d, "score plugin AttributeDistance");
-         if (!t) return std::unexpected(t.error());
-         return MakeAttributeScore(*t);
+         GP_ASSIGN_OR_RETURN(auto t, NeedAttributes(d, "score plugin AttributeDistance"));
+         return MakeAttributeScore(t);
        }},
       {"DotProd", [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeDotProdScore(); }},
       {"GpuClustering",
        [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeGpuClusteringScore(); }},
-      {"GpuPacking",
-       [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeGpuPackingScore(); }},
+      {"GpuPacking", [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeGpuPackingScore(); }},
       {"BestFit", [](const PluginDeps&) -> Result<std::unique_ptr<ScorePlugin>> { return MakeBestFitScore(); }},
       {"FGD+",
        [](const PluginDeps& d) -> Result<std::unique_ptr<ScorePlugin>> {
-         auto frag = NeedFrag(d, "score plugin FGD+");
-         if (!frag) return std::unexpected(frag.error());
-         auto packing = NeedPacking(d, "score plugin FGD+");
-         if (!packing) return std::unexpected(packing.error());
-         return MakeFgdPlusScore(FgdPlusConfig{*frag, *packing, d.cpu_reserve_per_gpu_milli});
+         GP_ASSIGN_OR_RETURN(auto frag, NeedFrag(d, "score plugin FGD+"));
+         GP_ASSIGN_OR_RETURN(auto packing, NeedPacking(d, "score plugin FGD+"));
+         return MakeFgdPlusScore(FgdPlusConfig{frag, packing, d.cpu_reserve_per_gpu_milli});
        }},
       {"FGD",
        [](const PluginDeps& d) -> Result<std::unique_ptr<ScorePlugin>> {
-         auto frag = NeedFrag(d, "score plugin FGD");
-         if (!frag) return std::unexpected(frag.error());
-         return MakeFgdScore(*frag);
+         GP_ASSIGN_OR_RETURN(auto frag, NeedFrag(d, "score plugin FGD"));
+         return MakeFgdScore(frag);
        }},
   };
   return *kRegistry;
@@ -81,18 +75,15 @@ const std::map<std::string, SelectorFactory, std::less<>>& SelectorRegistry() {
       {"best", [](const PluginDeps&) -> Result<std::unique_ptr<GpuSelector>> { return MakeBestFitGpuSelector(); }},
       {"fgd+",
        [](const PluginDeps& d) -> Result<std::unique_ptr<GpuSelector>> {
-         auto frag = NeedFrag(d, "GPU selector fgd+");
-         if (!frag) return std::unexpected(frag.error());
-         auto packing = NeedPacking(d, "GPU selector fgd+");
-         if (!packing) return std::unexpected(packing.error());
-         return MakeFgdPlusGpuSelector(FgdPlusConfig{*frag, *packing, d.cpu_reserve_per_gpu_milli});
+         GP_ASSIGN_OR_RETURN(auto frag, NeedFrag(d, "GPU selector fgd+"));
+         GP_ASSIGN_OR_RETURN(auto packing, NeedPacking(d, "GPU selector fgd+"));
+         return MakeFgdPlusGpuSelector(FgdPlusConfig{frag, packing, d.cpu_reserve_per_gpu_milli});
        }},
       {"random", [](const PluginDeps&) -> Result<std::unique_ptr<GpuSelector>> { return MakeRandomGpuSelector(); }},
       {"fgd",
        [](const PluginDeps& d) -> Result<std::unique_ptr<GpuSelector>> {
-         auto frag = NeedFrag(d, "GPU selector fgd");
-         if (!frag) return std::unexpected(frag.error());
-         return MakeFgdGpuSelector(*frag);
+         GP_ASSIGN_OR_RETURN(auto frag, NeedFrag(d, "GPU selector fgd"));
+         return MakeFgdGpuSelector(frag);
        }},
   };
   return *kRegistry;
@@ -130,9 +121,8 @@ Result<Policy> BuildPolicy(const PolicySpec& spec, const PluginDeps& deps) {
       return InvalidArgument("policy '" + spec.name + "': unknown filter plugin '" + filter +
                              "' (known: " + Join(FilterPluginNames()) + ")");
     }
-    auto made = it->second(deps);
-    if (!made) return std::unexpected(made.error());
-    p.filters.push_back(std::move(*made));
+    GP_ASSIGN_OR_RETURN(auto made, it->second(deps));
+    p.filters.push_back(std::move(made));
   }
   for (const auto& [plugin, weight] : spec.scores) {
     auto it = ScoreRegistry().find(plugin);
@@ -143,18 +133,16 @@ Result<Policy> BuildPolicy(const PolicySpec& spec, const PluginDeps& deps) {
     if (weight <= 0) {
       return InvalidArgument("policy '" + spec.name + "': weight of '" + plugin + "' must be positive");
     }
-    auto made = it->second(deps);
-    if (!made) return std::unexpected(made.error());
-    p.scores.push_back({std::move(*made), weight});
+    GP_ASSIGN_OR_RETURN(auto made, it->second(deps));
+    p.scores.push_back({std::move(made), weight});
   }
   auto sel = SelectorRegistry().find(spec.gpu_selector);
   if (sel == SelectorRegistry().end()) {
     return InvalidArgument("policy '" + spec.name + "': unknown GPU selector '" + spec.gpu_selector +
                            "' (known: " + Join(GpuSelectorNames()) + ")");
   }
-  auto made = sel->second(deps);
-  if (!made) return std::unexpected(made.error());
-  p.gpu_selector = std::move(*made);
+  GP_ASSIGN_OR_RETURN(auto made, sel->second(deps));
+  p.gpu_selector = std::move(made);
   return p;
 }
 

@@ -15,9 +15,8 @@ Result<TargetWorkload> TargetWorkloadOf(std::span<const Demand> demands, int64_t
   }
   std::vector<ShareRate> rates;
   for (const auto& [milli, count] : share_counts) rates.push_back({milli, count});
-  auto packing = SharePackingModel::Solve(rates);
-  if (!packing) return std::unexpected(packing.error());
-  return TargetWorkload{FragmentationModel(ComputeTypicalDemands(demands, typical_coverage)), std::move(*packing),
+  GP_ASSIGN_OR_RETURN(auto packing, SharePackingModel::Solve(rates));
+  return TargetWorkload{FragmentationModel(ComputeTypicalDemands(demands, typical_coverage)), std::move(packing),
                         CpuReservePerGpuMilli(cluster_cpu_milli, cluster_gpu_milli, demands)};
 }
 

@@ -38,7 +38,7 @@ class AgentStatusBoard {
     std::vector<GpuSample> samples;
   };
   mutable std::mutex mu_;
-  std::map<std::string, Status, std::less<>> nodes_;
+  std::map<std::string, Status, std::less<>> nodes_;  // guarded by mu_
 };
 
 }  // namespace gpupool

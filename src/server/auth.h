@@ -46,9 +46,9 @@ class AuthStore {
   std::optional<Principal> Authenticate(std::string_view authorization) const;
 
  private:
-  std::string admin_hash_;
+  std::string admin_hash_;  // set before serving, then read-only: not guarded
   mutable std::shared_mutex mu_;
-  std::map<std::string, std::string, std::less<>> tenants_;  // hash -> tenant
+  std::map<std::string, std::string, std::less<>> tenants_;  // hash -> tenant; guarded by mu_
 };
 
 }  // namespace gpupool

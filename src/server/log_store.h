@@ -45,7 +45,7 @@ class LogStore {
   std::string FileOf(JobId job, int32_t replica, int32_t attempt) const;
   std::string dir_;
   mutable std::mutex mu_;
-  std::map<std::tuple<JobId, int32_t, int32_t>, int64_t> sizes_;  // bytes held (files seen or written)
+  std::map<std::tuple<JobId, int32_t, int32_t>, int64_t> sizes_;  // bytes held (files seen or written); guarded by mu_
 };
 
 }  // namespace gpupool

@@ -122,10 +122,10 @@ class CommandNodeProvider {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Action> planned_;  // in seq order
-  std::list<Worker> workers_;
-  int64_t running_ = 0;
-  bool stopping_ = false;
+  std::vector<Action> planned_;  // in seq order; guarded by mu_
+  std::list<Worker> workers_;  // guarded by mu_
+  int64_t running_ = 0;  // guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
 };
 
 }  // namespace gpupool

@@ -104,7 +104,7 @@ class ReadModel {
  private:
   JobRecord* mutable_job(JobId id);
 
-  mutable std::shared_mutex mu_;
+  mutable std::shared_mutex mu_;  // guards every member below; readers lock it shared through mu()
   int64_t last_seq_ = 0;
   std::vector<JobRecord> jobs_;  // index id - 1 (ids are dense from 1); id -1 = never submitted
   std::map<TenantId, std::vector<JobId>> jobs_by_tenant_;

@@ -116,13 +116,11 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
   core->config_ = std::move(*config);
   const Scenario& s = core->config_;
 
-  auto journal = OpenSqliteJournal(options.data_dir);  // creates the directory
-  if (!journal) return std::unexpected(journal.error());
-  core->journal_ = std::move(*journal);
-  auto token = LoadOrCreateAdminToken(options.data_dir, options.admin_token_file);
-  if (!token) return std::unexpected(token.error());
-  core->admin_token_ = *token;
-  core->auth_.SetAdmin(*token);
+  GP_ASSIGN_OR_RETURN(auto journal, OpenSqliteJournal(options.data_dir));  // creates the directory
+  core->journal_ = std::move(journal);
+  GP_ASSIGN_OR_RETURN(auto token, LoadOrCreateAdminToken(options.data_dir, options.admin_token_file));
+  core->admin_token_ = token;
+  core->auth_.SetAdmin(token);
 
   for (const ScenarioPool& p : s.pools) core->names_.pools.push_back(p.name);
   core->names_.priorities = s.priorities;
@@ -145,7 +143,7 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
   // The read model answers GET /v1/regions: the configuration's table until
   // a RegionsSet (replayed, or from the read model's snapshot) replaces it.
   core->read_model_.set_config_regions(s.engine.regions);
-  if (auto ok = core->Recover(); !ok) return std::unexpected(ok.error());
+  GP_TRY(core->Recover());
   return core;
 }
 
@@ -155,41 +153,36 @@ Status ServerCore::Recover() {
   AttributeTable attributes;
   for (const NodeAttributes& c : s.node_classes) node_classes_[c.name] = attributes.AddNodeClass(c);
   for (const Requirement& r : s.requirements) names_.requirements[r.name] = attributes.AddRequirement(r);
-  auto target = DefaultTarget(s);
-  if (!target) return std::unexpected(target.error());
+  GP_ASSIGN_OR_RETURN(auto target, DefaultTarget(s));
 
-  auto snapshot = journal_->LatestSnapshot("engine");
-  if (!snapshot) return std::unexpected(snapshot.error());
+  GP_ASSIGN_OR_RETURN(auto snapshot, journal_->LatestSnapshot("engine"));
   int64_t engine_seq = 0;
-  if (*snapshot) {
-    auto state = DecodeSnapshot((*snapshot)->bytes, s.engine.lending);
+  if (snapshot) {
+    auto state = DecodeSnapshot(snapshot->bytes, s.engine.lending);
     if (!state) {
       return std::unexpected(Error{state.error().code, options_.data_dir + ": engine snapshot at seq " +
-                                                           std::to_string((*snapshot)->seq) + ": " +
+                                                           std::to_string(snapshot->seq) + ": " +
                                                            state.error().message});
     }
-    auto engine = Engine::Restore(s.engine, std::move(*target), std::move(attributes), std::move(*state), WallNow());
-    if (!engine) return std::unexpected(engine.error());
-    engine_ = std::move(*engine);
-    engine_seq = (*snapshot)->seq;
+    GP_ASSIGN_OR_RETURN(
+        auto engine, Engine::Restore(s.engine, std::move(target), std::move(attributes), std::move(*state), WallNow()));
+    engine_ = std::move(engine);
+    engine_seq = snapshot->seq;
     // The scrub orders pending at that snapshot (saved with it).
     agents_->Rebuild(engine_->state());
-    auto scrubs = journal_->Meta("agent_scrubs");
-    if (!scrubs) return std::unexpected(scrubs.error());
-    if (*scrubs) {
-      if (auto ok = agents_->LoadScrubs(**scrubs, engine_->state().cluster.node_count()); !ok) {
+    GP_ASSIGN_OR_RETURN(auto scrubs, journal_->Meta("agent_scrubs"));
+    if (scrubs) {
+      if (auto ok = agents_->LoadScrubs(*scrubs, engine_->state().cluster.node_count()); !ok) {
         return std::unexpected(Error{ok.error().code, options_.data_dir + ": " + ok.error().message});
       }
     }
   } else {
-    auto engine = Engine::Create(s.engine, std::move(*target), std::move(attributes));
-    if (!engine) return std::unexpected(engine.error());
-    engine_ = std::move(*engine);
+    GP_ASSIGN_OR_RETURN(auto engine, Engine::Create(s.engine, std::move(target), std::move(attributes)));
+    engine_ = std::move(engine);
   }
-  auto rm_snapshot = journal_->LatestSnapshot("read-model");
-  if (!rm_snapshot) return std::unexpected(rm_snapshot.error());
-  if (*rm_snapshot) {
-    if (auto ok = read_model_.Decode((*rm_snapshot)->bytes); !ok) {
+  GP_ASSIGN_OR_RETURN(auto rm_snapshot, journal_->LatestSnapshot("read-model"));
+  if (rm_snapshot) {
+    if (auto ok = read_model_.Decode(rm_snapshot->bytes); !ok) {
       return std::unexpected(Error{ok.error().code, options_.data_dir + ": " + ok.error().message});
     }
   }
@@ -218,9 +211,8 @@ Status ServerCore::Recover() {
   });
   if (!read) return read;
   if (!replay_status) return replay_status;
-  auto tokens = journal_->Tokens();
-  if (!tokens) return std::unexpected(tokens.error());
-  for (const TokenRecord& t : *tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
+  GP_ASSIGN_OR_RETURN(auto tokens, journal_->Tokens());
+  for (const TokenRecord& t : tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
 
   // A state that breaks an invariant is never served (e.g. a GPU held twice).
   if (auto ok = CheckInvariants(engine_->state()); !ok) {
@@ -241,11 +233,10 @@ Status ServerCore::Recover() {
                                 " [" + have + "]; pools cannot change once the server has state");
     }
     // So are node classes and requirements: events name them by position.
-    auto names = journal_->Meta("attribute_names");
-    if (!names) return std::unexpected(names.error());
-    if (*names && **names != AttributeNames(s)) {
+    GP_ASSIGN_OR_RETURN(auto names, journal_->Meta("attribute_names"));
+    if (names && *names != AttributeNames(s)) {
       return FailedPrecondition("configuration node_classes and requirements " + AttributeNames(s) +
-                                " differ from those of " + options_.data_dir + " " + **names +
+                                " differ from those of " + options_.data_dir + " " + *names +
                                 "; they cannot change once the server has state");
     }
   }
@@ -279,9 +270,8 @@ Status ServerCore::Bootstrap() {
   if (static_cast<int64_t>(s.tenants.size()) > kMaxUidTenants) {
     return InvalidArgument("tenants: at most " + std::to_string(kMaxUidTenants) + " (each has its own uid range)");
   }
-  auto plan = PlanNodes(s, node_classes_);
-  if (!plan) return std::unexpected(plan.error());
-  if (auto ok = BuildWorld(s, *plan, *engine_, now, sink); !ok) return ok;
+  GP_ASSIGN_OR_RETURN(auto plan, PlanNodes(s, node_classes_));
+  if (auto ok = BuildWorld(s, plan, *engine_, now, sink); !ok) return ok;
   std::vector<std::pair<std::string, std::string>> token_files;  // tenant, token
   for (const ScenarioTenant& t : s.tenants) {
     const std::string token = NewToken();

@@ -199,14 +199,14 @@ class ServerCore {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> queue_;
-  bool stopping_ = false;
+  std::deque<Pending> queue_;  // guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
   std::thread engine_thread_;
 
   std::mutex writer_mu_;
   std::condition_variable writer_cv_;
-  std::deque<WriterItem> writer_queue_;
-  bool writer_stopping_ = false;
+  std::deque<WriterItem> writer_queue_;  // guarded by writer_mu_
+  bool writer_stopping_ = false;  // guarded by writer_mu_
   std::thread writer_thread_;
 
   // Committed groups wait here for the publisher thread, which applies them
@@ -214,8 +214,8 @@ class ServerCore {
   // next group.
   std::mutex publish_mu_;
   std::condition_variable publish_cv_;
-  std::deque<std::deque<WriterItem>> publish_queue_;
-  bool publish_stopping_ = false;
+  std::deque<std::deque<WriterItem>> publish_queue_;  // guarded by publish_mu_
+  bool publish_stopping_ = false;  // guarded by publish_mu_
   std::thread publish_thread_;
 };
 

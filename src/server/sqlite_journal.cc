@@ -221,9 +221,8 @@ Result<std::unique_ptr<Journal>> OpenSqliteJournal(const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return IoError("journal: cannot create " + dir + ": " + ec.message());
   const std::string path = (std::filesystem::path(dir) / "gpupool.db").string();
-  auto w = Open(path);
-  if (!w) return std::unexpected(w.error());
-  sqlite3* writer = *w;
+  GP_ASSIGN_OR_RETURN(auto w, Open(path));
+  sqlite3* writer = w;
   for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
                           "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
                           "CREATE TABLE IF NOT EXISTS events(seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, "

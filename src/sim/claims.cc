@@ -31,31 +31,29 @@ struct ClaimDef {
 };
 
 Result<ClaimResult> RunPriority(const Scenario& s) {
-  auto ours = RunScenario(s, {});
-  if (!ours) return std::unexpected(ours.error());
+  GP_ASSIGN_OR_RETURN(auto ours, RunScenario(s, {}));
   RunOptions fifo;
   fifo.fifo = true;
-  auto base = RunScenario(s, fifo);
-  if (!base) return std::unexpected(base.error());
+  GP_ASSIGN_OR_RETURN(auto base, RunScenario(s, fifo));
   auto cls = [](const SimReport& r, const char* name) {
     auto it = r.by_priority.find(name);
     return it == r.by_priority.end() ? ClassReport{} : it->second;
   };
-  const ClassReport high = cls(*ours, "high"), high_base = cls(*base, "high");
-  const ClassReport low = cls(*ours, "low"), low_base = cls(*base, "low");
+  const ClassReport high = cls(ours, "high"), high_base = cls(base, "high");
+  const ClassReport low = cls(ours, "low"), low_base = cls(base, "low");
   ClaimResult c;
   c.baseline = {{"high_priority_wait_mean_s", Round2(high_base.wait_s.mean)},
                 {"high_priority_wait_p95_s", Round2(high_base.wait_s.p95)},
                 {"low_priority_gpu_hours_completed", Round2(low_base.gpu_hours_completed)},
                 {"low_priority_jobs_completed", low_base.completed},
-                {"gpu_allocation_pct", Round2(base->allocation_pct_mean)}};
-  c.measured = {{"high_priority_wait_reduction_pct", Round2(ReductionPct(high_base.wait_s.mean, high.wait_s.mean))},
-                {"high_priority_wait_p95_reduction_pct", Round2(ReductionPct(high_base.wait_s.p95, high.wait_s.p95))},
-                {"low_priority_throughput_drop_pct",
-                 Round2(ReductionPct(low_base.gpu_hours_completed, low.gpu_hours_completed))},
-                {"high_priority_wait_mean_s", Round2(high.wait_s.mean)},
-                {"low_priority_gpu_hours_completed", Round2(low.gpu_hours_completed)},
-                {"gpu_allocation_pct", Round2(ours->allocation_pct_mean)}};
+                {"gpu_allocation_pct", Round2(base.allocation_pct_mean)}};
+  c.measured = {
+      {"high_priority_wait_reduction_pct", Round2(ReductionPct(high_base.wait_s.mean, high.wait_s.mean))},
+      {"high_priority_wait_p95_reduction_pct", Round2(ReductionPct(high_base.wait_s.p95, high.wait_s.p95))},
+      {"low_priority_throughput_drop_pct", Round2(ReductionPct(low_base.gpu_hours_completed, low.gpu_hours_completed))},
+      {"high_priority_wait_mean_s", Round2(high.wait_s.mean)},
+      {"low_priority_gpu_hours_completed", Round2(low.gpu_hours_completed)},
+      {"gpu_allocation_pct", Round2(ours.allocation_pct_mean)}};
   c.note = "same jobs and seed; baseline submits every job with priority 0 and no deadline (first come, first "
            "served); wait = submit to first start (censored at the horizon); throughput = GPU-hours of "
            "low-priority jobs completed within the horizon";
@@ -66,19 +64,17 @@ Result<ClaimResult> RunLending(const Scenario& s) {
   RunOptions on, off;
   on.lending = true;
   off.lending = false;
-  auto ours = RunScenario(s, on);
-  if (!ours) return std::unexpected(ours.error());
-  auto base = RunScenario(s, off);
-  if (!base) return std::unexpected(base.error());
+  GP_ASSIGN_OR_RETURN(auto ours, RunScenario(s, on));
+  GP_ASSIGN_OR_RETURN(auto base, RunScenario(s, off));
   ClaimResult c;
-  c.baseline = {{"gpu_allocation_pct", Round2(base->allocation_pct_mean)},
-                {"jobs_completed", base->all.completed},
-                {"wait_p95_s", Round2(base->all.wait_s.p95)}};
-  c.measured = {{"utilization_gain_pct", Round2(ours->allocation_pct_mean - base->allocation_pct_mean)},
-                {"gpu_allocation_pct", Round2(ours->allocation_pct_mean)},
-                {"jobs_completed", ours->all.completed},
-                {"wait_p95_s", Round2(ours->all.wait_s.p95)},
-                {"preemptions", ours->preemptions}};
+  c.baseline = {{"gpu_allocation_pct", Round2(base.allocation_pct_mean)},
+                {"jobs_completed", base.all.completed},
+                {"wait_p95_s", Round2(base.all.wait_s.p95)}};
+  c.measured = {{"utilization_gain_pct", Round2(ours.allocation_pct_mean - base.allocation_pct_mean)},
+                {"gpu_allocation_pct", Round2(ours.allocation_pct_mean)},
+                {"jobs_completed", ours.all.completed},
+                {"wait_p95_s", Round2(ours.all.wait_s.p95)},
+                {"preemptions", ours.preemptions}};
   c.note = "same jobs and seed, lending on vs off; utilization = time-weighted GPU allocation; the gain is in "
            "points of allocation";
   return c;
@@ -88,39 +84,35 @@ Result<ClaimResult> RunSharing(const Scenario& s) {
   RunOptions whole, sliced;
   whole.sharing = RunOptions::Sharing::kWholeGpusOnly;
   sliced.sharing = RunOptions::Sharing::kTimeSliceOnly;
-  auto ours = RunScenario(s, {});
-  if (!ours) return std::unexpected(ours.error());
-  auto base = RunScenario(s, whole);
-  if (!base) return std::unexpected(base.error());
-  auto ts = RunScenario(s, sliced);
-  if (!ts) return std::unexpected(ts.error());
+  GP_ASSIGN_OR_RETURN(auto ours, RunScenario(s, {}));
+  GP_ASSIGN_OR_RETURN(auto base, RunScenario(s, whole));
+  GP_ASSIGN_OR_RETURN(auto ts, RunScenario(s, sliced));
   // The other shipped mode table on the same jobs: the trade-off between them.
   Scenario other_table = s;
   other_table.engine.sharing_policy = s.engine.sharing_policy == "seed-002" ? "seed-000" : "seed-002";
-  auto alt = RunScenario(other_table, {});
-  if (!alt) return std::unexpected(alt.error());
+  GP_ASSIGN_OR_RETURN(auto alt, RunScenario(other_table, {}));
   ClaimResult c;
-  c.baseline = {{"gpu_utilization_pct", Round2(base->sharing.gpu_busy_pct_mean)},
-                {"gpu_allocation_pct", Round2(base->allocation_pct_mean)},
-                {"jobs_completed", base->all.completed},
-                {"wait_p50_s", Round2(base->all.wait_s.p50)},
-                {"time_slice_only_interference_slowdown_pct", Round2(ts->sharing.interference_slowdown_pct)},
-                {"time_slice_only_gpu_utilization_pct", Round2(ts->sharing.gpu_busy_pct_mean)}};
-  c.measured = {{"gpu_utilization_pct", Round2(ours->sharing.gpu_busy_pct_mean)},
+  c.baseline = {{"gpu_utilization_pct", Round2(base.sharing.gpu_busy_pct_mean)},
+                {"gpu_allocation_pct", Round2(base.allocation_pct_mean)},
+                {"jobs_completed", base.all.completed},
+                {"wait_p50_s", Round2(base.all.wait_s.p50)},
+                {"time_slice_only_interference_slowdown_pct", Round2(ts.sharing.interference_slowdown_pct)},
+                {"time_slice_only_gpu_utilization_pct", Round2(ts.sharing.gpu_busy_pct_mean)}};
+  c.measured = {{"gpu_utilization_pct", Round2(ours.sharing.gpu_busy_pct_mean)},
                 {"interference_reduction_pct",
-                 Round2(ReductionPct(ts->sharing.interference_slowdown_pct, ours->sharing.interference_slowdown_pct))},
-                {"interference_slowdown_pct", Round2(ours->sharing.interference_slowdown_pct)},
-                {"gpu_allocation_pct", Round2(ours->allocation_pct_mean)},
-                {"jobs_completed", ours->all.completed},
-                {"wait_p50_s", Round2(ours->all.wait_s.p50)},
-                {"mig_setups", ours->sharing.mig_setups},
-                {"mig_recuts", ours->sharing.mig_recuts},
+                 Round2(ReductionPct(ts.sharing.interference_slowdown_pct, ours.sharing.interference_slowdown_pct))},
+                {"interference_slowdown_pct", Round2(ours.sharing.interference_slowdown_pct)},
+                {"gpu_allocation_pct", Round2(ours.allocation_pct_mean)},
+                {"jobs_completed", ours.all.completed},
+                {"wait_p50_s", Round2(ours.all.wait_s.p50)},
+                {"mig_setups", ours.sharing.mig_setups},
+                {"mig_recuts", ours.sharing.mig_recuts},
                 {"mode_table", s.engine.sharing_policy},
-                {"other_table", {{"mode_table", other_table.engine.sharing_policy},
-                                 {"gpu_utilization_pct", Round2(alt->sharing.gpu_busy_pct_mean)},
-                                 {"interference_reduction_pct",
-                                  Round2(ReductionPct(ts->sharing.interference_slowdown_pct,
-                                                      alt->sharing.interference_slowdown_pct))}}}};
+                {"other_table",
+                 {{"mode_table", other_table.engine.sharing_policy},
+                  {"gpu_utilization_pct", Round2(alt.sharing.gpu_busy_pct_mean)},
+                  {"interference_reduction_pct", Round2(ReductionPct(ts.sharing.interference_slowdown_pct,
+                                                                     alt.sharing.interference_slowdown_pct))}}}};
   c.note = "same jobs and seed, four runs: hybrid with the scenario's mode table, whole GPUs only (every share "
            "rounded up to one GPU: the baseline), time-slicing wherever a job shares, and hybrid with the other "
            "shipped table; utilization = time-weighted busy GPUs (sum over GPUs of min(1, the tasks' "
@@ -133,46 +125,43 @@ Result<ClaimResult> RunReclaim(const Scenario& s) {
   RunOptions on, off;
   on.reclaim_idle = true;
   off.reclaim_idle = false;
-  auto ours = RunScenario(s, on);
-  if (!ours) return std::unexpected(ours.error());
-  auto base = RunScenario(s, off);
-  if (!base) return std::unexpected(base.error());
+  GP_ASSIGN_OR_RETURN(auto ours, RunScenario(s, on));
+  GP_ASSIGN_OR_RETURN(auto base, RunScenario(s, off));
   // The same with idleness required for 5 minutes before the notice: fewer
   // reclaims of briefly idle tasks, at the price of a later release.
   Scenario patient = s;
   patient.engine.reclaim.idle_polls =
       std::max<int>(1, static_cast<int>(std::chrono::minutes(5) / s.engine.reclaim.poll));
-  auto slow = RunScenario(patient, on);
-  if (!slow) return std::unexpected(slow.error());
+  GP_ASSIGN_OR_RETURN(auto slow, RunScenario(patient, on));
   auto completed = [](const SimReport& rep) {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [name, t] : rep.by_tenant) j[name] = t.jobs.completed;
     return j;
   };
-  const ReclaimReport& r = ours->reclaim;
+  const ReclaimReport& r = ours.reclaim;
   ClaimResult c;
-  c.baseline = {{"idle_gpu_hours", Round2(base->reclaim.idle_gpu_hours)},
-                {"held_gpu_hours", Round2(base->reclaim.held_gpu_hours)},
-                {"jobs_completed", completed(*base)},
-                {"wait_p50_s", Round2(base->all.wait_s.p50)}};
-  c.measured = {{"reclaim_latency_s", Round2(r.reclaim_latency_s.p50)},
-                {"reclaim_latency_s_p95", Round2(r.reclaim_latency_s.p95)},
-                {"reallocation_latency_s", Round2(r.reallocation_latency_s.p50)},
-                {"reallocation_latency_s_p95", Round2(r.reallocation_latency_s.p95)},
-                {"reallocations", r.reallocation_latency_s.count},
-                {"idle_gpu_time_reduction_pct", Round2(ReductionPct(base->reclaim.idle_gpu_hours, r.idle_gpu_hours))},
-                {"idle_gpu_hours", Round2(r.idle_gpu_hours)},
-                {"idle_reclaims", r.idle_reclaims},
-                {"resumed", r.resumed},
-                {"resume_latency_s_p50", Round2(r.resume_latency_s.p50)},
-                {"jobs_completed", completed(*ours)},
-                {"wait_p50_s", Round2(ours->all.wait_s.p50)},
-                {"idle_for_5m_first",
-                 {{"reclaim_latency_s", Round2(slow->reclaim.reclaim_latency_s.p50)},
-                  {"idle_gpu_time_reduction_pct",
-                   Round2(ReductionPct(base->reclaim.idle_gpu_hours, slow->reclaim.idle_gpu_hours))},
-                  {"idle_reclaims", slow->reclaim.idle_reclaims},
-                  {"jobs_completed", completed(*slow)}}}};
+  c.baseline = {{"idle_gpu_hours", Round2(base.reclaim.idle_gpu_hours)},
+                {"held_gpu_hours", Round2(base.reclaim.held_gpu_hours)},
+                {"jobs_completed", completed(base)},
+                {"wait_p50_s", Round2(base.all.wait_s.p50)}};
+  c.measured = {
+      {"reclaim_latency_s", Round2(r.reclaim_latency_s.p50)},
+      {"reclaim_latency_s_p95", Round2(r.reclaim_latency_s.p95)},
+      {"reallocation_latency_s", Round2(r.reallocation_latency_s.p50)},
+      {"reallocation_latency_s_p95", Round2(r.reallocation_latency_s.p95)},
+      {"reallocations", r.reallocation_latency_s.count},
+      {"idle_gpu_time_reduction_pct", Round2(ReductionPct(base.reclaim.idle_gpu_hours, r.idle_gpu_hours))},
+      {"idle_gpu_hours", Round2(r.idle_gpu_hours)},
+      {"idle_reclaims", r.idle_reclaims},
+      {"resumed", r.resumed},
+      {"resume_latency_s_p50", Round2(r.resume_latency_s.p50)},
+      {"jobs_completed", completed(ours)},
+      {"wait_p50_s", Round2(ours.all.wait_s.p50)},
+      {"idle_for_5m_first",
+       {{"reclaim_latency_s", Round2(slow.reclaim.reclaim_latency_s.p50)},
+        {"idle_gpu_time_reduction_pct", Round2(ReductionPct(base.reclaim.idle_gpu_hours, slow.reclaim.idle_gpu_hours))},
+        {"idle_reclaims", slow.reclaim.idle_reclaims},
+        {"jobs_completed", completed(slow)}}}};
   c.note = "same jobs, seed and duty-cycle series, idle reclamation on vs off; reclaim latency = from the moment "
            "a task's utilization fell below the idle threshold to the release of its GPUs; reallocation latency "
            "= from that release (while jobs waited) to the next task starting on those GPUs, scrub included; "
@@ -183,9 +172,8 @@ Result<ClaimResult> RunReclaim(const Scenario& s) {
 }
 
 Result<ClaimResult> RunRecovery(const Scenario& s) {
-  auto ours = RunScenario(s, {});
-  if (!ours) return std::unexpected(ours.error());
-  const RecoveryReport& r = ours->recovery;
+  GP_ASSIGN_OR_RETURN(auto ours, RunScenario(s, {}));
+  const RecoveryReport& r = ours.recovery;
   ClaimResult c;
   c.baseline = nlohmann::json::object();
   c.measured = {{"replace_latency_s_p99", Round2(r.replace_latency_s.p99)},
@@ -209,10 +197,8 @@ Result<ClaimResult> RunTopology(const Scenario& s) {
   Scenario aware = s, blind = s;
   aware.engine.topology_aware = true;
   blind.engine.topology_aware = false;
-  auto ours = RunScenario(aware, {});
-  if (!ours) return std::unexpected(ours.error());
-  auto base = RunScenario(blind, {});
-  if (!base) return std::unexpected(base.error());
+  GP_ASSIGN_OR_RETURN(auto ours, RunScenario(aware, {}));
+  GP_ASSIGN_OR_RETURN(auto base, RunScenario(blind, {}));
   auto figures = [](const SimReport& r) {
     const TopologyReport& t = r.topology;
     const double placements = static_cast<double>(std::max<int64_t>(1, t.placements));
@@ -228,12 +214,12 @@ Result<ClaimResult> RunTopology(const Scenario& s) {
                           {"gpu_allocation_pct", Round2(r.allocation_pct_mean)}};
   };
   ClaimResult c;
-  c.baseline = figures(*base);
-  c.measured = figures(*ours);
+  c.baseline = figures(base);
+  c.measured = figures(ours);
   c.measured["cross_rack_traffic_reduction_pct"] =
-      Round2(ReductionPct(base->topology.cross_rack_gib_per_step(), ours->topology.cross_rack_gib_per_step()));
+      Round2(ReductionPct(base.topology.cross_rack_gib_per_step(), ours.topology.cross_rack_gib_per_step()));
   c.measured["comm_overhead_reduction_pct"] =
-      Round2(ReductionPct(base->topology.comm_overhead_pct(), ours->topology.comm_overhead_pct()));
+      Round2(ReductionPct(base.topology.comm_overhead_pct(), ours.topology.comm_overhead_pct()));
   c.note = "same jobs and seed, engine.topology aware vs blind; traffic = gradient bytes over links between racks "
            "per training step (ring all-reduce, ordered by rack and node), summed over the run's steps of "
            "data-parallel jobs with 2+ workers; communication overhead = all-reduce time / step time (compute "
@@ -281,14 +267,12 @@ DayNight NodesByDay(const std::vector<std::pair<double, double>>& series, double
 // `skip_h` (cost too: the first hours, while long-lived instances pile up,
 // say nothing about a pool in service).
 Result<nlohmann::json> ScalingFigures(const Scenario& s, double skip_h, nlohmann::json* baseline) {
-  auto ours = RunScenario(s, {});
-  if (!ours) return std::unexpected(ours.error());
+  GP_ASSIGN_OR_RETURN(auto ours, RunScenario(s, {}));
   Scenario reactive = s;
   for (PoolScalingConfig& c : reactive.engine.scaling) c.forecast.enabled = false;
-  auto base_reactive = RunScenario(reactive, {});
-  if (!base_reactive) return std::unexpected(base_reactive.error());
-  const DayNight dn = NodesByDay(ours->scaling.node_series, skip_h);
-  const DayNight dn_reactive = NodesByDay(base_reactive->scaling.node_series, skip_h);
+  GP_ASSIGN_OR_RETURN(auto base_reactive, RunScenario(reactive, {}));
+  const DayNight dn = NodesByDay(ours.scaling.node_series, skip_h);
+  const DayNight dn_reactive = NodesByDay(base_reactive.scaling.node_series, skip_h);
   // Node-hours within the window, from the 5-minute samples of nodes in service.
   auto window_node_hours = [&](const SimReport& r, double* peak) {
     double hours = 0;
@@ -302,8 +286,8 @@ Result<nlohmann::json> ScalingFigures(const Scenario& s, double skip_h, nlohmann
   };
   double peak = 0;
   const double price = s.provider.price_per_node_hour;
-  const double auto_cost = price * window_node_hours(*ours, &peak);
-  const double reactive_cost = price * window_node_hours(*base_reactive, nullptr);
+  const double auto_cost = price * window_node_hours(ours, &peak);
+  const double reactive_cost = price * window_node_hours(base_reactive, nullptr);
   Scenario fixed = s;
   fixed.engine.scaling.clear();
   const int fixed_nodes = static_cast<int>(std::ceil(peak));
@@ -315,57 +299,54 @@ Result<nlohmann::json> ScalingFigures(const Scenario& s, double skip_h, nlohmann
     extra.name_prefix += "-fixed";
     fixed.nodes.push_back(extra);
   }
-  auto base_fixed = RunScenario(fixed, {});
-  if (!base_fixed) return std::unexpected(base_fixed.error());
+  GP_ASSIGN_OR_RETURN(auto base_fixed, RunScenario(fixed, {}));
   const double window_h = std::max(0.0, ToSeconds(s.horizon) / 3600.0 - skip_h);
   const double fixed_cost = price * std::max(fixed_nodes, initial) * window_h;
   auto pct = [](double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; };
   *baseline = {{"fixed_nodes", std::max(fixed_nodes, initial)},
                {"cost", Round2(fixed_cost)},
-               {"queue_wait_p99_s", Round2(base_fixed->all.wait_s.p99)},
-               {"gpu_allocation_pct", Round2(base_fixed->allocation_pct_mean)}};
+               {"queue_wait_p99_s", Round2(base_fixed.all.wait_s.p99)},
+               {"gpu_allocation_pct", Round2(base_fixed.allocation_pct_mean)}};
   return nlohmann::json{
       {"peak_instances_increase_pct", Round2(pct(dn.day_peak - dn.mean, dn.mean))},
       {"night_instances_decrease_pct", Round2(pct(dn.night_low - dn.mean, dn.mean))},
       {"cost_saving_pct", Round2(-ReductionPct(fixed_cost, auto_cost))},
-      {"queue_wait_p99_s", Round2(ours->all.wait_s.p99)},
+      {"queue_wait_p99_s", Round2(ours.all.wait_s.p99)},
       {"nodes_mean", Round2(dn.mean)},
       {"nodes_day_peak_mean", Round2(dn.day_peak)},
       {"nodes_night_low_mean", Round2(dn.night_low)},
       {"days", dn.days},
       {"cost", Round2(auto_cost)},
-      {"scale_outs", ours->scaling.scale_outs},
-      {"drains", ours->scaling.drains},
-      {"warm_starts", ours->scaling.warm_starts},
-      {"drained_jobs", ours->scaling.drained_jobs},
-      {"drained_lost_work_s", Round2(ours->scaling.drained_lost_work_s)},
-      {"jobs", ours->all.submitted},
-      {"gpu_allocation_pct", Round2(ours->allocation_pct_mean)},
+      {"scale_outs", ours.scaling.scale_outs},
+      {"drains", ours.scaling.drains},
+      {"warm_starts", ours.scaling.warm_starts},
+      {"drained_jobs", ours.scaling.drained_jobs},
+      {"drained_lost_work_s", Round2(ours.scaling.drained_lost_work_s)},
+      {"jobs", ours.all.submitted},
+      {"gpu_allocation_pct", Round2(ours.allocation_pct_mean)},
       {"forecast",
-       {{"mae_gpus", Round2(ours->scaling.forecast_mae_gpus)},
-        {"mean_demand_gpus", Round2(ours->scaling.forecast_mean_actual_gpus)},
-        {"mape_pct", Round2(pct(ours->scaling.forecast_mae_gpus, ours->scaling.forecast_mean_actual_gpus))},
-        {"queue_wait_mean_s", Round2(ours->all.wait_s.mean)},
-        {"reactive_only_queue_wait_mean_s", Round2(base_reactive->all.wait_s.mean)},
-        {"reactive_only_queue_wait_p99_s", Round2(base_reactive->all.wait_s.p99)},
+       {{"mae_gpus", Round2(ours.scaling.forecast_mae_gpus)},
+        {"mean_demand_gpus", Round2(ours.scaling.forecast_mean_actual_gpus)},
+        {"mape_pct", Round2(pct(ours.scaling.forecast_mae_gpus, ours.scaling.forecast_mean_actual_gpus))},
+        {"queue_wait_mean_s", Round2(ours.all.wait_s.mean)},
+        {"reactive_only_queue_wait_mean_s", Round2(base_reactive.all.wait_s.mean)},
+        {"reactive_only_queue_wait_p99_s", Round2(base_reactive.all.wait_s.p99)},
         {"reactive_only_cost", Round2(reactive_cost)},
         {"reactive_only_nodes_mean", Round2(dn_reactive.mean)},
-        {"wait_mean_reduction_pct", Round2(ReductionPct(base_reactive->all.wait_s.mean, ours->all.wait_s.mean))}}}};
+        {"wait_mean_reduction_pct", Round2(ReductionPct(base_reactive.all.wait_s.mean, ours.all.wait_s.mean))}}}};
 }
 
 Result<ClaimResult> RunScaling(const Scenario& s) {
   if (s.engine.scaling.empty()) return InvalidArgument("the scenario scales no pool");
   constexpr double kSkipH = 48;  // long-lived instances accumulate first
   ClaimResult c;
-  auto main = ScalingFigures(s, kSkipH, &c.baseline);
-  if (!main) return std::unexpected(main.error());
-  c.measured = std::move(*main);
+  GP_ASSIGN_OR_RETURN(auto main, ScalingFigures(s, kSkipH, &c.baseline));
+  c.measured = std::move(main);
   // The elastic part of the fleet: only instances that live less than a
   // day, arriving as much faster as they live shorter (the same mean load).
   const std::string path = TraceFile(kDlrmTraceFile);
-  auto trace = LoadDlrmTrace(path);
-  if (!trace) return std::unexpected(trace.error());
-  const std::vector<double> all = ServingLifetimes(*trace);
+  GP_ASSIGN_OR_RETURN(auto trace, LoadDlrmTrace(path));
+  const std::vector<double> all = ServingLifetimes(trace);
   double sum_all = 0, sum_short = 0;
   int64_t short_count = 0;
   for (double l : all) {
@@ -388,22 +369,20 @@ Result<ClaimResult> RunScaling(const Scenario& s) {
       if (serving) w.arrivals.rate_per_hour *= faster;
     }
     nlohmann::json elastic_baseline;
-    auto figures = ScalingFigures(elastic, kSkipH, &elastic_baseline);
-    if (!figures) return std::unexpected(figures.error());
-    (*figures)["arrival_rate_factor"] = Round2(faster);
-    (*figures)["baseline"] = elastic_baseline;
+    GP_ASSIGN_OR_RETURN(auto figures, ScalingFigures(elastic, kSkipH, &elastic_baseline));
+    figures["arrival_rate_factor"] = Round2(faster);
+    figures["baseline"] = elastic_baseline;
     // The seeds' thresholds leave a wide band (out above 80%, in below
     // 30%): a pool sized for the afternoon shrinks only when demand falls
     // below 30/80 of it. The same with scale-in below 50%:
     Scenario narrower = elastic;
     for (PoolScalingConfig& c : narrower.engine.scaling) c.rule.in_util = 0.5;
     nlohmann::json narrower_baseline;
-    auto band = ScalingFigures(narrower, kSkipH, &narrower_baseline);
-    if (!band) return std::unexpected(band.error());
-    (*band)["baseline"] = narrower_baseline;
-    (*band).erase("forecast");
-    (*figures)["scale_in_below_50pct"] = std::move(*band);
-    c.measured["short_lived_variant"] = std::move(*figures);
+    GP_ASSIGN_OR_RETURN(auto band, ScalingFigures(narrower, kSkipH, &narrower_baseline));
+    band["baseline"] = narrower_baseline;
+    band.erase("forecast");
+    figures["scale_in_below_50pct"] = std::move(band);
+    c.measured["short_lived_variant"] = std::move(figures);
   }
   c.note = "same jobs and seed, three runs each: autoscaled with the forecast (ours), reactive only (forecast off), "
            "and a fixed pool of the autoscaled run's peak node count (the baseline); figures over the whole days "
@@ -441,12 +420,10 @@ Result<ClaimResult> RunDefrag(const Scenario& s) {
     a.seed = b.seed = a.engine.seed = b.engine.seed = seed;
     a.engine.defrag = true;
     b.engine.defrag = false;
-    auto ours = RunScenario(a, {});
-    if (!ours) return std::unexpected(ours.error());
-    auto base = RunScenario(b, {});
-    if (!base) return std::unexpected(base.error());
-    on.Add(*ours);
-    off.Add(*base);
+    GP_ASSIGN_OR_RETURN(auto ours, RunScenario(a, {}));
+    GP_ASSIGN_OR_RETURN(auto base, RunScenario(b, {}));
+    on.Add(ours);
+    off.Add(base);
   }
   auto figures = [](const Sum& x) {
     return nlohmann::json{{"unallocated_gpu_pct_while_waiting", Round2(x.Mean(x.unallocated))},
@@ -504,22 +481,19 @@ Result<ClaimResult> RunRegion(const Scenario& s) {
         }
       }
     };
-    auto r = RunScenario(x, o);
-    if (!r) return std::unexpected(r.error());
+    GP_ASSIGN_OR_RETURN(auto r, RunScenario(x, o));
     for (const ScenarioPool& pool : x.pools) {
       for (const RegionInfo& info : x.engine.regions.regions) {
         if (pool.regions.size() == 1 && pool.regions[0] == info.name) {
-          out.cost += r->pools.at(pool.name).gpu_hours_used * info.price_per_gpu_hour;
+          out.cost += r.pools.at(pool.name).gpu_hours_used * info.price_per_gpu_hour;
         }
       }
     }
-    out.report = std::move(*r);
+    out.report = std::move(r);
     return out;
   };
-  auto ours = run(RegionPolicy::Kind::kCostAware);
-  if (!ours) return std::unexpected(ours.error());
-  auto base = run(RegionPolicy::Kind::kNearest);
-  if (!base) return std::unexpected(base.error());
+  GP_ASSIGN_OR_RETURN(auto ours, run(RegionPolicy::Kind::kCostAware));
+  GP_ASSIGN_OR_RETURN(auto base, run(RegionPolicy::Kind::kNearest));
   auto figures = [](const Outcome& o) {
     nlohmann::json gpu_hours = nlohmann::json::object();
     for (const auto& [name, p] : o.report.pools) gpu_hours[name] = Round2(p.gpu_hours_used);
@@ -532,9 +506,9 @@ Result<ClaimResult> RunRegion(const Scenario& s) {
                           {"wait_mean_s", Round2(o.report.all.wait_s.mean)}};
   };
   ClaimResult c;
-  c.baseline = figures(*base);
-  c.measured = figures(*ours);
-  c.measured["cost_saving_pct"] = Round2(-ReductionPct(base->cost, ours->cost));
+  c.baseline = figures(base);
+  c.measured = figures(ours);
+  c.measured["cost_saving_pct"] = Round2(-ReductionPct(base.cost, ours.cost));
   c.note = "same jobs and seed; cost-aware (batch to the cheapest region with room, online to the nearest region "
            "within its latency budget) vs nearest-region-only (every job to the region nearest its team's users, "
            "spilling over to the next nearest); cost = GPU-hours allocated per region x its price; an SLO "
@@ -588,9 +562,8 @@ Result<std::vector<ClaimResult>> RunClaims(const std::string& scenarios_dir, con
   std::vector<ClaimResult> out;
   for (const ClaimDef* def : chosen) {
     const std::string path = scenarios_dir + "/claims/" + def->id + ".yaml";
-    auto scenario = LoadScenario(path);
-    if (!scenario) return std::unexpected(scenario.error());
-    auto result = def->run(*scenario);
+    GP_ASSIGN_OR_RETURN(auto scenario, LoadScenario(path));
+    auto result = def->run(scenario);
     ClaimResult c;
     if (!result) {
       // Only a missing trace is a reason to skip; anything else is a failure.

@@ -54,13 +54,12 @@ std::vector<const TracePod*> BuildArrivals(const std::vector<const TracePod*>& s
 Result<FgdRunResult> RunFgdProtocol(const std::vector<NodeSpec>& nodes, const std::vector<TracePod>& pods,
                                     const TargetWorkload& target, const PolicySpec& policy_spec,
                                     const FgdRunOptions& options) {
-  auto policy = BuildPolicy(policy_spec, target.deps());
-  if (!policy) return std::unexpected(policy.error());
+  GP_ASSIGN_OR_RETURN(auto policy, BuildPolicy(policy_spec, target.deps()));
   std::unique_ptr<Scheduler> scheduler;
   auto result = RunFgdProtocolWith(
       nodes, pods, target.frag, options,
       [&](const Cluster& cluster, std::vector<int32_t> ranks, Rng& rng) {
-        scheduler = std::make_unique<Scheduler>(&cluster, &*policy, std::move(ranks), &rng);
+        scheduler = std::make_unique<Scheduler>(&cluster, &policy, std::move(ranks), &rng);
       },
       [&](const Demand& d) { return scheduler->Schedule(d); });
   if (result) result->policy = policy_spec.name;
@@ -74,8 +73,7 @@ Result<FgdRunResult> RunFgdProtocolWith(const std::vector<NodeSpec>& nodes, cons
 
   Cluster cluster;
   for (const NodeSpec& spec : nodes) {
-    auto added = cluster.AddNode(spec);
-    if (!added) return std::unexpected(added.error());
+    GP_ASSIGN_OR_RETURN(auto added, cluster.AddNode(spec));
   }
   if (cluster.gpu_milli_total() == 0) return InvalidArgument("the cluster has no GPUs");
 

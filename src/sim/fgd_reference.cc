@@ -51,9 +51,8 @@ Result<FgdReference> LoadFgdReference(const std::string& path) {
     for (auto [col, out] : {std::pair{c_unalloc, &row.unallocated_pct_at_100},
                             std::pair{c_sd, &row.allocated_pct_sd_at_100},
                             std::pair{c_frag, &row.frag_amount_pct_at_100}}) {
-      auto v = ParseDouble(path, r.line, col + 1, header[col], r.fields[col]);
-      if (!v) return std::unexpected(v.error());
-      *out = *v;
+      GP_ASSIGN_OR_RETURN(auto v, ParseDouble(path, r.line, col + 1, header[col], r.fields[col]));
+      *out = v;
     }
     ref[{std::string(r.fields[c_workload]), std::string(r.fields[c_policy])}] = row;
     return {};

@@ -26,22 +26,6 @@
 namespace gpupool {
 namespace {
 
-// Propagates a failed Status or Result out of the enclosing function.
-#define SCENARIO_TRY(expr)                                      \
-  do {                                                          \
-    if (auto scenario_try_ = (expr); !scenario_try_) {          \
-      return std::unexpected(std::move(scenario_try_.error())); \
-    }                                                           \
-  } while (0)
-
-// Assigns the value of a Result to `lhs`, or propagates its error.
-#define SCENARIO_ASSIGN(lhs, expr)                                                      \
-  do {                                                                                  \
-    auto scenario_assign_ = (expr);                                                     \
-    if (!scenario_assign_) return std::unexpected(std::move(scenario_assign_.error())); \
-    lhs = std::move(*scenario_assign_);                                                 \
-  } while (0)
-
 constexpr int kMaxNodeGroupCount = 1'000'000;
 constexpr double kMaxDurationMs = 1e15;  // ~31,000 years: keeps int64 arithmetic safe
 
@@ -227,7 +211,7 @@ class Parser {
     std::vector<std::string> out;
     for (size_t i = 0; i < n.size(); ++i) {
       std::string s;
-      SCENARIO_ASSIGN(s, String(n[i], Item(path, i)));
+      GP_ASSIGN_OR_RETURN(s, String(n[i], Item(path, i)));
       if (std::find(out.begin(), out.end(), s) != out.end()) return Fail(n[i], Item(path, i), "duplicate '" + s + "'");
       out.push_back(s);
       if (refs) refs->push_back({n[i], Item(path, i)});
@@ -243,7 +227,7 @@ class Parser {
     const YAML::Node* n = f.Find(key);
     if (!n) return {};
     double v = 0;
-    SCENARIO_ASSIGN(v, Number(*n, f.PathOf(key)));
+    GP_ASSIGN_OR_RETURN(v, Number(*n, f.PathOf(key)));
     if (std::string problem = check(v); !problem.empty()) return Fail(*n, f.PathOf(key), problem);
     out = v;
     return {};
@@ -253,7 +237,7 @@ class Parser {
     const YAML::Node* n = f.Find(key);
     if (!n) return {};
     int64_t v = 0;
-    SCENARIO_ASSIGN(v, Integer(*n, f.PathOf(key)));
+    GP_ASSIGN_OR_RETURN(v, Integer(*n, f.PathOf(key)));
     if (std::string problem = check(v); !problem.empty()) return Fail(*n, f.PathOf(key), problem);
     out = static_cast<T>(v);
     return {};
@@ -263,7 +247,7 @@ class Parser {
     const YAML::Node* n = f.Find(key);
     if (!n) return {};
     Duration d{0};
-    SCENARIO_ASSIGN(d, ParseDuration(*n, f.PathOf(key)));
+    GP_ASSIGN_OR_RETURN(d, ParseDuration(*n, f.PathOf(key)));
     if (std::string problem = check(d); !problem.empty()) return Fail(*n, f.PathOf(key), problem);
     out = d;
     return {};
@@ -271,13 +255,13 @@ class Parser {
   Status StringField(const Fields& f, std::string_view key, std::string& out, bool allow_empty = false) const {
     const YAML::Node* n = f.Find(key);
     if (!n) return {};
-    SCENARIO_ASSIGN(out, String(*n, f.PathOf(key), allow_empty));
+    GP_ASSIGN_OR_RETURN(out, String(*n, f.PathOf(key), allow_empty));
     return {};
   }
   Status BoolField(const Fields& f, std::string_view key, bool& out) const {
     const YAML::Node* n = f.Find(key);
     if (!n) return {};
-    SCENARIO_ASSIGN(out, Bool(*n, f.PathOf(key)));
+    GP_ASSIGN_OR_RETURN(out, Bool(*n, f.PathOf(key)));
     return {};
   }
   // Fractional cores or GiB converted to milli-cores or MiB.
@@ -285,7 +269,7 @@ class Parser {
   Status ScaledField(const Fields& f, std::string_view key, int64_t& out, double factor, Check check) const {
     double v = 0;
     bool present = f.Has(key);
-    SCENARIO_TRY(NumberField(f, key, v, check));
+    GP_TRY(NumberField(f, key, v, check));
     if (present) {
       if (v * factor > 9e15) return Fail(*f.Find(key), f.PathOf(key), "too large");
       out = std::llround(v * factor);
@@ -299,7 +283,7 @@ class Parser {
     const YAML::Node* n = f.Find(key);
     if (!n) return {};
     double v = 0;
-    SCENARIO_TRY(NumberField(f, key, v, [](double x) -> std::string {
+    GP_TRY(NumberField(f, key, v, [](double x) -> std::string {
       return x > 0 && x < 1 ? "" : "must be between 0 and 1 (exclusive); use gpus for whole GPUs";
     }));
     const auto m = static_cast<int32_t>(std::llround(v * kMilliPerGpu));
@@ -310,8 +294,7 @@ class Parser {
   // GPU memory in GiB (fractional allowed) converted to MiB.
   Status GpuMemoryField(const Fields& f, std::string_view key, int32_t& mib) const {
     int64_t v = 0;
-    SCENARIO_TRY(
-        ScaledField(f, key, v, 1024, [](double x) -> std::string { return x < 0 ? "must not be negative" : ""; }));
+    GP_TRY(ScaledField(f, key, v, 1024, [](double x) -> std::string { return x < 0 ? "must not be negative" : ""; }));
     if (v > INT32_MAX) return Fail(*f.Find(key), f.PathOf(key), "too large");
     if (f.Has(key)) mib = static_cast<int32_t>(v);
     return {};
@@ -401,30 +384,30 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   if (root.IsNull() || !root.IsDefined()) return Fail(root, "", "empty scenario (expected a map with at least 'name')");
   Fields f;
   if (server_) {
-    SCENARIO_ASSIGN(f, Map(root, "",
-                           {"name", "description", "seed", "engine", "priorities", "node_classes", "requirements",
-                            "cluster", "pools", "tenants", "server", "scaling", "regions"}));
+    GP_ASSIGN_OR_RETURN(f, Map(root, "",
+                               {"name", "description", "seed", "engine", "priorities", "node_classes", "requirements",
+                                "cluster", "pools", "tenants", "server", "scaling", "regions"}));
   } else {
-    SCENARIO_ASSIGN(f, Map(root, "",
-                           {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
-                            "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults", "scaling",
-                            "provider", "regions", "hot_spells"}));
+    GP_ASSIGN_OR_RETURN(f, Map(root, "",
+                               {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
+                                "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults", "scaling",
+                                "provider", "regions", "hot_spells"}));
   }
-  SCENARIO_TRY(Require(f, "name"));
-  SCENARIO_TRY(StringField(f, "name", s.name));
-  SCENARIO_TRY(StringField(f, "description", s.description, /*allow_empty=*/true));
-  SCENARIO_TRY(IntField(f, "seed", s.seed, IntRange(0, INT64_MAX)));
-  SCENARIO_TRY(DurationField(f, "horizon", s.horizon, PositiveDuration));
+  GP_TRY(Require(f, "name"));
+  GP_TRY(StringField(f, "name", s.name));
+  GP_TRY(StringField(f, "description", s.description, /*allow_empty=*/true));
+  GP_TRY(IntField(f, "seed", s.seed, IntRange(0, INT64_MAX)));
+  GP_TRY(DurationField(f, "horizon", s.horizon, PositiveDuration));
   s.engine.seed = s.seed;
-  if (auto* n = f.Find("engine")) SCENARIO_TRY(ParseEngine(*n, "engine", s));
-  if (auto* n = f.Find("priorities")) SCENARIO_TRY(ParsePriorities(*n, "priorities", s));
-  if (auto* n = f.Find("node_classes")) SCENARIO_TRY(ParseNodeClasses(*n, "node_classes", s));
-  if (auto* n = f.Find("requirements")) SCENARIO_TRY(ParseRequirements(*n, "requirements", s));
-  SCENARIO_TRY(Require(f, "pools"));
-  SCENARIO_TRY(ParsePools(*f.Find("pools"), "pools", s));
+  if (auto* n = f.Find("engine")) GP_TRY(ParseEngine(*n, "engine", s));
+  if (auto* n = f.Find("priorities")) GP_TRY(ParsePriorities(*n, "priorities", s));
+  if (auto* n = f.Find("node_classes")) GP_TRY(ParseNodeClasses(*n, "node_classes", s));
+  if (auto* n = f.Find("requirements")) GP_TRY(ParseRequirements(*n, "requirements", s));
+  GP_TRY(Require(f, "pools"));
+  GP_TRY(ParsePools(*f.Find("pools"), "pools", s));
   if (!server_ || f.Has("tenants")) {
-    SCENARIO_TRY(Require(f, "tenants"));
-    SCENARIO_TRY(ParseTenants(*f.Find("tenants"), "tenants", s));
+    GP_TRY(Require(f, "tenants"));
+    GP_TRY(ParseTenants(*f.Find("tenants"), "tenants", s));
   }
   // Pools name their dedicated tenants before the tenants are declared.
   for (size_t p = 0; p < s.pools.size(); ++p) {
@@ -448,15 +431,15 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
     }
   }
   if (!server_ || f.Has("cluster")) {
-    SCENARIO_TRY(Require(f, "cluster"));
-    SCENARIO_TRY(ParseCluster(*f.Find("cluster"), "cluster", s));
-    SCENARIO_TRY(CheckGuarantees(s));
+    GP_TRY(Require(f, "cluster"));
+    GP_TRY(ParseCluster(*f.Find("cluster"), "cluster", s));
+    GP_TRY(CheckGuarantees(s));
   }
   if (server_) {
-    if (auto* n = f.Find("server")) SCENARIO_TRY(ParseServer(*n, "server", s));
-    if (auto* n = f.Find("regions")) SCENARIO_TRY(ParseRegions(*n, "regions", s));
+    if (auto* n = f.Find("server")) GP_TRY(ParseServer(*n, "server", s));
+    if (auto* n = f.Find("regions")) GP_TRY(ParseRegions(*n, "regions", s));
     if (auto* n = f.Find("scaling")) {
-      SCENARIO_TRY(ParseScaling(*n, "scaling", s));
+      GP_TRY(ParseScaling(*n, "scaling", s));
       // Scale-outs are only requests: without a provider nothing would
       // ever create the nodes.
       if (s.server.provider.create.empty()) {
@@ -470,45 +453,45 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
     if (!engine || !(*engine)["heartbeat_timeout"]) s.engine.heartbeat_timeout = 6 * s.engine.reclaim.poll;
     return s;
   }
-  if (auto* n = f.Find("workload")) SCENARIO_TRY(ParseWorkloads(*n, "workload", s));
-  if (auto* n = f.Find("trace")) SCENARIO_TRY(ParseTrace(*n, "trace", s));
-  if (auto* n = f.Find("faults")) SCENARIO_TRY(ParseFaults(*n, "faults", s));
-  if (auto* n = f.Find("hot_spells")) SCENARIO_TRY(ParseHotSpells(*n, "hot_spells", s));
-  if (auto* n = f.Find("scaling")) SCENARIO_TRY(ParseScaling(*n, "scaling", s));
-  if (auto* n = f.Find("provider")) SCENARIO_TRY(ParseProvider(*n, "provider", s));
-  if (auto* n = f.Find("regions")) SCENARIO_TRY(ParseRegions(*n, "regions", s));
+  if (auto* n = f.Find("workload")) GP_TRY(ParseWorkloads(*n, "workload", s));
+  if (auto* n = f.Find("trace")) GP_TRY(ParseTrace(*n, "trace", s));
+  if (auto* n = f.Find("faults")) GP_TRY(ParseFaults(*n, "faults", s));
+  if (auto* n = f.Find("hot_spells")) GP_TRY(ParseHotSpells(*n, "hot_spells", s));
+  if (auto* n = f.Find("scaling")) GP_TRY(ParseScaling(*n, "scaling", s));
+  if (auto* n = f.Find("provider")) GP_TRY(ParseProvider(*n, "provider", s));
+  if (auto* n = f.Find("regions")) GP_TRY(ParseRegions(*n, "regions", s));
   if (s.workloads.empty() && !s.trace) return Fail(root, "", "nothing to run: give a workload or a trace");
   return s;
 }
 
 Status Parser::ParseServer(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path,
-                         {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "provider",
-                          "default_image"}));
+  GP_ASSIGN_OR_RETURN(
+      f,
+      Map(n, path, {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "provider", "default_image"}));
   ServerSettings& c = s.server;
   if (const YAML::Node* i = f.Find("default_image")) {
     // As a job's `image` (src/api/task_request.h, ImageProblem).
-    SCENARIO_TRY(StringField(f, "default_image", c.default_image));
+    GP_TRY(StringField(f, "default_image", c.default_image));
     if (c.default_image != "host" && (c.default_image[0] != '/' || c.default_image.size() > 4096 ||
                                          c.default_image.find('\0') != std::string::npos)) {
       return Fail(*i, f.PathOf("default_image"),
                   "expected \"host\" or an absolute path to an image on the nodes (at most 4096 bytes, without NUL)");
     }
   }
-  SCENARIO_TRY(DurationField(f, "tick", c.tick, PositiveDuration));
-  SCENARIO_TRY(IntField(f, "snapshot_every_events", c.snapshot_every_events, IntRange(1, INT64_MAX)));
-  SCENARIO_TRY(IntField(f, "max_body_bytes", c.max_body_bytes, IntRange(1024, 1 << 30)));
-  SCENARIO_TRY(IntField(f, "http_threads", c.http_threads, IntRange(1, 1024)));
+  GP_TRY(DurationField(f, "tick", c.tick, PositiveDuration));
+  GP_TRY(IntField(f, "snapshot_every_events", c.snapshot_every_events, IntRange(1, INT64_MAX)));
+  GP_TRY(IntField(f, "max_body_bytes", c.max_body_bytes, IntRange(1024, 1 << 30)));
+  GP_TRY(IntField(f, "http_threads", c.http_threads, IntRange(1, 1024)));
   if (const YAML::Node* p = f.Find("provider")) {
     // The command node provider (src/server/node_provider.h).
     Fields pf;
-    SCENARIO_ASSIGN(pf, Map(*p, f.PathOf("provider"), {"create", "delete", "timeout"}));
+    GP_ASSIGN_OR_RETURN(pf, Map(*p, f.PathOf("provider"), {"create", "delete", "timeout"}));
     if (p->IsNull()) return Fail(*p, f.PathOf("provider"), "expected a map with create (and delete, timeout)");
-    SCENARIO_TRY(Require(pf, "create"));
-    SCENARIO_TRY(StringField(pf, "create", c.provider.create));
-    SCENARIO_TRY(StringField(pf, "delete", c.provider.remove));
-    SCENARIO_TRY(DurationField(pf, "timeout", c.provider.timeout, [](Duration d) -> std::string {
+    GP_TRY(Require(pf, "create"));
+    GP_TRY(StringField(pf, "create", c.provider.create));
+    GP_TRY(StringField(pf, "delete", c.provider.remove));
+    GP_TRY(DurationField(pf, "timeout", c.provider.timeout, [](Duration d) -> std::string {
       return d >= std::chrono::seconds(1) ? "" : "must be at least 1s";
     }));
   }
@@ -517,55 +500,54 @@ Status Parser::ParseServer(const YAML::Node& n, const std::string& path, Scenari
 
 Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path,
-                         {"policy", "seed", "tick", "start_latency", "sample_every", "lending", "sharing_policy",
-                          "reclaim", "heartbeat_timeout", "costs", "topology", "defrag", "hotspots", "elastic",
-                          "borrow_between_pools"}));
+  GP_ASSIGN_OR_RETURN(
+      f, Map(n, path,
+             {"policy", "seed", "tick", "start_latency", "sample_every", "lending", "sharing_policy", "reclaim",
+              "heartbeat_timeout", "costs", "topology", "defrag", "hotspots", "elastic", "borrow_between_pools"}));
   if (const YAML::Node* p = f.Find("policy")) {
     std::string name;
-    SCENARIO_ASSIGN(name, String(*p, f.PathOf("policy")));
+    GP_ASSIGN_OR_RETURN(name, String(*p, f.PathOf("policy")));
     if (auto spec = FindPolicy(name); !spec) return Fail(*p, f.PathOf("policy"), spec.error().message);
     s.engine.policy = name;
   }
-  SCENARIO_TRY(IntField(f, "seed", s.engine.seed, IntRange(0, INT64_MAX)));
-  SCENARIO_TRY(DurationField(f, "tick", s.tick, PositiveDuration));
-  SCENARIO_TRY(DurationField(f, "start_latency", s.start_latency, AnyDuration));
-  SCENARIO_TRY(DurationField(f, "sample_every", s.sample_every, PositiveDuration));
+  GP_TRY(IntField(f, "seed", s.engine.seed, IntRange(0, INT64_MAX)));
+  GP_TRY(DurationField(f, "tick", s.tick, PositiveDuration));
+  GP_TRY(DurationField(f, "start_latency", s.start_latency, AnyDuration));
+  GP_TRY(DurationField(f, "sample_every", s.sample_every, PositiveDuration));
   if (const YAML::Node* l = f.Find("lending")) {
     Fields lf;
-    SCENARIO_ASSIGN(lf, Map(*l, f.PathOf("lending"), {"enabled", "window", "threshold", "fraction"}));
+    GP_ASSIGN_OR_RETURN(lf, Map(*l, f.PathOf("lending"), {"enabled", "window", "threshold", "fraction"}));
     LendingConfig& c = s.engine.lending;
-    SCENARIO_TRY(BoolField(lf, "enabled", c.enabled));
-    SCENARIO_TRY(DurationField(lf, "window", c.window, AnyDuration));
-    SCENARIO_TRY(NumberField(lf, "threshold", c.threshold, Fraction01));
-    SCENARIO_TRY(NumberField(lf, "fraction", c.lend_fraction, Fraction01));
+    GP_TRY(BoolField(lf, "enabled", c.enabled));
+    GP_TRY(DurationField(lf, "window", c.window, AnyDuration));
+    GP_TRY(NumberField(lf, "threshold", c.threshold, Fraction01));
+    GP_TRY(NumberField(lf, "fraction", c.lend_fraction, Fraction01));
   }
   if (const YAML::Node* p = f.Find("sharing_policy")) {
     std::string name;
-    SCENARIO_ASSIGN(name, String(*p, f.PathOf("sharing_policy")));
+    GP_ASSIGN_OR_RETURN(name, String(*p, f.PathOf("sharing_policy")));
     if (auto table = FindModePolicy(name); !table) return Fail(*p, f.PathOf("sharing_policy"), table.error().message);
     s.engine.sharing_policy = name;
   }
   if (const YAML::Node* d = f.Find("defrag")) {
     Fields df;
-    SCENARIO_ASSIGN(df, Map(*d, f.PathOf("defrag"),
-                            {"enabled", "every", "trigger_frag_pct", "max_migrations_per_hour", "min_gain_per_cost",
-                             "horizon", "restart_cost"}));
+    GP_ASSIGN_OR_RETURN(df, Map(*d, f.PathOf("defrag"),
+                                {"enabled", "every", "trigger_frag_pct", "max_migrations_per_hour", "min_gain_per_cost",
+                                 "horizon", "restart_cost"}));
     DefragConfig& c = s.engine.defrag_config;
     s.engine.defrag = true;
-    SCENARIO_TRY(BoolField(df, "enabled", s.engine.defrag));
-    SCENARIO_TRY(DurationField(df, "every", s.engine.defrag_every, PositiveDuration));
-    SCENARIO_TRY(NumberField(df, "trigger_frag_pct", c.trigger_frag_pct, [](double v) -> std::string {
-      return v >= 0 && v <= 100 ? "" : "must be between 0 and 100";
-    }));
-    SCENARIO_TRY(IntField(df, "max_migrations_per_hour", c.max_migrations_per_hour, IntRange(0, 100000)));
-    SCENARIO_TRY(NumberField(df, "min_gain_per_cost", c.min_gain_per_cost, NonNegative));
-    SCENARIO_TRY(DurationField(df, "horizon", c.horizon, PositiveDuration));
-    SCENARIO_TRY(DurationField(df, "restart_cost", c.restart_cost, AnyDuration));
+    GP_TRY(BoolField(df, "enabled", s.engine.defrag));
+    GP_TRY(DurationField(df, "every", s.engine.defrag_every, PositiveDuration));
+    GP_TRY(NumberField(df, "trigger_frag_pct", c.trigger_frag_pct,
+                       [](double v) -> std::string { return v >= 0 && v <= 100 ? "" : "must be between 0 and 100"; }));
+    GP_TRY(IntField(df, "max_migrations_per_hour", c.max_migrations_per_hour, IntRange(0, 100000)));
+    GP_TRY(NumberField(df, "min_gain_per_cost", c.min_gain_per_cost, NonNegative));
+    GP_TRY(DurationField(df, "horizon", c.horizon, PositiveDuration));
+    GP_TRY(DurationField(df, "restart_cost", c.restart_cost, AnyDuration));
   }
   if (const YAML::Node* t = f.Find("topology")) {
     std::string mode;
-    SCENARIO_ASSIGN(mode, String(*t, f.PathOf("topology")));
+    GP_ASSIGN_OR_RETURN(mode, String(*t, f.PathOf("topology")));
     if (mode != "aware" && mode != "blind") {
       return Fail(*t, f.PathOf("topology"), "expected 'aware' or 'blind' (got '" + mode + "')");
     }
@@ -573,63 +555,62 @@ Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenari
   }
   if (const YAML::Node* r = f.Find("reclaim")) {
     Fields rf;
-    SCENARIO_ASSIGN(
+    GP_ASSIGN_OR_RETURN(
         rf, Map(*r, f.PathOf("reclaim"), {"idle", "poll", "idle_below_pct", "idle_polls", "grace", "deadlines"}));
     ReclaimConfig& c = s.engine.reclaim;
-    SCENARIO_TRY(BoolField(rf, "idle", c.idle));
-    SCENARIO_TRY(DurationField(rf, "poll", c.poll, PositiveDuration));
-    SCENARIO_TRY(NumberField(rf, "idle_below_pct", c.idle_below_pct, [](double v) -> std::string {
-      return v >= 0 && v <= 100 ? "" : "must be between 0 and 100";
-    }));
-    SCENARIO_TRY(IntField(rf, "idle_polls", c.idle_polls, IntRange(1, INT32_MAX)));
-    SCENARIO_TRY(DurationField(rf, "grace", c.grace, AnyDuration));
-    SCENARIO_TRY(BoolField(rf, "deadlines", c.deadlines));
+    GP_TRY(BoolField(rf, "idle", c.idle));
+    GP_TRY(DurationField(rf, "poll", c.poll, PositiveDuration));
+    GP_TRY(NumberField(rf, "idle_below_pct", c.idle_below_pct,
+                       [](double v) -> std::string { return v >= 0 && v <= 100 ? "" : "must be between 0 and 100"; }));
+    GP_TRY(IntField(rf, "idle_polls", c.idle_polls, IntRange(1, INT32_MAX)));
+    GP_TRY(DurationField(rf, "grace", c.grace, AnyDuration));
+    GP_TRY(BoolField(rf, "deadlines", c.deadlines));
   }
-  SCENARIO_TRY(DurationField(f, "heartbeat_timeout", s.engine.heartbeat_timeout, AnyDuration));
+  GP_TRY(DurationField(f, "heartbeat_timeout", s.engine.heartbeat_timeout, AnyDuration));
   if (const YAML::Node* h = f.Find("hotspots")) {
     Fields hf;
-    SCENARIO_ASSIGN(hf, Map(*h, f.PathOf("hotspots"),
-                            {"enabled", "util_above_pct", "memory_above_pct", "temperature_above_c", "window",
-                             "max_moves", "cooldown"}));
+    GP_ASSIGN_OR_RETURN(hf, Map(*h, f.PathOf("hotspots"),
+                                {"enabled", "util_above_pct", "memory_above_pct", "temperature_above_c", "window",
+                                 "max_moves", "cooldown"}));
     HotspotConfig& c = s.engine.hotspots;
     c.enabled = true;
-    SCENARIO_TRY(BoolField(hf, "enabled", c.enabled));
+    GP_TRY(BoolField(hf, "enabled", c.enabled));
     const auto pct = [](double v) -> std::string { return v >= 0 && v <= 100 ? "" : "must be between 0 and 100 (0: off)"; };
-    SCENARIO_TRY(NumberField(hf, "util_above_pct", c.util_above_pct, pct));
-    SCENARIO_TRY(NumberField(hf, "memory_above_pct", c.memory_above_pct, pct));
-    SCENARIO_TRY(NumberField(hf, "temperature_above_c", c.temperature_above_c, [](double v) -> std::string {
+    GP_TRY(NumberField(hf, "util_above_pct", c.util_above_pct, pct));
+    GP_TRY(NumberField(hf, "memory_above_pct", c.memory_above_pct, pct));
+    GP_TRY(NumberField(hf, "temperature_above_c", c.temperature_above_c, [](double v) -> std::string {
       return v >= 0 && v <= 150 ? "" : "must be between 0 and 150 (0: off)";
     }));
-    SCENARIO_TRY(DurationField(hf, "window", c.window, PositiveDuration));
-    SCENARIO_TRY(IntField(hf, "max_moves", c.max_moves, IntRange(0, 1000)));
-    SCENARIO_TRY(DurationField(hf, "cooldown", c.cooldown, AnyDuration));
+    GP_TRY(DurationField(hf, "window", c.window, PositiveDuration));
+    GP_TRY(IntField(hf, "max_moves", c.max_moves, IntRange(0, 1000)));
+    GP_TRY(DurationField(hf, "cooldown", c.cooldown, AnyDuration));
     if (c.enabled) {
       if (auto ok = CheckHotspotConfig(c); !ok) return Fail(*h, f.PathOf("hotspots"), ok.error().message);
     }
   }
   if (const YAML::Node* e = f.Find("elastic")) {
     Fields ef;
-    SCENARIO_ASSIGN(ef, Map(*e, f.PathOf("elastic"), {"resize_every"}));
-    SCENARIO_TRY(DurationField(ef, "resize_every", s.engine.elastic_resize_every, AnyDuration));
+    GP_ASSIGN_OR_RETURN(ef, Map(*e, f.PathOf("elastic"), {"resize_every"}));
+    GP_TRY(DurationField(ef, "resize_every", s.engine.elastic_resize_every, AnyDuration));
   }
-  SCENARIO_TRY(BoolField(f, "borrow_between_pools", s.engine.borrow_between_pools));
+  GP_TRY(BoolField(f, "borrow_between_pools", s.engine.borrow_between_pools));
   if (const YAML::Node* c = f.Find("costs")) {
     Fields cf;
-    SCENARIO_ASSIGN(cf,
-                    Map(*c, f.PathOf("costs"),
-                        {"time_slice_overhead", "mig_setup", "scrub", "checkpoint_overhead", "links"}));
+    GP_ASSIGN_OR_RETURN(
+        cf, Map(*c, f.PathOf("costs"), {"time_slice_overhead", "mig_setup", "scrub", "checkpoint_overhead", "links"}));
     SharingCosts& k = s.costs;
-    SCENARIO_TRY(NumberField(cf, "time_slice_overhead", k.time_slice_overhead, UpToHalf));
-    SCENARIO_TRY(DurationField(cf, "mig_setup", k.mig_setup, AnyDuration));
-    SCENARIO_TRY(DurationField(cf, "scrub", k.scrub, AnyDuration));
-    SCENARIO_TRY(NumberField(cf, "checkpoint_overhead", k.checkpoint_overhead, UpToHalf));
+    GP_TRY(NumberField(cf, "time_slice_overhead", k.time_slice_overhead, UpToHalf));
+    GP_TRY(DurationField(cf, "mig_setup", k.mig_setup, AnyDuration));
+    GP_TRY(DurationField(cf, "scrub", k.scrub, AnyDuration));
+    GP_TRY(NumberField(cf, "checkpoint_overhead", k.checkpoint_overhead, UpToHalf));
     if (const YAML::Node* l = cf.Find("links")) {
       Fields lf;
-      SCENARIO_ASSIGN(lf, Map(*l, cf.PathOf("links"), {"nvlink_gbps", "pcie_gbps", "intra_rack_gbps", "inter_rack_gbps"}));
-      SCENARIO_TRY(NumberField(lf, "nvlink_gbps", k.links.nvlink_gbps, Positive));
-      SCENARIO_TRY(NumberField(lf, "pcie_gbps", k.links.pcie_gbps, Positive));
-      SCENARIO_TRY(NumberField(lf, "intra_rack_gbps", k.links.intra_rack_gbps, Positive));
-      SCENARIO_TRY(NumberField(lf, "inter_rack_gbps", k.links.inter_rack_gbps, Positive));
+      GP_ASSIGN_OR_RETURN(
+          lf, Map(*l, cf.PathOf("links"), {"nvlink_gbps", "pcie_gbps", "intra_rack_gbps", "inter_rack_gbps"}));
+      GP_TRY(NumberField(lf, "nvlink_gbps", k.links.nvlink_gbps, Positive));
+      GP_TRY(NumberField(lf, "pcie_gbps", k.links.pcie_gbps, Positive));
+      GP_TRY(NumberField(lf, "intra_rack_gbps", k.links.intra_rack_gbps, Positive));
+      GP_TRY(NumberField(lf, "inter_rack_gbps", k.links.inter_rack_gbps, Positive));
     }
   }
   return {};
@@ -637,13 +618,13 @@ Status Parser::ParseEngine(const YAML::Node& n, const std::string& path, Scenari
 
 Status Parser::ParsePriorities(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {}));
+  GP_ASSIGN_OR_RETURN(f, Map(n, path, {}));
   if (f.entries.empty()) return Fail(n, path, "needs at least one priority class");
   s.priorities.clear();
   for (const auto& e : f.entries) {
     if (e.key.empty()) return Fail(e.key_node, path, "a priority class needs a name");
     int32_t v = 0;
-    SCENARIO_TRY(IntField(f, e.key, v, IntRange(INT32_MIN, INT32_MAX)));
+    GP_TRY(IntField(f, e.key, v, IntRange(INT32_MIN, INT32_MAX)));
     s.priorities[e.key] = v;
   }
   return {};
@@ -651,12 +632,12 @@ Status Parser::ParsePriorities(const YAML::Node& n, const std::string& path, Sce
 
 Result<std::vector<EcosystemComponent>> Parser::ParseEcosystem(const YAML::Node& n, const std::string& path) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {}));
+  GP_ASSIGN_OR_RETURN(f, Map(n, path, {}));
   std::vector<EcosystemComponent> out;
   for (const auto& e : f.entries) {
     if (e.key.empty()) return Fail(e.key_node, path, "a component needs a name");
     std::string text;
-    SCENARIO_ASSIGN(text, String(e.value, f.PathOf(e.key)));
+    GP_ASSIGN_OR_RETURN(text, String(e.value, f.PathOf(e.key)));
     auto v = ParseVersion(text);
     if (!v) return Fail(e.value, f.PathOf(e.key), "expected a version MAJOR[.MINOR[.PATCH]] (got '" + text + "')");
     out.push_back({e.key, *v});
@@ -669,16 +650,17 @@ Status Parser::ParseNodeClasses(const YAML::Node& n, const std::string& path, Sc
   if (!n.IsSequence()) return Fail(n, path, "expected a list of node classes");
   for (size_t i = 0; i < n.size(); ++i) {
     Fields f;
-    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"name", "family", "ecosystem", "gpu", "storage", "network"}));
+    GP_ASSIGN_OR_RETURN(f, Map(n[i], Item(path, i), {"name", "family", "ecosystem", "gpu", "storage", "network"}));
     NodeAttributes a;
-    SCENARIO_TRY(Require(f, "name"));
-    SCENARIO_TRY(StringField(f, "name", a.name));
+    GP_TRY(Require(f, "name"));
+    GP_TRY(StringField(f, "name", a.name));
     for (const auto& c : s.node_classes) {
       if (c.name == a.name) return Fail(*f.Find("name"), f.PathOf("name"), "duplicate node class '" + a.name + "'");
     }
-    SCENARIO_TRY(StringField(f, "family", a.family));
-    if (const YAML::Node* e = f.Find("ecosystem"))
-      SCENARIO_ASSIGN(a.ecosystem, ParseEcosystem(*e, f.PathOf("ecosystem")));
+    GP_TRY(StringField(f, "family", a.family));
+    if (const YAML::Node* e = f.Find("ecosystem")) {
+      GP_ASSIGN_OR_RETURN(a.ecosystem, ParseEcosystem(*e, f.PathOf("ecosystem")));
+    }
     struct Sub {
       std::string_view section;
       std::vector<std::pair<std::string_view, double*>> keys;
@@ -702,8 +684,8 @@ Status Parser::ParseNodeClasses(const YAML::Node& n, const std::string& path, Sc
       std::vector<std::string_view> allowed;
       for (const auto& k : sub.keys) allowed.push_back(k.first);
       Fields sf;
-      SCENARIO_ASSIGN(sf, Map(*sn, f.PathOf(sub.section), allowed));
-      for (const auto& [key, out] : sub.keys) SCENARIO_TRY(NumberField(sf, key, *out, NonNegative));
+      GP_ASSIGN_OR_RETURN(sf, Map(*sn, f.PathOf(sub.section), allowed));
+      for (const auto& [key, out] : sub.keys) GP_TRY(NumberField(sf, key, *out, NonNegative));
     }
     s.node_classes.push_back(std::move(a));
   }
@@ -715,26 +697,27 @@ Status Parser::ParseRequirements(const YAML::Node& n, const std::string& path, S
   if (!n.IsSequence()) return Fail(n, path, "expected a list of requirements");
   for (size_t i = 0; i < n.size(); ++i) {
     Fields f;
-    SCENARIO_ASSIGN(
+    GP_ASSIGN_OR_RETURN(
         f, Map(n[i], Item(path, i),
                {"name", "kind", "ecosystem", "min", "max", "min_storage_durability_nines", "preferred_family"}));
     Requirement r;
-    SCENARIO_TRY(Require(f, "name"));
-    SCENARIO_TRY(StringField(f, "name", r.name));
+    GP_TRY(Require(f, "name"));
+    GP_TRY(StringField(f, "name", r.name));
     for (const auto& other : s.requirements) {
       if (other.name == r.name)
         return Fail(*f.Find("name"), f.PathOf("name"), "duplicate requirement '" + r.name + "'");
     }
-    SCENARIO_TRY(KindField(f, r.kind));
-    if (const YAML::Node* e = f.Find("ecosystem"))
-      SCENARIO_ASSIGN(r.ecosystem, ParseEcosystem(*e, f.PathOf("ecosystem")));
+    GP_TRY(KindField(f, r.kind));
+    if (const YAML::Node* e = f.Find("ecosystem")) {
+      GP_ASSIGN_OR_RETURN(r.ecosystem, ParseEcosystem(*e, f.PathOf("ecosystem")));
+    }
     // min: the attributes where more is better; max: the latencies.
     for (const bool max : {false, true}) {
       const char* section = max ? "max" : "min";
       const YAML::Node* sn = f.Find(section);
       if (!sn) continue;
       Fields sf;
-      SCENARIO_ASSIGN(sf, Map(*sn, f.PathOf(section), {}));
+      GP_ASSIGN_OR_RETURN(sf, Map(*sn, f.PathOf(section), {}));
       for (const auto& e : sf.entries) {
         int attr = -1;
         for (int a = 0; a < kAttrCount; ++a) {
@@ -755,11 +738,11 @@ Status Parser::ParseRequirements(const YAML::Node& n, const std::string& path, S
           return Fail(e.key_node, sf.PathOf(e.key),
                       "unknown key '" + e.key + "' (expected one of: " + JoinNames(known) + ")");
         }
-        SCENARIO_TRY(NumberField(sf, e.key, r.minimum[attr], NonNegative));
+        GP_TRY(NumberField(sf, e.key, r.minimum[attr], NonNegative));
       }
     }
-    SCENARIO_TRY(NumberField(f, "min_storage_durability_nines", r.min_storage_durability_nines, NonNegative));
-    SCENARIO_TRY(StringField(f, "preferred_family", r.preferred_family));
+    GP_TRY(NumberField(f, "min_storage_durability_nines", r.min_storage_durability_nines, NonNegative));
+    GP_TRY(StringField(f, "preferred_family", r.preferred_family));
     s.requirements.push_back(std::move(r));
   }
   return {};
@@ -771,16 +754,16 @@ Status Parser::ParsePools(const YAML::Node& n, const std::string& path, Scenario
     return Fail(n, path, "at most " + std::to_string(kMaxPools) + " pools");
   for (size_t i = 0; i < n.size(); ++i) {
     Fields f;
-    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"name", "models", "regions", "dedicated_to", "isolation"}));
+    GP_ASSIGN_OR_RETURN(f, Map(n[i], Item(path, i), {"name", "models", "regions", "dedicated_to", "isolation"}));
     ScenarioPool p;
-    SCENARIO_TRY(Require(f, "name"));
-    SCENARIO_TRY(StringField(f, "name", p.name));
+    GP_TRY(Require(f, "name"));
+    GP_TRY(StringField(f, "name", p.name));
     for (const auto& other : s.pools) {
       if (other.name == p.name) return Fail(*f.Find("name"), f.PathOf("name"), "duplicate pool '" + p.name + "'");
     }
     if (const YAML::Node* m = f.Find("models")) {
       std::vector<Ref> refs;
-      SCENARIO_ASSIGN(p.models, StringList(*m, f.PathOf("models"), &refs));
+      GP_ASSIGN_OR_RETURN(p.models, StringList(*m, f.PathOf("models"), &refs));
       for (const Ref& r : refs) {
         if (!Catalog::Builtin().Find(r.node.Scalar())) {
           return Fail(r.node, r.path,
@@ -788,14 +771,16 @@ Status Parser::ParsePools(const YAML::Node& n, const std::string& path, Scenario
         }
       }
     }
-    if (const YAML::Node* r = f.Find("regions")) SCENARIO_ASSIGN(p.regions, StringList(*r, f.PathOf("regions")));
+    if (const YAML::Node* r = f.Find("regions")) {
+      GP_ASSIGN_OR_RETURN(p.regions, StringList(*r, f.PathOf("regions")));
+    }
     std::vector<Ref> dedicated;
     if (const YAML::Node* d = f.Find("dedicated_to")) {
-      SCENARIO_ASSIGN(p.dedicated_to, StringList(*d, f.PathOf("dedicated_to"), &dedicated));
+      GP_ASSIGN_OR_RETURN(p.dedicated_to, StringList(*d, f.PathOf("dedicated_to"), &dedicated));
     }
     if (const YAML::Node* iso = f.Find("isolation")) {
       std::string v;
-      SCENARIO_TRY(StringField(f, "isolation", v));
+      GP_TRY(StringField(f, "isolation", v));
       if (v != "required" && v != "optional") {
         return Fail(*iso, f.PathOf("isolation"), "unknown isolation '" + v + "' (known: required, optional)");
       }
@@ -811,16 +796,16 @@ Status Parser::ParseTenants(const YAML::Node& n, const std::string& path, Scenar
   if (!n.IsSequence() || n.size() == 0) return Fail(n, path, "expected a list of at least one tenant");
   for (size_t i = 0; i < n.size(); ++i) {
     Fields f;
-    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"name", "quota"}));
+    GP_ASSIGN_OR_RETURN(f, Map(n[i], Item(path, i), {"name", "quota"}));
     ScenarioTenant t;
-    SCENARIO_TRY(Require(f, "name"));
-    SCENARIO_TRY(StringField(f, "name", t.name));
+    GP_TRY(Require(f, "name"));
+    GP_TRY(StringField(f, "name", t.name));
     for (const auto& other : s.tenants) {
       if (other.name == t.name) return Fail(*f.Find("name"), f.PathOf("name"), "duplicate tenant '" + t.name + "'");
     }
     if (const YAML::Node* qn = f.Find("quota")) {
       Fields qf;
-      SCENARIO_ASSIGN(qf, Map(*qn, f.PathOf("quota"), {}));
+      GP_ASSIGN_OR_RETURN(qf, Map(*qn, f.PathOf("quota"), {}));
       for (const auto& e : qf.entries) {
         if (std::none_of(s.pools.begin(), s.pools.end(), [&](const ScenarioPool& p) { return p.name == e.key; })) {
           std::vector<std::string> known;
@@ -828,17 +813,18 @@ Status Parser::ParseTenants(const YAML::Node& n, const std::string& path, Scenar
           return Fail(e.key_node, qf.PathOf(e.key), "unknown pool '" + e.key + "' (known: " + JoinNames(known) + ")");
         }
         Fields pf;
-        SCENARIO_ASSIGN(pf, Map(e.value, qf.PathOf(e.key), {"guaranteed_gpus", "limit_gpus", "weight", "reserved"}));
+        GP_ASSIGN_OR_RETURN(pf,
+                            Map(e.value, qf.PathOf(e.key), {"guaranteed_gpus", "limit_gpus", "weight", "reserved"}));
         ScenarioQuota q;
-        SCENARIO_TRY(NumberField(pf, "guaranteed_gpus", q.guaranteed_gpus, NonNegative));
+        GP_TRY(NumberField(pf, "guaranteed_gpus", q.guaranteed_gpus, NonNegative));
         q.limit_gpus = q.guaranteed_gpus;  // no borrowing unless a limit is given
-        SCENARIO_TRY(NumberField(pf, "limit_gpus", q.limit_gpus, NonNegative));
+        GP_TRY(NumberField(pf, "limit_gpus", q.limit_gpus, NonNegative));
         if (q.limit_gpus < q.guaranteed_gpus) {
           return Fail(*pf.Find("limit_gpus"), pf.PathOf("limit_gpus"),
                       "must be at least guaranteed_gpus (" + std::to_string(q.guaranteed_gpus) + ")");
         }
-        SCENARIO_TRY(NumberField(pf, "weight", q.weight, Positive));
-        SCENARIO_TRY(BoolField(pf, "reserved", q.reserved));
+        GP_TRY(NumberField(pf, "weight", q.weight, Positive));
+        GP_TRY(BoolField(pf, "reserved", q.reserved));
         const YAML::Node* g = pf.Find("guaranteed_gpus");
         quota_refs_.push_back(
             {s.tenants.size(), e.key, g ? Ref{*g, pf.PathOf("guaranteed_gpus")} : Ref{e.value, pf.path}});
@@ -867,12 +853,12 @@ int PoolOf(const Scenario& s, const ScenarioNodeGroup& g) {
 
 Status Parser::ParseCluster(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"nodes", "trace_nodes", "trace_nodes_every"}));
-  SCENARIO_TRY(IntField(f, "trace_nodes_every", s.trace_nodes_every, IntRange(1, 1000000)));
+  GP_ASSIGN_OR_RETURN(f, Map(n, path, {"nodes", "trace_nodes", "trace_nodes_every"}));
+  GP_TRY(IntField(f, "trace_nodes_every", s.trace_nodes_every, IntRange(1, 1000000)));
   if (!f.Has("nodes") && !f.Has("trace_nodes")) return Fail(n, path, "needs nodes or trace_nodes (or both)");
   if (const YAML::Node* t = f.Find("trace_nodes")) {
     std::string p;
-    SCENARIO_ASSIGN(p, String(*t, f.PathOf("trace_nodes")));
+    GP_ASSIGN_OR_RETURN(p, String(*t, f.PathOf("trace_nodes")));
     s.trace_nodes_path = ResolvePath(p);
   }
   if (!f.Has("nodes")) return {};
@@ -881,31 +867,31 @@ Status Parser::ParseCluster(const YAML::Node& n, const std::string& path, Scenar
   if (!nodes.IsSequence() || nodes.size() == 0) return Fail(nodes, npath, "expected a list of at least one node group");
   for (size_t i = 0; i < nodes.size(); ++i) {
     Fields g;
-    SCENARIO_ASSIGN(g, Map(nodes[i], Item(npath, i),
-                           {"count", "model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "racks",
-                            "attributes", "name_prefix"}));
+    GP_ASSIGN_OR_RETURN(g, Map(nodes[i], Item(npath, i),
+                               {"count", "model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "racks",
+                                "attributes", "name_prefix"}));
     ScenarioNodeGroup ng;
-    SCENARIO_TRY(Require(g, "count"));
-    SCENARIO_TRY(IntField(g, "count", ng.count, IntRange(0, kMaxNodeGroupCount)));
-    SCENARIO_TRY(StringField(g, "model", ng.model));
+    GP_TRY(Require(g, "count"));
+    GP_TRY(IntField(g, "count", ng.count, IntRange(0, kMaxNodeGroupCount)));
+    GP_TRY(StringField(g, "model", ng.model));
     if (const YAML::Node* m = g.Find("model"); m && !Catalog::Builtin().Find(ng.model)) {
       return Fail(*m, g.PathOf("model"),
                   "unknown GPU model '" + ng.model + "' (known: " + Catalog::Builtin().Names() + ")");
     }
-    SCENARIO_TRY(IntField(g, "gpus", ng.gpus, IntRange(0, kMaxGpusPerNode)));
+    GP_TRY(IntField(g, "gpus", ng.gpus, IntRange(0, kMaxGpusPerNode)));
     if (ng.gpus > 0 && ng.model.empty()) return Fail(*g.Find("gpus"), g.PathOf("gpus"), "GPUs need a model");
     if (ng.gpus == 0 && !ng.model.empty()) {
       return Fail(*g.Find("model"), g.PathOf("model"), "a model needs gpus (at least 1)");
     }
-    SCENARIO_TRY(Require(g, "cpu_cores"));
-    SCENARIO_TRY(ScaledField(g, "cpu_cores", ng.cpu_milli, 1000, Positive));
-    SCENARIO_TRY(Require(g, "memory_gib"));
-    SCENARIO_TRY(ScaledField(g, "memory_gib", ng.memory_mib, 1024, Positive));
-    SCENARIO_TRY(StringField(g, "region", ng.region));
-    SCENARIO_TRY(StringField(g, "zone", ng.zone));
-    SCENARIO_TRY(IntField(g, "racks", ng.racks, IntRange(1, kMaxNodeGroupCount)));
+    GP_TRY(Require(g, "cpu_cores"));
+    GP_TRY(ScaledField(g, "cpu_cores", ng.cpu_milli, 1000, Positive));
+    GP_TRY(Require(g, "memory_gib"));
+    GP_TRY(ScaledField(g, "memory_gib", ng.memory_mib, 1024, Positive));
+    GP_TRY(StringField(g, "region", ng.region));
+    GP_TRY(StringField(g, "zone", ng.zone));
+    GP_TRY(IntField(g, "racks", ng.racks, IntRange(1, kMaxNodeGroupCount)));
     if (const YAML::Node* a = g.Find("attributes")) {
-      SCENARIO_ASSIGN(ng.attributes, String(*a, g.PathOf("attributes")));
+      GP_ASSIGN_OR_RETURN(ng.attributes, String(*a, g.PathOf("attributes")));
       if (std::none_of(s.node_classes.begin(), s.node_classes.end(),
                        [&](const NodeAttributes& c) { return c.name == ng.attributes; })) {
         std::vector<std::string> known;
@@ -915,7 +901,7 @@ Status Parser::ParseCluster(const YAML::Node& n, const std::string& path, Scenar
       }
     }
     ng.name_prefix = ng.model.empty() ? "cpu" : Lower(ng.model);
-    SCENARIO_TRY(StringField(g, "name_prefix", ng.name_prefix));
+    GP_TRY(StringField(g, "name_prefix", ng.name_prefix));
     for (const auto& other : s.nodes) {
       if (other.name_prefix == ng.name_prefix) {
         const YAML::Node& at = g.Has("name_prefix") ? *g.Find("name_prefix") : g.node;
@@ -959,7 +945,7 @@ Status Parser::KindField(const Fields& f, JobKind& out) const {
   const YAML::Node* k = f.Find("kind");
   if (!k) return {};
   std::string name;
-  SCENARIO_ASSIGN(name, String(*k, f.PathOf("kind")));
+  GP_ASSIGN_OR_RETURN(name, String(*k, f.PathOf("kind")));
   auto kind = JobKindFromName(name);
   if (!kind) {
     return Fail(*k, f.PathOf("kind"),
@@ -976,7 +962,7 @@ Result<std::string> Parser::PriorityField(const Fields& f, const Scenario& s) co
     return Fail(f.node, f.PathOf("priority"), "required (there is no 'normal' class to default to)");
   }
   std::string name;
-  SCENARIO_ASSIGN(name, String(*n, f.PathOf("priority")));
+  GP_ASSIGN_OR_RETURN(name, String(*n, f.PathOf("priority")));
   if (!s.priorities.contains(name)) {
     return Fail(*n, f.PathOf("priority"),
                 "unknown priority class '" + name + "' (known: " + KeysOf(s.priorities) + ")");
@@ -989,10 +975,10 @@ Status Parser::ParseWorkloads(const YAML::Node& n, const std::string& path, Scen
   if (!n.IsSequence()) return Fail(n, path, "expected a list of tenant workloads");
   for (size_t i = 0; i < n.size(); ++i) {
     Fields f;
-    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"tenant", "arrivals", "jobs"}));
+    GP_ASSIGN_OR_RETURN(f, Map(n[i], Item(path, i), {"tenant", "arrivals", "jobs"}));
     TenantWorkload w;
-    SCENARIO_TRY(Require(f, "tenant"));
-    SCENARIO_TRY(StringField(f, "tenant", w.tenant));
+    GP_TRY(Require(f, "tenant"));
+    GP_TRY(StringField(f, "tenant", w.tenant));
     const auto tenant =
         std::find_if(s.tenants.begin(), s.tenants.end(), [&](const ScenarioTenant& t) { return t.name == w.tenant; });
     if (tenant == s.tenants.end()) {
@@ -1001,15 +987,15 @@ Status Parser::ParseWorkloads(const YAML::Node& n, const std::string& path, Scen
       return Fail(*f.Find("tenant"), f.PathOf("tenant"),
                   "unknown tenant '" + w.tenant + "' (known: " + JoinNames(known) + ")");
     }
-    SCENARIO_TRY(Require(f, "arrivals"));
-    SCENARIO_TRY(ParseArrivals(*f.Find("arrivals"), f.PathOf("arrivals"), s, w.arrivals));
-    SCENARIO_TRY(Require(f, "jobs"));
+    GP_TRY(Require(f, "arrivals"));
+    GP_TRY(ParseArrivals(*f.Find("arrivals"), f.PathOf("arrivals"), s, w.arrivals));
+    GP_TRY(Require(f, "jobs"));
     const YAML::Node& jobs = *f.Find("jobs");
     const std::string jpath = f.PathOf("jobs");
     if (!jobs.IsSequence() || jobs.size() == 0) return Fail(jobs, jpath, "expected a list of at least one job");
     for (size_t j = 0; j < jobs.size(); ++j) {
       JobTemplate t;
-      SCENARIO_TRY(ParseJob(jobs[j], Item(jpath, j), s, *tenant, t));
+      GP_TRY(ParseJob(jobs[j], Item(jpath, j), s, *tenant, t));
       for (const auto& other : w.jobs) {
         if (other.name == t.name) {
           return Fail(jobs[j]["name"], Item(jpath, j) + ".name", "duplicate job name '" + t.name + "'");
@@ -1024,10 +1010,10 @@ Status Parser::ParseWorkloads(const YAML::Node& n, const std::string& path, Scen
 
 Status Parser::ParseArrivals(const YAML::Node& n, const std::string& path, const Scenario& s, ArrivalProcess& a) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"process", "rate_per_hour", "amplitude", "peak_hour", "start", "stop"}));
-  SCENARIO_TRY(Require(f, "process"));
+  GP_ASSIGN_OR_RETURN(f, Map(n, path, {"process", "rate_per_hour", "amplitude", "peak_hour", "start", "stop"}));
+  GP_TRY(Require(f, "process"));
   std::string process;
-  SCENARIO_ASSIGN(process, String(*f.Find("process"), f.PathOf("process")));
+  GP_ASSIGN_OR_RETURN(process, String(*f.Find("process"), f.PathOf("process")));
   if (process == "poisson") {
     a.kind = ArrivalProcess::Kind::kPoisson;
     for (const char* key : {"amplitude", "peak_hour"}) {
@@ -1038,14 +1024,14 @@ Status Parser::ParseArrivals(const YAML::Node& n, const std::string& path, const
   } else {
     return Fail(*f.Find("process"), f.PathOf("process"), "unknown process '" + process + "' (known: poisson, diurnal)");
   }
-  SCENARIO_TRY(Require(f, "rate_per_hour"));
-  SCENARIO_TRY(NumberField(f, "rate_per_hour", a.rate_per_hour, Positive));
-  SCENARIO_TRY(NumberField(f, "amplitude", a.amplitude, Fraction01));
-  SCENARIO_TRY(NumberField(f, "peak_hour", a.peak_hour,
-                           [](double v) -> std::string { return v >= 0 && v < 24 ? "" : "must be in [0, 24)"; }));
-  SCENARIO_TRY(DurationField(f, "start", a.start, AnyDuration));
+  GP_TRY(Require(f, "rate_per_hour"));
+  GP_TRY(NumberField(f, "rate_per_hour", a.rate_per_hour, Positive));
+  GP_TRY(NumberField(f, "amplitude", a.amplitude, Fraction01));
+  GP_TRY(NumberField(f, "peak_hour", a.peak_hour,
+                     [](double v) -> std::string { return v >= 0 && v < 24 ? "" : "must be in [0, 24)"; }));
+  GP_TRY(DurationField(f, "start", a.start, AnyDuration));
   a.stop = s.horizon;
-  SCENARIO_TRY(DurationField(f, "stop", a.stop, AnyDuration));
+  GP_TRY(DurationField(f, "stop", a.stop, AnyDuration));
   if (a.stop < a.start) {
     const YAML::Node& at = f.Has("stop") ? *f.Find("stop") : *f.Find("start");
     return Fail(at, f.PathOf(f.Has("stop") ? "stop" : "start"), "must not be before start");
@@ -1056,16 +1042,35 @@ Status Parser::ParseArrivals(const YAML::Node& n, const std::string& path, const
 Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scenario& s, const ScenarioTenant& tenant,
                         JobTemplate& t) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path,
-                         {"name", "weight", "kind", "priority", "gpus", "gpu_fraction", "cpu_cores", "memory_gib",
-                          "replicas", "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline_after",
-                          "pools", "requirement", "duration", "sharing", "gpu_memory_gib", "stages",
-                          "utilization", "model_gib", "step_compute", "max_replicas"}));
-  SCENARIO_TRY(Require(f, "name"));
-  SCENARIO_TRY(StringField(f, "name", t.name));
-  SCENARIO_TRY(NumberField(f, "weight", t.weight, Positive));
-  SCENARIO_TRY(KindField(f, t.kind));
-  SCENARIO_ASSIGN(t.priority, PriorityField(f, s));
+  GP_ASSIGN_OR_RETURN(f, Map(n, path,
+                             {"name",
+                              "weight",
+                              "kind",
+                              "priority",
+                              "gpus",
+                              "gpu_fraction",
+                              "cpu_cores",
+                              "memory_gib",
+                              "replicas",
+                              "checkpointable",
+                              "checkpoint_interval",
+                              "checkpoint_duration",
+                              "deadline_after",
+                              "pools",
+                              "requirement",
+                              "duration",
+                              "sharing",
+                              "gpu_memory_gib",
+                              "stages",
+                              "utilization",
+                              "model_gib",
+                              "step_compute",
+                              "max_replicas"}));
+  GP_TRY(Require(f, "name"));
+  GP_TRY(StringField(f, "name", t.name));
+  GP_TRY(NumberField(f, "weight", t.weight, Positive));
+  GP_TRY(KindField(f, t.kind));
+  GP_ASSIGN_OR_RETURN(t.priority, PriorityField(f, s));
   const YAML::Node* stages = f.Find("stages");
   if (stages) {
     // A pipeline's resources are its stages'; job-level ones would be ignored.
@@ -1079,11 +1084,11 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
     }
     if (t.kind == JobKind::kCpu) return Fail(*stages, f.PathOf("stages"), "a cpu job takes no GPUs");
   }
-  SCENARIO_TRY(IntField(f, "gpus", t.gpus, IntRange(0, kMaxGpusPerNode)));
+  GP_TRY(IntField(f, "gpus", t.gpus, IntRange(0, kMaxGpusPerNode)));
   t.gpu_milli = t.gpus == 0 ? 0 : kMilliPerGpu;
   if (const YAML::Node* fr = f.Find("gpu_fraction")) {
     if (f.Has("gpus")) return Fail(*fr, f.PathOf("gpu_fraction"), "give either gpus or gpu_fraction, not both");
-    SCENARIO_TRY(GpuFractionField(f, "gpu_fraction", t.gpu_milli));
+    GP_TRY(GpuFractionField(f, "gpu_fraction", t.gpu_milli));
     t.gpus = 1;
   }
   if (t.kind == JobKind::kCpu) {  // CPU-only work: no GPUs by default, and asking for some is an error
@@ -1093,8 +1098,8 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
     t.gpus = 0;
     t.gpu_milli = 0;
   }
-  SCENARIO_TRY(ScaledField(f, "cpu_cores", t.cpu_milli, 1000, NonNegative));
-  SCENARIO_TRY(ScaledField(f, "memory_gib", t.memory_mib, 1024, NonNegative));
+  GP_TRY(ScaledField(f, "cpu_cores", t.cpu_milli, 1000, NonNegative));
+  GP_TRY(ScaledField(f, "memory_gib", t.memory_mib, 1024, NonNegative));
   if (const YAML::Node* r = f.Find("replicas")) {
     const std::string rpath = f.PathOf("replicas");
     const auto check = IntRange(1, EngineConfig{}.max_replicas);
@@ -1103,18 +1108,18 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
       if (r->size() == 0) return Fail(*r, rpath, "expected at least one replica count");
       for (size_t i = 0; i < r->size(); ++i) {
         int64_t v = 0;
-        SCENARIO_ASSIGN(v, Integer((*r)[i], Item(rpath, i)));
+        GP_ASSIGN_OR_RETURN(v, Integer((*r)[i], Item(rpath, i)));
         if (std::string problem = check(v); !problem.empty()) return Fail((*r)[i], Item(rpath, i), problem);
         t.replicas.push_back(static_cast<int32_t>(v));
       }
     } else {
       int64_t v = 0;
-      SCENARIO_ASSIGN(v, Integer(*r, rpath));
+      GP_ASSIGN_OR_RETURN(v, Integer(*r, rpath));
       if (std::string problem = check(v); !problem.empty()) return Fail(*r, rpath, problem);
       t.replicas.push_back(static_cast<int32_t>(v));
     }
   }
-  SCENARIO_TRY(IntField(f, "max_replicas", t.max_replicas, IntRange(1, EngineConfig{}.max_replicas)));
+  GP_TRY(IntField(f, "max_replicas", t.max_replicas, IntRange(1, EngineConfig{}.max_replicas)));
   if (const YAML::Node* m = f.Find("max_replicas")) {
     if (stages) return Fail(*m, f.PathOf("max_replicas"), "a pipeline cannot be elastic");
     for (int32_t r : t.replicas) {
@@ -1124,19 +1129,19 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
       }
     }
   }
-  SCENARIO_TRY(BoolField(f, "checkpointable", t.checkpointable));
-  SCENARIO_TRY(DurationField(f, "checkpoint_interval", t.checkpoint_interval, AnyDuration));
-  SCENARIO_TRY(DurationField(f, "checkpoint_duration", t.checkpoint_duration, AnyDuration));
-  SCENARIO_TRY(NumberField(f, "model_gib", t.model_gib, NonNegative));
-  SCENARIO_TRY(DurationField(f, "step_compute", t.step_compute, PositiveDuration));
+  GP_TRY(BoolField(f, "checkpointable", t.checkpointable));
+  GP_TRY(DurationField(f, "checkpoint_interval", t.checkpoint_interval, AnyDuration));
+  GP_TRY(DurationField(f, "checkpoint_duration", t.checkpoint_duration, AnyDuration));
+  GP_TRY(NumberField(f, "model_gib", t.model_gib, NonNegative));
+  GP_TRY(DurationField(f, "step_compute", t.step_compute, PositiveDuration));
   if (f.Has("deadline_after")) {
     Duration d{0};
-    SCENARIO_TRY(DurationField(f, "deadline_after", d, PositiveDuration));
+    GP_TRY(DurationField(f, "deadline_after", d, PositiveDuration));
     t.deadline_after = d;
   }
   if (const YAML::Node* p = f.Find("pools")) {
     std::vector<Ref> refs;
-    SCENARIO_ASSIGN(t.pools, StringList(*p, f.PathOf("pools"), &refs));
+    GP_ASSIGN_OR_RETURN(t.pools, StringList(*p, f.PathOf("pools"), &refs));
     for (const Ref& r : refs) {
       const std::string& name = r.node.Scalar();
       if (std::none_of(s.pools.begin(), s.pools.end(), [&](const ScenarioPool& x) { return x.name == name; })) {
@@ -1150,7 +1155,7 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
     }
   }
   if (const YAML::Node* r = f.Find("requirement")) {
-    SCENARIO_ASSIGN(t.requirement, String(*r, f.PathOf("requirement")));
+    GP_ASSIGN_OR_RETURN(t.requirement, String(*r, f.PathOf("requirement")));
     if (std::none_of(s.requirements.begin(), s.requirements.end(),
                      [&](const Requirement& x) { return x.name == t.requirement; })) {
       std::vector<std::string> known;
@@ -1159,11 +1164,11 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
                   "unknown requirement '" + t.requirement + "' (known: " + JoinNames(known) + ")");
     }
   }
-  if (const YAML::Node* d = f.Find("duration")) SCENARIO_TRY(ParseDurationModel(*d, f.PathOf("duration"), t.duration));
+  if (const YAML::Node* d = f.Find("duration")) GP_TRY(ParseDurationModel(*d, f.PathOf("duration"), t.duration));
   const bool share = t.gpus == 1 && t.gpu_milli < kMilliPerGpu;
   if (const YAML::Node* sh = f.Find("sharing")) {
     const std::string spath = f.PathOf("sharing");
-    SCENARIO_ASSIGN(t.sharing, String(*sh, spath));
+    GP_ASSIGN_OR_RETURN(t.sharing, String(*sh, spath));
     static constexpr std::string_view kModes[] = {"any", "time-slice", "mps", "mig", "auto"};
     if (std::find(std::begin(kModes), std::end(kModes), t.sharing) == std::end(kModes)) {
       return Fail(*sh, spath, "unknown sharing mode '" + t.sharing + "' (known: any, time-slice, mps, mig, auto)");
@@ -1177,16 +1182,16 @@ Status Parser::ParseJob(const YAML::Node& n, const std::string& path, const Scen
     }
   }
   if (const YAML::Node* m = f.Find("gpu_memory_gib")) {
-    SCENARIO_TRY(GpuMemoryField(f, "gpu_memory_gib", t.gpu_memory_mib));
+    GP_TRY(GpuMemoryField(f, "gpu_memory_gib", t.gpu_memory_mib));
     if (t.gpus == 0) return Fail(*m, f.PathOf("gpu_memory_gib"), "the job takes no GPUs");
     if (!share && t.sharing != "auto") {
       return Fail(*m, f.PathOf("gpu_memory_gib"), "only for a share of one GPU (gpu_fraction) or with sharing: auto");
     }
   }
-  if (stages) SCENARIO_TRY(ParseStages(*stages, f.PathOf("stages"), t));
+  if (stages) GP_TRY(ParseStages(*stages, f.PathOf("stages"), t));
   if (const YAML::Node* u = f.Find("utilization")) {
     if (t.gpus == 0) return Fail(*u, f.PathOf("utilization"), "the job takes no GPUs");
-    SCENARIO_TRY(ParseUtilization(*u, f.PathOf("utilization"), t.utilization));
+    GP_TRY(ParseUtilization(*u, f.PathOf("utilization"), t.utilization));
   }
   return {};
 }
@@ -1201,25 +1206,25 @@ Status Parser::ParseStages(const YAML::Node& n, const std::string& path, JobTemp
   }
   for (size_t i = 0; i < n.size(); ++i) {
     Fields f;
-    SCENARIO_ASSIGN(
+    GP_ASSIGN_OR_RETURN(
         f, Map(n[i], Item(path, i), {"name", "gpu_fraction", "gpu_memory_gib", "mode", "cpu_cores", "memory_gib"}));
     StageTemplate st;
-    SCENARIO_TRY(Require(f, "name"));
-    SCENARIO_TRY(StringField(f, "name", st.name));
+    GP_TRY(Require(f, "name"));
+    GP_TRY(StringField(f, "name", st.name));
     for (const auto& other : t.stages) {
       if (other.name == st.name) return Fail(*f.Find("name"), f.PathOf("name"), "duplicate stage '" + st.name + "'");
     }
-    SCENARIO_TRY(Require(f, "gpu_fraction"));
-    SCENARIO_TRY(GpuFractionField(f, "gpu_fraction", st.gpu_milli));
-    SCENARIO_TRY(GpuMemoryField(f, "gpu_memory_gib", st.gpu_memory_mib));
+    GP_TRY(Require(f, "gpu_fraction"));
+    GP_TRY(GpuFractionField(f, "gpu_fraction", st.gpu_milli));
+    GP_TRY(GpuMemoryField(f, "gpu_memory_gib", st.gpu_memory_mib));
     if (const YAML::Node* m = f.Find("mode")) {
-      SCENARIO_ASSIGN(st.mode, String(*m, f.PathOf("mode")));
+      GP_ASSIGN_OR_RETURN(st.mode, String(*m, f.PathOf("mode")));
       if (st.mode != "time-slice" && st.mode != "mps" && st.mode != "mig") {
         return Fail(*m, f.PathOf("mode"), "unknown mode '" + st.mode + "' (known: time-slice, mps, mig)");
       }
     }
-    SCENARIO_TRY(ScaledField(f, "cpu_cores", st.cpu_milli, 1000, NonNegative));
-    SCENARIO_TRY(ScaledField(f, "memory_gib", st.memory_mib, 1024, NonNegative));
+    GP_TRY(ScaledField(f, "cpu_cores", st.cpu_milli, 1000, NonNegative));
+    GP_TRY(ScaledField(f, "memory_gib", st.memory_mib, 1024, NonNegative));
     t.stages.push_back(std::move(st));
   }
   return {};
@@ -1227,7 +1232,7 @@ Status Parser::ParseStages(const YAML::Node& n, const std::string& path, JobTemp
 
 Status Parser::ParseUtilization(const YAML::Node& n, const std::string& path, UtilizationModel& m) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"constant", "bursty", "trace"}));
+  GP_ASSIGN_OR_RETURN(f, Map(n, path, {"constant", "bursty", "trace"}));
   std::string chosen;
   for (const auto& e : f.entries) {
     if (!chosen.empty()) {
@@ -1240,20 +1245,21 @@ Status Parser::ParseUtilization(const YAML::Node& n, const std::string& path, Ut
   m.given = true;
   if (chosen == "constant") {
     m.kind = UtilizationModel::Kind::kConstant;
-    SCENARIO_TRY(NumberField(f, "constant", m.busy, Fraction01));
+    GP_TRY(NumberField(f, "constant", m.busy, Fraction01));
   } else if (chosen == "bursty") {
     m.kind = UtilizationModel::Kind::kBursty;
     Fields bf;
-    SCENARIO_ASSIGN(bf, Map(*f.Find("bursty"), f.PathOf("bursty"), {"busy", "idle", "busy_for", "idle_for", "jitter"}));
-    SCENARIO_TRY(NumberField(bf, "busy", m.busy, Fraction01));
-    SCENARIO_TRY(NumberField(bf, "idle", m.idle, Fraction01));
-    SCENARIO_TRY(DurationField(bf, "busy_for", m.busy_for, PositiveDuration));
-    SCENARIO_TRY(DurationField(bf, "idle_for", m.idle_for, PositiveDuration));
-    SCENARIO_TRY(DurationField(bf, "jitter", m.phase_jitter, AnyDuration));
+    GP_ASSIGN_OR_RETURN(bf,
+                        Map(*f.Find("bursty"), f.PathOf("bursty"), {"busy", "idle", "busy_for", "idle_for", "jitter"}));
+    GP_TRY(NumberField(bf, "busy", m.busy, Fraction01));
+    GP_TRY(NumberField(bf, "idle", m.idle, Fraction01));
+    GP_TRY(DurationField(bf, "busy_for", m.busy_for, PositiveDuration));
+    GP_TRY(DurationField(bf, "idle_for", m.idle_for, PositiveDuration));
+    GP_TRY(DurationField(bf, "jitter", m.phase_jitter, AnyDuration));
   } else {
     m.kind = UtilizationModel::Kind::kTrace;
     std::string name;
-    SCENARIO_ASSIGN(name, String(*f.Find("trace"), f.PathOf("trace")));
+    GP_ASSIGN_OR_RETURN(name, String(*f.Find("trace"), f.PathOf("trace")));
     if (name != "genai")
       return Fail(*f.Find("trace"), f.PathOf("trace"), "unknown utilization trace '" + name + "' (known: genai)");
   }
@@ -1284,10 +1290,10 @@ Status Parser::ParseFaults(const YAML::Node& n, const std::string& path, Scenari
   }
   for (size_t i = 0; i < n.size(); ++i) {
     Fields f;
-    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"node", "at", "down_for"}));
+    GP_ASSIGN_OR_RETURN(f, Map(n[i], Item(path, i), {"node", "at", "down_for"}));
     FaultSpec x;
-    SCENARIO_TRY(Require(f, "node"));
-    SCENARIO_TRY(StringField(f, "node", x.node));
+    GP_TRY(Require(f, "node"));
+    GP_TRY(StringField(f, "node", x.node));
     // With trace_nodes the node names are known only once the trace is read.
     if (s.trace_nodes_path.empty() && !NodeGroupsName(s, x.node)) {
       std::vector<std::string> known;
@@ -1298,9 +1304,9 @@ Status Parser::ParseFaults(const YAML::Node& n, const std::string& path, Scenari
       }
       return Fail(*f.Find("node"), f.PathOf("node"), "unknown node '" + x.node + "' (nodes: " + JoinNames(known) + ")");
     }
-    SCENARIO_TRY(Require(f, "at"));
-    SCENARIO_TRY(DurationField(f, "at", x.at, AnyDuration));
-    SCENARIO_TRY(DurationField(f, "down_for", x.down_for, PositiveDuration));
+    GP_TRY(Require(f, "at"));
+    GP_TRY(DurationField(f, "at", x.at, AnyDuration));
+    GP_TRY(DurationField(f, "down_for", x.down_for, PositiveDuration));
     for (size_t j = 0; j < s.faults.size(); ++j) {
       const FaultSpec& o = s.faults[j];
       if (o.node == x.node && x.at < o.at + o.down_for && o.at < x.at + x.down_for) {
@@ -1321,19 +1327,18 @@ Status Parser::ParseHotSpells(const YAML::Node& n, const std::string& path, Scen
   }
   for (size_t i = 0; i < n.size(); ++i) {
     Fields f;
-    SCENARIO_ASSIGN(f, Map(n[i], Item(path, i), {"node", "at", "for", "temperature_c"}));
+    GP_ASSIGN_OR_RETURN(f, Map(n[i], Item(path, i), {"node", "at", "for", "temperature_c"}));
     HotSpell x;
-    SCENARIO_TRY(Require(f, "node"));
-    SCENARIO_TRY(StringField(f, "node", x.node));
+    GP_TRY(Require(f, "node"));
+    GP_TRY(StringField(f, "node", x.node));
     if (s.trace_nodes_path.empty() && !NodeGroupsName(s, x.node)) {
       return Fail(*f.Find("node"), f.PathOf("node"), "unknown node '" + x.node + "'");
     }
-    SCENARIO_TRY(Require(f, "at"));
-    SCENARIO_TRY(DurationField(f, "at", x.at, AnyDuration));
-    SCENARIO_TRY(DurationField(f, "for", x.hot_for, PositiveDuration));
-    SCENARIO_TRY(NumberField(f, "temperature_c", x.temperature_c, [](double v) -> std::string {
-      return v >= 0 && v <= 150 ? "" : "must be between 0 and 150";
-    }));
+    GP_TRY(Require(f, "at"));
+    GP_TRY(DurationField(f, "at", x.at, AnyDuration));
+    GP_TRY(DurationField(f, "for", x.hot_for, PositiveDuration));
+    GP_TRY(NumberField(f, "temperature_c", x.temperature_c,
+                       [](double v) -> std::string { return v >= 0 && v <= 150 ? "" : "must be between 0 and 150"; }));
     s.hot_spells.push_back(std::move(x));
   }
   return {};
@@ -1341,7 +1346,7 @@ Status Parser::ParseHotSpells(const YAML::Node& n, const std::string& path, Scen
 
 Status Parser::ParseDurationModel(const YAML::Node& n, const std::string& path, DurationModel& m) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"fixed", "lognormal", "philly", "serving_lifetimes", "min", "max"}));
+  GP_ASSIGN_OR_RETURN(f, Map(n, path, {"fixed", "lognormal", "philly", "serving_lifetimes", "min", "max"}));
   const char* chosen = nullptr;
   for (const auto& e : f.entries) {
     if (e.key != "fixed" && e.key != "lognormal" && e.key != "philly" && e.key != "serving_lifetimes") continue;
@@ -1356,32 +1361,32 @@ Status Parser::ParseDurationModel(const YAML::Node& n, const std::string& path, 
   if (!chosen) return Fail(n, path, "needs one of fixed, lognormal, philly, serving_lifetimes");
   if (f.Has("fixed")) {
     m.kind = DurationModel::Kind::kFixed;
-    SCENARIO_TRY(DurationField(f, "fixed", m.fixed, PositiveDuration));
+    GP_TRY(DurationField(f, "fixed", m.fixed, PositiveDuration));
   } else if (const YAML::Node* l = f.Find("lognormal")) {
     m.kind = DurationModel::Kind::kLogNormal;
     Fields lf;
-    SCENARIO_ASSIGN(lf, Map(*l, f.PathOf("lognormal"), {"median", "sigma"}));
-    SCENARIO_TRY(Require(lf, "median"));
+    GP_ASSIGN_OR_RETURN(lf, Map(*l, f.PathOf("lognormal"), {"median", "sigma"}));
+    GP_TRY(Require(lf, "median"));
     Duration median{0};
-    SCENARIO_TRY(DurationField(lf, "median", median, PositiveDuration));
+    GP_TRY(DurationField(lf, "median", median, PositiveDuration));
     m.median_s = ToSeconds(median);
-    SCENARIO_TRY(Require(lf, "sigma"));
-    SCENARIO_TRY(NumberField(lf, "sigma", m.sigma, NonNegative));
+    GP_TRY(Require(lf, "sigma"));
+    GP_TRY(NumberField(lf, "sigma", m.sigma, NonNegative));
   } else {
     const bool philly = f.Has("philly");
     m.kind = philly ? DurationModel::Kind::kPhilly : DurationModel::Kind::kServingLifetimes;
     const char* key = philly ? "philly" : "serving_lifetimes";
     Fields pf;
     if (philly) {
-      SCENARIO_ASSIGN(pf, Map(*f.Find(key), f.PathOf(key), {"scale"}));
+      GP_ASSIGN_OR_RETURN(pf, Map(*f.Find(key), f.PathOf(key), {"scale"}));
     } else {
-      SCENARIO_ASSIGN(pf, Map(*f.Find(key), f.PathOf(key), {"scale", "below"}));
-      SCENARIO_TRY(DurationField(pf, "below", m.below, AnyDuration));
+      GP_ASSIGN_OR_RETURN(pf, Map(*f.Find(key), f.PathOf(key), {"scale", "below"}));
+      GP_TRY(DurationField(pf, "below", m.below, AnyDuration));
     }
-    SCENARIO_TRY(NumberField(pf, "scale", m.scale, Positive));
+    GP_TRY(NumberField(pf, "scale", m.scale, Positive));
   }
-  SCENARIO_TRY(DurationField(f, "min", m.min, AnyDuration));
-  SCENARIO_TRY(DurationField(f, "max", m.max, PositiveDuration));
+  GP_TRY(DurationField(f, "min", m.min, AnyDuration));
+  GP_TRY(DurationField(f, "max", m.max, PositiveDuration));
   if (m.max < m.min) {
     const char* key = f.Has("max") ? "max" : "min";
     return Fail(*f.Find(key), f.PathOf(key), "must not be below min");
@@ -1394,12 +1399,13 @@ Status Parser::ParseScaling(const YAML::Node& n, const std::string& path, Scenar
   for (size_t i = 0; i < n.size(); ++i) {
     const std::string ipath = Item(path, i);
     Fields f;
-    SCENARIO_ASSIGN(f, Map(n[i], ipath,
-                           {"pool", "node", "min_nodes", "max_nodes", "max_step", "scale_out", "scale_in", "cooldown",
-                            "target_utilization", "max_actions_per_hour", "drain_timeout", "forecast", "warm_pool"}));
+    GP_ASSIGN_OR_RETURN(f,
+                        Map(n[i], ipath,
+                            {"pool", "node", "min_nodes", "max_nodes", "max_step", "scale_out", "scale_in", "cooldown",
+                             "target_utilization", "max_actions_per_hour", "drain_timeout", "forecast", "warm_pool"}));
     PoolScalingConfig c;
-    SCENARIO_TRY(Require(f, "pool"));
-    SCENARIO_TRY(StringField(f, "pool", c.pool));
+    GP_TRY(Require(f, "pool"));
+    GP_TRY(StringField(f, "pool", c.pool));
     const auto pool =
         std::find_if(s.pools.begin(), s.pools.end(), [&](const ScenarioPool& p) { return p.name == c.pool; });
     if (pool == s.pools.end()) {
@@ -1410,42 +1416,42 @@ Status Parser::ParseScaling(const YAML::Node& n, const std::string& path, Scenar
     for (const PoolScalingConfig& other : s.engine.scaling) {
       if (other.pool == c.pool) return Fail(*f.Find("pool"), f.PathOf("pool"), "pool '" + c.pool + "' is scaled twice");
     }
-    SCENARIO_TRY(Require(f, "node"));
+    GP_TRY(Require(f, "node"));
     {
       Fields nf;
       const YAML::Node& node = *f.Find("node");
-      SCENARIO_ASSIGN(nf, Map(node, f.PathOf("node"),
-                              {"model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "racks", "attributes",
-                               "name_prefix"}));
+      GP_ASSIGN_OR_RETURN(nf, Map(node, f.PathOf("node"),
+                                  {"model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "racks", "attributes",
+                                   "name_prefix"}));
       NodeTemplate& t = c.node;
       std::string model;
-      SCENARIO_TRY(Require(nf, "model"));
-      SCENARIO_TRY(StringField(nf, "model", model));
+      GP_TRY(Require(nf, "model"));
+      GP_TRY(StringField(nf, "model", model));
       const auto id = Catalog::Builtin().Find(model);
       if (!id) {
         return Fail(*nf.Find("model"), nf.PathOf("model"),
                     "unknown GPU model '" + model + "' (known: " + Catalog::Builtin().Names() + ")");
       }
       t.gpu_model = *id;
-      SCENARIO_TRY(Require(nf, "gpus"));
-      SCENARIO_TRY(IntField(nf, "gpus", t.gpus, IntRange(1, kMaxGpusPerNode)));
-      SCENARIO_TRY(Require(nf, "cpu_cores"));
-      SCENARIO_TRY(ScaledField(nf, "cpu_cores", t.cpu_milli, 1000, Positive));
-      SCENARIO_TRY(Require(nf, "memory_gib"));
-      SCENARIO_TRY(ScaledField(nf, "memory_gib", t.memory_mib, 1024, Positive));
-      SCENARIO_TRY(StringField(nf, "region", t.region));
-      SCENARIO_TRY(StringField(nf, "zone", t.zone));
-      SCENARIO_TRY(IntField(nf, "racks", t.racks, IntRange(1, kMaxNodeGroupCount)));
+      GP_TRY(Require(nf, "gpus"));
+      GP_TRY(IntField(nf, "gpus", t.gpus, IntRange(1, kMaxGpusPerNode)));
+      GP_TRY(Require(nf, "cpu_cores"));
+      GP_TRY(ScaledField(nf, "cpu_cores", t.cpu_milli, 1000, Positive));
+      GP_TRY(Require(nf, "memory_gib"));
+      GP_TRY(ScaledField(nf, "memory_gib", t.memory_mib, 1024, Positive));
+      GP_TRY(StringField(nf, "region", t.region));
+      GP_TRY(StringField(nf, "zone", t.zone));
+      GP_TRY(IntField(nf, "racks", t.racks, IntRange(1, kMaxNodeGroupCount)));
       if (const YAML::Node* a = nf.Find("attributes")) {
         std::string cls;
-        SCENARIO_ASSIGN(cls, String(*a, nf.PathOf("attributes")));
+        GP_ASSIGN_OR_RETURN(cls, String(*a, nf.PathOf("attributes")));
         const auto it = std::find_if(s.node_classes.begin(), s.node_classes.end(),
                                      [&](const NodeAttributes& x) { return x.name == cls; });
         if (it == s.node_classes.end()) return Fail(*a, nf.PathOf("attributes"), "unknown node class '" + cls + "'");
         t.attr_class = static_cast<uint16_t>(it - s.node_classes.begin());
       }
       t.name_prefix = Lower(c.pool) + "-auto";
-      SCENARIO_TRY(StringField(nf, "name_prefix", t.name_prefix));
+      GP_TRY(StringField(nf, "name_prefix", t.name_prefix));
       ScenarioNodeGroup probe;
       probe.model = model;
       probe.region = t.region;
@@ -1455,48 +1461,49 @@ Status Parser::ParseScaling(const YAML::Node& n, const std::string& path, Scenar
       }
     }
     AutoscalerConfig& r = c.rule;
-    SCENARIO_TRY(IntField(f, "min_nodes", r.min_nodes, IntRange(0, kMaxNodeGroupCount)));
-    SCENARIO_TRY(IntField(f, "max_nodes", r.max_nodes, IntRange(1, kMaxNodeGroupCount)));
+    GP_TRY(IntField(f, "min_nodes", r.min_nodes, IntRange(0, kMaxNodeGroupCount)));
+    GP_TRY(IntField(f, "max_nodes", r.max_nodes, IntRange(1, kMaxNodeGroupCount)));
     if (r.max_nodes < r.min_nodes) return Fail(*f.Find("max_nodes"), f.PathOf("max_nodes"), "must not be below min_nodes");
-    SCENARIO_TRY(IntField(f, "max_step", r.max_step, IntRange(1, kMaxNodeGroupCount)));
+    GP_TRY(IntField(f, "max_step", r.max_step, IntRange(1, kMaxNodeGroupCount)));
     if (const YAML::Node* o = f.Find("scale_out")) {
       Fields of;
-      SCENARIO_ASSIGN(of, Map(*o, f.PathOf("scale_out"), {"utilization_above", "for", "queue_over"}));
-      SCENARIO_TRY(NumberField(of, "utilization_above", r.out_util, Fraction01));
-      SCENARIO_TRY(DurationField(of, "for", r.out_for, PositiveDuration));
-      SCENARIO_TRY(IntField(of, "queue_over", r.queue_threshold, IntRange(0, INT64_MAX)));
+      GP_ASSIGN_OR_RETURN(of, Map(*o, f.PathOf("scale_out"), {"utilization_above", "for", "queue_over"}));
+      GP_TRY(NumberField(of, "utilization_above", r.out_util, Fraction01));
+      GP_TRY(DurationField(of, "for", r.out_for, PositiveDuration));
+      GP_TRY(IntField(of, "queue_over", r.queue_threshold, IntRange(0, INT64_MAX)));
     }
     if (const YAML::Node* in = f.Find("scale_in")) {
       Fields inf;
-      SCENARIO_ASSIGN(inf, Map(*in, f.PathOf("scale_in"), {"utilization_below", "for", "safety_window"}));
-      SCENARIO_TRY(NumberField(inf, "utilization_below", r.in_util, Fraction01));
-      SCENARIO_TRY(DurationField(inf, "for", r.in_for, PositiveDuration));
-      SCENARIO_TRY(DurationField(inf, "safety_window", r.safety_window, AnyDuration));
+      GP_ASSIGN_OR_RETURN(inf, Map(*in, f.PathOf("scale_in"), {"utilization_below", "for", "safety_window"}));
+      GP_TRY(NumberField(inf, "utilization_below", r.in_util, Fraction01));
+      GP_TRY(DurationField(inf, "for", r.in_for, PositiveDuration));
+      GP_TRY(DurationField(inf, "safety_window", r.safety_window, AnyDuration));
     }
-    SCENARIO_TRY(DurationField(f, "cooldown", r.cooldown, AnyDuration));
-    SCENARIO_TRY(NumberField(f, "target_utilization", r.target_util, Fraction01));
-    SCENARIO_TRY(IntField(f, "max_actions_per_hour", r.max_actions_per_hour, IntRange(1, 3600)));
-    SCENARIO_TRY(DurationField(f, "drain_timeout", c.drain_timeout, PositiveDuration));
+    GP_TRY(DurationField(f, "cooldown", r.cooldown, AnyDuration));
+    GP_TRY(NumberField(f, "target_utilization", r.target_util, Fraction01));
+    GP_TRY(IntField(f, "max_actions_per_hour", r.max_actions_per_hour, IntRange(1, 3600)));
+    GP_TRY(DurationField(f, "drain_timeout", c.drain_timeout, PositiveDuration));
     if (const YAML::Node* fc = f.Find("forecast")) {
       Fields ff;
-      SCENARIO_ASSIGN(ff, Map(*fc, f.PathOf("forecast"), {"enabled", "ahead", "step", "season", "alpha", "beta", "gamma"}));
+      GP_ASSIGN_OR_RETURN(
+          ff, Map(*fc, f.PathOf("forecast"), {"enabled", "ahead", "step", "season", "alpha", "beta", "gamma"}));
       ForecastConfig& x = c.forecast;
       x.enabled = true;
-      SCENARIO_TRY(BoolField(ff, "enabled", x.enabled));
-      SCENARIO_TRY(DurationField(ff, "ahead", x.ahead, PositiveDuration));
-      SCENARIO_TRY(DurationField(ff, "step", x.step, PositiveDuration));
-      SCENARIO_TRY(DurationField(ff, "season", x.season, PositiveDuration));
-      SCENARIO_TRY(NumberField(ff, "alpha", x.alpha, Fraction01));
-      SCENARIO_TRY(NumberField(ff, "beta", x.beta, Fraction01));
-      SCENARIO_TRY(NumberField(ff, "gamma", x.gamma, Fraction01));
+      GP_TRY(BoolField(ff, "enabled", x.enabled));
+      GP_TRY(DurationField(ff, "ahead", x.ahead, PositiveDuration));
+      GP_TRY(DurationField(ff, "step", x.step, PositiveDuration));
+      GP_TRY(DurationField(ff, "season", x.season, PositiveDuration));
+      GP_TRY(NumberField(ff, "alpha", x.alpha, Fraction01));
+      GP_TRY(NumberField(ff, "beta", x.beta, Fraction01));
+      GP_TRY(NumberField(ff, "gamma", x.gamma, Fraction01));
     }
     if (const YAML::Node* w = f.Find("warm_pool")) {
       Fields wf;
-      SCENARIO_ASSIGN(wf, Map(*w, f.PathOf("warm_pool"), {"enabled", "lookback", "max_nodes"}));
+      GP_ASSIGN_OR_RETURN(wf, Map(*w, f.PathOf("warm_pool"), {"enabled", "lookback", "max_nodes"}));
       c.warm_pool.enabled = true;
-      SCENARIO_TRY(BoolField(wf, "enabled", c.warm_pool.enabled));
-      SCENARIO_TRY(DurationField(wf, "lookback", c.warm_pool.lookback, PositiveDuration));
-      SCENARIO_TRY(IntField(wf, "max_nodes", c.warm_pool.max_nodes, IntRange(0, kMaxNodeGroupCount)));
+      GP_TRY(BoolField(wf, "enabled", c.warm_pool.enabled));
+      GP_TRY(DurationField(wf, "lookback", c.warm_pool.lookback, PositiveDuration));
+      GP_TRY(IntField(wf, "max_nodes", c.warm_pool.max_nodes, IntRange(0, kMaxNodeGroupCount)));
     }
     if (auto ok = CheckScalingConfig(c); !ok) return Fail(n[i], ipath, ok.error().message);
     s.engine.scaling.push_back(std::move(c));
@@ -1506,12 +1513,12 @@ Status Parser::ParseScaling(const YAML::Node& n, const std::string& path, Scenar
 
 Status Parser::ParseRegions(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"policy", "table", "users"}));
+  GP_ASSIGN_OR_RETURN(f, Map(n, path, {"policy", "table", "users"}));
   RegionPolicy& r = s.engine.regions;
   r.kind = RegionPolicy::Kind::kCostAware;
   if (const YAML::Node* p = f.Find("policy")) {
     std::string kind;
-    SCENARIO_ASSIGN(kind, String(*p, f.PathOf("policy")));
+    GP_ASSIGN_OR_RETURN(kind, String(*p, f.PathOf("policy")));
     if (kind == "cost-aware") {
       r.kind = RegionPolicy::Kind::kCostAware;
     } else if (kind == "nearest") {
@@ -1522,27 +1529,27 @@ Status Parser::ParseRegions(const YAML::Node& n, const std::string& path, Scenar
       return Fail(*p, f.PathOf("policy"), "expected 'cost-aware', 'nearest' or 'off' (got '" + kind + "')");
     }
   }
-  SCENARIO_TRY(Require(f, "table"));
+  GP_TRY(Require(f, "table"));
   const YAML::Node& table = *f.Find("table");
   const std::string tpath = f.PathOf("table");
   if (!table.IsSequence() || table.size() == 0) return Fail(table, tpath, "expected a list of regions");
   for (size_t i = 0; i < table.size(); ++i) {
     Fields rf;
-    SCENARIO_ASSIGN(rf, Map(table[i], Item(tpath, i), {"name", "price_per_gpu_hour", "latency_ms"}));
+    GP_ASSIGN_OR_RETURN(rf, Map(table[i], Item(tpath, i), {"name", "price_per_gpu_hour", "latency_ms"}));
     RegionInfo info;
-    SCENARIO_TRY(Require(rf, "name"));
-    SCENARIO_TRY(StringField(rf, "name", info.name));
+    GP_TRY(Require(rf, "name"));
+    GP_TRY(StringField(rf, "name", info.name));
     for (const RegionInfo& other : r.regions) {
       if (other.name == info.name) return Fail(*rf.Find("name"), rf.PathOf("name"), "region '" + info.name + "' listed twice");
     }
-    SCENARIO_TRY(Require(rf, "price_per_gpu_hour"));
-    SCENARIO_TRY(NumberField(rf, "price_per_gpu_hour", info.price_per_gpu_hour, NonNegative));
+    GP_TRY(Require(rf, "price_per_gpu_hour"));
+    GP_TRY(NumberField(rf, "price_per_gpu_hour", info.price_per_gpu_hour, NonNegative));
     if (const YAML::Node* l = rf.Find("latency_ms")) {
       Fields lf;
-      SCENARIO_ASSIGN(lf, Map(*l, rf.PathOf("latency_ms"), {}));
+      GP_ASSIGN_OR_RETURN(lf, Map(*l, rf.PathOf("latency_ms"), {}));
       for (const auto& e : lf.entries) {
         double ms = 0;
-        SCENARIO_TRY(NumberField(lf, e.key, ms, NonNegative));
+        GP_TRY(NumberField(lf, e.key, ms, NonNegative));
         info.latency_ms[e.key] = ms;
       }
     }
@@ -1553,17 +1560,17 @@ Status Parser::ParseRegions(const YAML::Node& n, const std::string& path, Scenar
     if (!u->IsSequence()) return Fail(*u, upath, "expected a list of tenants' user locations");
     for (size_t i = 0; i < u->size(); ++i) {
       Fields uf;
-      SCENARIO_ASSIGN(uf, Map((*u)[i], Item(upath, i), {"tenant", "at", "latency_budget_ms"}));
+      GP_ASSIGN_OR_RETURN(uf, Map((*u)[i], Item(upath, i), {"tenant", "at", "latency_budget_ms"}));
       TenantUsers users;
-      SCENARIO_TRY(Require(uf, "tenant"));
-      SCENARIO_TRY(StringField(uf, "tenant", users.tenant));
+      GP_TRY(Require(uf, "tenant"));
+      GP_TRY(StringField(uf, "tenant", users.tenant));
       // A server's tenants may also be created later through its API.
       if (!server_ && std::none_of(s.tenants.begin(), s.tenants.end(), [&](const ScenarioTenant& t) { return t.name == users.tenant; })) {
         return Fail(*uf.Find("tenant"), uf.PathOf("tenant"), "unknown tenant '" + users.tenant + "'");
       }
-      SCENARIO_TRY(Require(uf, "at"));
-      SCENARIO_TRY(StringField(uf, "at", users.location));
-      SCENARIO_TRY(NumberField(uf, "latency_budget_ms", users.latency_budget_ms, NonNegative));
+      GP_TRY(Require(uf, "at"));
+      GP_TRY(StringField(uf, "at", users.location));
+      GP_TRY(NumberField(uf, "latency_budget_ms", users.latency_budget_ms, NonNegative));
       r.users.push_back(std::move(users));
     }
   }
@@ -1572,43 +1579,43 @@ Status Parser::ParseRegions(const YAML::Node& n, const std::string& path, Scenar
 
 Status Parser::ParseProvider(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path, {"cold_start", "warm_start", "price_per_node_hour", "warm_price_fraction"}));
+  GP_ASSIGN_OR_RETURN(f, Map(n, path, {"cold_start", "warm_start", "price_per_node_hour", "warm_price_fraction"}));
   ProviderModel& p = s.provider;
-  SCENARIO_TRY(DurationField(f, "cold_start", p.cold_start, AnyDuration));
-  SCENARIO_TRY(DurationField(f, "warm_start", p.warm_start, AnyDuration));
-  SCENARIO_TRY(NumberField(f, "price_per_node_hour", p.price_per_node_hour, NonNegative));
-  SCENARIO_TRY(NumberField(f, "warm_price_fraction", p.warm_price_fraction, Fraction01));
+  GP_TRY(DurationField(f, "cold_start", p.cold_start, AnyDuration));
+  GP_TRY(DurationField(f, "warm_start", p.warm_start, AnyDuration));
+  GP_TRY(NumberField(f, "price_per_node_hour", p.price_per_node_hour, NonNegative));
+  GP_TRY(NumberField(f, "warm_price_fraction", p.warm_price_fraction, Fraction01));
   return {};
 }
 
 Status Parser::ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const {
   Fields f;
-  SCENARIO_ASSIGN(f, Map(n, path,
-                         {"pods", "tenant", "priority", "limit", "arrival_speedup", "checkpointable",
-                          "checkpoint_duration", "skip"}));
+  GP_ASSIGN_OR_RETURN(f, Map(n, path,
+                             {"pods", "tenant", "priority", "limit", "arrival_speedup", "checkpointable",
+                              "checkpoint_duration", "skip"}));
   TraceWorkload t;
-  SCENARIO_TRY(Require(f, "pods"));
+  GP_TRY(Require(f, "pods"));
   std::string pods;
-  SCENARIO_ASSIGN(pods, String(*f.Find("pods"), f.PathOf("pods")));
+  GP_ASSIGN_OR_RETURN(pods, String(*f.Find("pods"), f.PathOf("pods")));
   t.pods_path = ResolvePath(pods);
-  SCENARIO_TRY(Require(f, "tenant"));
-  SCENARIO_TRY(StringField(f, "tenant", t.tenant));
+  GP_TRY(Require(f, "tenant"));
+  GP_TRY(StringField(f, "tenant", t.tenant));
   if (std::none_of(s.tenants.begin(), s.tenants.end(), [&](const ScenarioTenant& x) { return x.name == t.tenant; })) {
     std::vector<std::string> known;
     for (const auto& x : s.tenants) known.push_back(x.name);
     return Fail(*f.Find("tenant"), f.PathOf("tenant"),
                 "unknown tenant '" + t.tenant + "' (known: " + JoinNames(known) + ")");
   }
-  SCENARIO_ASSIGN(t.priority, PriorityField(f, s));
+  GP_ASSIGN_OR_RETURN(t.priority, PriorityField(f, s));
   if (f.Has("limit")) {
     int limit = 0;
-    SCENARIO_TRY(IntField(f, "limit", limit, IntRange(1, INT32_MAX)));
+    GP_TRY(IntField(f, "limit", limit, IntRange(1, INT32_MAX)));
     t.limit = limit;
   }
-  SCENARIO_TRY(NumberField(f, "arrival_speedup", t.arrival_speedup, Positive));
-  SCENARIO_TRY(DurationField(f, "skip", t.skip, AnyDuration));
-  SCENARIO_TRY(BoolField(f, "checkpointable", t.checkpointable));
-  SCENARIO_TRY(DurationField(f, "checkpoint_duration", t.checkpoint_duration, AnyDuration));
+  GP_TRY(NumberField(f, "arrival_speedup", t.arrival_speedup, Positive));
+  GP_TRY(DurationField(f, "skip", t.skip, AnyDuration));
+  GP_TRY(BoolField(f, "checkpointable", t.checkpointable));
+  GP_TRY(DurationField(f, "checkpoint_duration", t.checkpoint_duration, AnyDuration));
   s.trace = std::move(t);
   return {};
 }

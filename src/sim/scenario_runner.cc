@@ -17,10 +17,9 @@ namespace gpupool {
 Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::string, uint16_t>& classes) {
   std::vector<NodePlan> plan;
   if (!s.trace_nodes_path.empty()) {
-    auto nodes = LoadOpenbNodesFile(s.trace_nodes_path, Catalog::Builtin());
-    if (!nodes) return std::unexpected(nodes.error());
-    for (size_t i = 0; i < nodes->size(); i += static_cast<size_t>(s.trace_nodes_every)) {
-      plan.push_back({std::move((*nodes)[i]), "region-1", "zone-1", "rack-1"});
+    GP_ASSIGN_OR_RETURN(auto nodes, LoadOpenbNodesFile(s.trace_nodes_path, Catalog::Builtin()));
+    for (size_t i = 0; i < nodes.size(); i += static_cast<size_t>(s.trace_nodes_every)) {
+      plan.push_back({std::move(nodes[i]), "region-1", "zone-1", "rack-1"});
     }
   }
   for (const ScenarioNodeGroup& g : s.nodes) {
@@ -43,9 +42,8 @@ Status BuildWorld(const Scenario& s, const std::vector<NodePlan>& nodes, Engine&
                   const Engine::Sink& sink) {
   std::map<std::string, TenantId> tenants;
   for (const ScenarioTenant& t : s.tenants) {
-    auto id = e.AddTenant(t.name, now, sink);
-    if (!id) return std::unexpected(id.error());
-    tenants[t.name] = *id;
+    GP_ASSIGN_OR_RETURN(auto id, e.AddTenant(t.name, now, sink));
+    tenants[t.name] = id;
   }
   std::map<std::string, PoolId> pools;
   for (const ScenarioPool& p : s.pools) {
@@ -57,12 +55,11 @@ Status BuildWorld(const Scenario& s, const std::vector<NodePlan>& nodes, Engine&
     sel.regions = p.regions;
     std::vector<TenantId> dedicated;
     for (const std::string& t : p.dedicated_to) dedicated.push_back(tenants.at(t));
-    auto id = e.AddPool(p.name, sel, dedicated, now, sink);
-    if (!id) return std::unexpected(id.error());
-    pools[p.name] = *id;
+    GP_ASSIGN_OR_RETURN(auto id, e.AddPool(p.name, sel, dedicated, now, sink));
+    pools[p.name] = id;
   }
   for (const NodePlan& n : nodes) {
-    if (auto ok = e.AddNode(n.spec, n.region, n.zone, n.rack, now, sink); !ok) return std::unexpected(ok.error());
+    GP_TRY(e.AddNode(n.spec, n.region, n.zone, n.rack, now, sink));
   }
   for (const ScenarioTenant& t : s.tenants) {
     for (const auto& [pool, q] : t.quota) {
@@ -137,9 +134,8 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
                                 std::string(kRuntimeTraceFile) +
                                 "), which are not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
     }
-    auto loaded = LoadRuntimeSamples(path);
-    if (!loaded) return std::unexpected(loaded.error());
-    runtimes = std::move(*loaded);
+    GP_ASSIGN_OR_RETURN(auto loaded, LoadRuntimeSamples(path));
+    runtimes = std::move(loaded);
   }
   std::vector<std::vector<double>> duty_cycles;
   if (WantsDutyCycles(s)) {
@@ -149,9 +145,8 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
                                 std::string(kGpuDutyCycleTraceFile) +
                                 "), which are not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
     }
-    auto loaded = LoadDutyCycles(path);
-    if (!loaded) return std::unexpected(loaded.error());
-    duty_cycles = std::move(*loaded);
+    GP_ASSIGN_OR_RETURN(auto loaded, LoadDutyCycles(path));
+    duty_cycles = std::move(loaded);
   }
   std::vector<double> lifetimes;
   if (WantsServingLifetimes(s)) {
@@ -161,18 +156,16 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
                                 std::string(kDlrmTraceFile) +
                                 "), which are not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
     }
-    auto loaded = LoadDlrmTrace(path);
-    if (!loaded) return std::unexpected(loaded.error());
-    lifetimes = ServingLifetimes(*loaded);
+    GP_ASSIGN_OR_RETURN(auto loaded, LoadDlrmTrace(path));
+    lifetimes = ServingLifetimes(loaded);
   }
-  auto generated = GenerateJobs(s, ids, runtimes.empty() ? nullptr : &runtimes, s.seed,
-                                duty_cycles.empty() ? nullptr : &duty_cycles, lifetimes.empty() ? nullptr : &lifetimes);
-  if (!generated) return std::unexpected(generated.error());
-  std::vector<SimJob> jobs = std::move(*generated);
+  GP_ASSIGN_OR_RETURN(auto generated, GenerateJobs(s, ids, runtimes.empty() ? nullptr : &runtimes, s.seed,
+                                                   duty_cycles.empty() ? nullptr : &duty_cycles,
+                                                   lifetimes.empty() ? nullptr : &lifetimes));
+  std::vector<SimJob> jobs = std::move(generated);
   if (s.trace) {
-    auto traced = TraceJobs(*s.trace, ids, s.priorities);
-    if (!traced) return std::unexpected(traced.error());
-    jobs.insert(jobs.end(), traced->begin(), traced->end());
+    GP_ASSIGN_OR_RETURN(auto traced, TraceJobs(*s.trace, ids, s.priorities));
+    jobs.insert(jobs.end(), traced.begin(), traced.end());
     std::stable_sort(jobs.begin(), jobs.end(), [](const SimJob& a, const SimJob& b) { return a.arrival < b.arrival; });
   }
 
@@ -183,14 +176,12 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
     }
   }
   if (options.sharing != RunOptions::Sharing::kAsWritten) {
-    auto policy = FindModePolicy(s.engine.sharing_policy);
-    if (!policy) return std::unexpected(policy.error());
-    for (SimJob& j : jobs) ApplySharingBaseline(options.sharing, *policy, j.spec);
+    GP_ASSIGN_OR_RETURN(auto policy, FindModePolicy(s.engine.sharing_policy));
+    for (SimJob& j : jobs) ApplySharingBaseline(options.sharing, policy, j.spec);
   }
-  auto plan = PlanNodes(s, classes);
-  if (!plan) return std::unexpected(plan.error());
+  GP_ASSIGN_OR_RETURN(auto plan, PlanNodes(s, classes));
   int64_t cpu = 0, gpu = 0;
-  for (const NodePlan& n : *plan) {
+  for (const NodePlan& n : plan) {
     cpu += n.spec.cpu_milli;
     gpu += int64_t{n.spec.gpu_count} * kMilliPerGpu;
   }
@@ -199,15 +190,13 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   for (const SimJob& j : jobs) {
     for (int r = 0; r < std::min(j.spec.replicas, 64); ++r) demands.push_back(j.spec.replica_demand(r));
   }
-  auto target = TargetWorkloadOf(demands, cpu, gpu);
-  if (!target) return std::unexpected(target.error());
+  GP_ASSIGN_OR_RETURN(auto target, TargetWorkloadOf(demands, cpu, gpu));
 
   EngineConfig config = s.engine;
   if (options.policy) config.policy = *options.policy;
   if (options.lending) config.lending.enabled = *options.lending;
   if (options.reclaim_idle) config.reclaim.idle = *options.reclaim_idle;
-  auto engine = Engine::Create(config, std::move(*target), std::move(attributes));
-  if (!engine) return std::unexpected(engine.error());
+  GP_ASSIGN_OR_RETURN(auto engine, Engine::Create(config, std::move(target), std::move(attributes)));
 
   SimOptions sim_options;
   sim_options.tick = s.tick;
@@ -222,10 +211,10 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   sim_options.hot_spells = s.hot_spells;
   sim_options.provider = s.provider;
   sim_options.on_event = options.on_event;
-  Simulator sim(engine->get(), std::move(jobs), sim_options);
+  Simulator sim(engine.get(), std::move(jobs), sim_options);
   const Engine::Sink sink = sim.sink();
-  Engine& e = **engine;
-  if (auto ok = BuildWorld(s, *plan, e, kTimeOrigin, sink); !ok) return std::unexpected(ok.error());
+  Engine& e = *engine;
+  GP_TRY(BuildWorld(s, plan, e, kTimeOrigin, sink));
   auto report = sim.Run(s.name);
   if (report && options.on_finish) options.on_finish(e);
   return report;

@@ -45,15 +45,12 @@ Result<std::vector<DlrmInstance>> LoadDlrmTrace(const std::string& path) {
     const CsvFieldRef role = field("role");
     if (role.text != "HN" && role.text != "CN") return InvalidArgument(CsvFieldError(role, "expected HN or CN"));
     d.gpu = role.text == "HN";
-    auto gpus = CsvInt(field("gpu_request"), 0, 64);
-    if (!gpus) return std::unexpected(gpus.error());
-    d.gpus = static_cast<int32_t>(*gpus);
-    auto created = Seconds(field("creation_time"));
-    if (!created) return std::unexpected(created.error());
-    auto deleted = Seconds(field("deletion_time"));
-    if (!deleted) return std::unexpected(deleted.error());
-    d.created_s = *created;
-    d.deleted_s = *deleted;
+    GP_ASSIGN_OR_RETURN(auto gpus, CsvInt(field("gpu_request"), 0, 64));
+    d.gpus = static_cast<int32_t>(gpus);
+    GP_ASSIGN_OR_RETURN(auto created, Seconds(field("creation_time")));
+    GP_ASSIGN_OR_RETURN(auto deleted, Seconds(field("deletion_time")));
+    d.created_s = created;
+    d.deleted_s = deleted;
     if (d.created_s && d.deleted_s && *d.deleted_s < *d.created_s) {
       return InvalidArgument(CsvFieldError(field("deletion_time"), "before creation_time"));
     }

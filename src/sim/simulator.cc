@@ -655,7 +655,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     if (heartbeat_timeout > Duration(0)) {
       for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
         if (failed_[n] || cluster.node(n).condition == NodeCondition::kRemoved) continue;
-        if (auto ok = engine_->Heartbeat(n, now, sink_); !ok) return std::unexpected(ok.error());
+        GP_TRY(engine_->Heartbeat(n, now, sink_));
       }
     }
     // OPS-2: each node's GPU telemetry. Utilization follows the GPUs'
@@ -676,7 +676,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
           const double util = 100.0 * (kMilliPerGpu - node.gpu_free_milli[g]) / kMilliPerGpu;
           gpus.push_back({g, util, -1, spell >= 0 ? spell : 40 + 0.4 * util});
         }
-        if (auto ok = engine_->ReportNodeTelemetry(n, gpus, now, sink_); !ok) return std::unexpected(ok.error());
+        GP_TRY(engine_->ReportNodeTelemetry(n, gpus, now, sink_));
       }
     }
     engine_->Tick(now, sink_);

@@ -127,12 +127,11 @@ struct SmallWorld {
     std::vector<Demand> demands;
     for (const SimJob& j : jobs) demands.push_back(j.spec.demand);
     const GpuModelId h100 = *Catalog::Builtin().Find("H100");
-    auto target = TargetWorkloadOf(demands, int64_t{nodes} * 64000, int64_t{nodes} * gpus * kMilliPerGpu);
-    if (!target) return std::unexpected(target.error());
-    auto engine = Engine::Create(config, std::move(*target), AttributeTable{});
-    if (!engine) return std::unexpected(engine.error());
-    Simulator sim(engine->get(), std::move(jobs), options);
-    Engine& e = **engine;
+    GP_ASSIGN_OR_RETURN(auto target,
+                        TargetWorkloadOf(demands, int64_t{nodes} * 64000, int64_t{nodes} * gpus * kMilliPerGpu));
+    GP_ASSIGN_OR_RETURN(auto engine, Engine::Create(config, std::move(target), AttributeTable{}));
+    Simulator sim(engine.get(), std::move(jobs), options);
+    Engine& e = *engine;
     for (const std::string& t : tenants) GP_CHECK(e.AddTenant(t, kTimeOrigin, sim.sink()).has_value());
     GP_CHECK(e.AddPool("h100", PoolSelector{}, {}, kTimeOrigin, sim.sink()).has_value());
     for (int n = 0; n < nodes; ++n) {
@@ -143,9 +142,8 @@ struct SmallWorld {
       const int64_t all = int64_t{nodes} * gpus * kMilliPerGpu;
       GP_CHECK(e.SetQuota(static_cast<TenantId>(t), 0, Quota{0, all, 1, false}, kTimeOrigin, sim.sink()).has_value());
     }
-    auto r = sim.Run("small-world");
-    if (!r) return std::unexpected(r.error());
-    if (report) *report = *r;
+    GP_ASSIGN_OR_RETURN(auto r, sim.Run("small-world"));
+    if (report) *report = r;
     std::vector<nlohmann::json> events;
     std::ifstream in(log);
     for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));

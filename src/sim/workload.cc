@@ -224,10 +224,9 @@ Result<std::vector<SimJob>> TraceJobs(const TraceWorkload& t, const WorkloadIds&
   if (tenant == ids.tenants.end()) return NotFound("trace: unknown tenant '" + t.tenant + "'");
   auto priority = priorities.find(t.priority);
   if (priority == priorities.end()) return NotFound("trace: unknown priority '" + t.priority + "'");
-  auto pods = LoadOpenbPodsFile(t.pods_path, Catalog::Builtin());
-  if (!pods) return std::unexpected(pods.error());
+  GP_ASSIGN_OR_RETURN(auto pods, LoadOpenbPodsFile(t.pods_path, Catalog::Builtin()));
   int64_t origin = INT64_MAX;
-  for (const TracePod& p : *pods) {
+  for (const TracePod& p : pods) {
     if (!p.creation_time_s || !p.deletion_time_s) {
       return InvalidArgument(t.pods_path + ": pod '" + p.name + "' has no creation or deletion time to replay");
     }
@@ -235,7 +234,7 @@ Result<std::vector<SimJob>> TraceJobs(const TraceWorkload& t, const WorkloadIds&
   }
   std::vector<SimJob> jobs;
   origin += ToMillis(t.skip) / 1000;
-  for (const TracePod& p : *pods) {
+  for (const TracePod& p : pods) {
     if (t.limit && static_cast<int>(jobs.size()) >= *t.limit) break;
     if (*p.creation_time_s < origin) continue;
     SimJob job;
