@@ -78,10 +78,13 @@ TEST_F(ServerApiTest, HealthAndMetricsNeedNoToken) {
   for (const char* name : {"gpupool_queue_length", "gpupool_scheduler_placements_total",
                            "gpupool_scheduler_preemptions_total", "gpupool_scheduler_decision_seconds_bucket",
                            "gpupool_quota_guaranteed_gpus{pool=\"h100\",tenant=\"team-a\"} 8",
-                           "gpupool_pool_capacity_gpus{kind=\"total\",pool=\"h100\"} 16", "DCGM_FI_DEV_FB_USED{",
-                           "DCGM_FI_DEV_FB_FREE{", "# TYPE DCGM_FI_DEV_GPU_UTIL gauge", "Hostname=\"h100-0\""}) {
+                           "gpupool_pool_capacity_gpus{kind=\"total\",pool=\"h100\"} 16",
+                           "gpupool_gpu_memory_booked_mib{", "gpupool_gpu_memory_unbooked_mib{",
+                           "# TYPE gpupool_gpu_reported_utilization_percent gauge", "Hostname=\"h100-0\""}) {
     EXPECT_NE(m.text.find(name), std::string::npos) << name;
   }
+  // Bookings are not device readings: no DCGM exporter names on the server.
+  EXPECT_EQ(m.text.find("DCGM_FI_"), std::string::npos);
 }
 
 TEST_F(ServerApiTest, SubmitGetListCancel) {

@@ -129,9 +129,13 @@ std::string Metrics::Render(const ReadModel& model) const {
   MetricFamily lent = Gauge("gpupool_quota_lent_gpus", "Part of the guarantee lent to the elastic pool");
   MetricFamily capacity = Gauge("gpupool_pool_capacity_gpus", "Capacity model of each pool (POOL-3)");
   MetricFamily node_up = Gauge("gpupool_node_up", "1 when the node is ready, 0 when cordoned or down");
-  MetricFamily fb_used = Gauge("DCGM_FI_DEV_FB_USED", "GPU framebuffer memory used (MiB)");
-  MetricFamily fb_free = Gauge("DCGM_FI_DEV_FB_FREE", "GPU framebuffer memory free (MiB)");
-  MetricFamily util = Gauge("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (percent, last report)");
+  // Bookings, not device readings: the device's own memory and utilization
+  // are the agents' to export under the DCGM exporter's names.
+  MetricFamily booked = Gauge("gpupool_gpu_memory_booked_mib",
+                              "GPU memory held by allocations (MiB): a whole GPU is all booked, a share what it asked");
+  MetricFamily unbooked = Gauge("gpupool_gpu_memory_unbooked_mib", "GPU memory no allocation holds (MiB)");
+  MetricFamily util = Gauge("gpupool_gpu_reported_utilization_percent",
+                            "GPU utilization in the node agent's last heartbeat (percent)");
   MetricFamily alloc = Gauge("gpupool_gpu_allocated_milli", "Compute share of the GPU allocated (thousandths)");
   std::map<std::pair<int32_t, int>, double> utils;
   {
@@ -181,8 +185,8 @@ std::string Metrics::Render(const ReadModel& model) const {
             {"Hostname", rec.spec.name}, {"gpu", std::to_string(g)}, {"modelName", model_name}, {"pool", pool}};
         // A whole GPU's memory belongs to its job; shares hold what they asked for.
         const int32_t free_mib = n.gpu_mode[g] == GpuMode::kWhole ? 0 : n.gpu_memory_free_mib[g];
-        Sample(fb_used, l, n.gpu_memory_mib - free_mib);
-        Sample(fb_free, l, free_mib);
+        Sample(booked, l, n.gpu_memory_mib - free_mib);
+        Sample(unbooked, l, free_mib);
         if (auto it = utils.find({static_cast<int32_t>(i), g}); it != utils.end()) Sample(util, l, it->second);
         auto la = l;
         la.push_back({"mode", GpuModeName(n.gpu_mode[g])});
@@ -190,8 +194,8 @@ std::string Metrics::Render(const ReadModel& model) const {
       }
     }
   }
-  for (MetricFamily* f : {&queue, &guaranteed, &limit, &used, &borrowed, &lent, &capacity, &node_up, &fb_used,
-                          &fb_free, &util, &alloc}) {
+  for (MetricFamily* f : {&queue, &guaranteed, &limit, &used, &borrowed, &lent, &capacity, &node_up, &booked,
+                          &unbooked, &util, &alloc}) {
     families.push_back(std::move(*f));
   }
   std::ostringstream out;

@@ -7,10 +7,13 @@
 //   gpupool_quota_{guaranteed,limit,used,borrowed,lent}_gpus{tenant,pool}
 //   gpupool_pool_capacity_gpus{pool,kind=total|allocated|reserved|fragmented|available}
 //   gpupool_node_up{node,pool}
-//   per GPU, named after the DCGM exporter's fields, labels gpu, Hostname,
-//   modelName, pool: DCGM_FI_DEV_FB_USED / DCGM_FI_DEV_FB_FREE (MiB held by
-//   allocations / free), DCGM_FI_DEV_GPU_UTIL (percent, last report; GPUs
-//   without a report have no sample), and gpupool_gpu_allocated_milli{mode}.
+//   per GPU, with the DCGM exporter's labels gpu, Hostname, modelName (so
+//   that they join with the agents' device metrics) plus pool:
+//   gpupool_gpu_memory_booked_mib / gpupool_gpu_memory_unbooked_mib (MiB
+//   held by allocations / not held), gpupool_gpu_reported_utilization_percent
+//   (last heartbeat; GPUs without a report have no sample), and
+//   gpupool_gpu_allocated_milli{mode}. Only gpupool_* names: DCGM_FI_* names
+//   mean device readings, which this server does not have.
 //
 // Thread-safety: every member may be called concurrently.
 #pragma once
