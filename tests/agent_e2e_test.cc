@@ -189,6 +189,93 @@ TEST_F(AgentE2eTest, MpsSharesGetTheirLimitsInTheEnvironment) {
   EXPECT_EQ(Logs(id), "pct=25 mem=0=10240M mode=mps\n");
 }
 
+// Issue 15: an MPS share's GPU gets its MPS control daemon (the fake,
+// tests/fake_mps) before the task starts, as the owner the task's processes
+// have (a container's root: the tenant's host uid); the task sees the
+// daemon's pipe directory (bound read-write at the same path in a container)
+// and its limits, and shares the node's /dev/shm; the daemon got exactly its
+// start commands and, once the job's processes are gone, `quit`.
+TEST_F(AgentE2eTest, MpsSharesRunAgainstTheirGpusControlDaemon) {
+  AgentProcess& agent = StartAgent("node-a", "1xH100", {"--mps-control", GPUPOOL_FAKE_MPS_CONTROL});
+  CreateTenant("team-a", 1, 1);
+  const std::string shm_probe = "/dev/shm/gpupool-e2e-mps-" + std::to_string(::getpid());
+  const int64_t id = Submit(
+      {{"name", "mps"}, {"tenant", "team-a"}, {"gpu_fraction", 0.25}, {"sharing", "mps"}, {"gpu_memory_gib", 10},
+       {"command", {"sh", "-c", "echo pct=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE mem=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "
+                                "pipe=$CUDA_MPS_PIPE_DIRECTORY log=$CUDA_MPS_LOG_DIRECTORY; "
+                                "test -p $CUDA_MPS_PIPE_DIRECTORY/control && echo control=fifo; "
+                                "test -w $CUDA_MPS_PIPE_DIRECTORY && echo pipe=writable; "
+                                "[ $(stat -c %u $CUDA_MPS_PIPE_DIRECTORY) = $(id -u) ] && echo owner=me; "
+                                "echo shared > " + shm_probe + "; echo done"}}});
+  ASSERT_TRUE(WaitState(id, "succeeded", std::chrono::seconds(20))) << Job(id).dump() << Logs(id);
+  ASSERT_TRUE(WaitFor([&] { return Logs(id).find("done") != std::string::npos; }, std::chrono::seconds(10)));
+  const std::string mps = agent.work_dir() + "/mps/gpu0";
+  const std::string out = Logs(id);
+  EXPECT_NE(out.find("pct=25 mem=0=10240M pipe=" + mps + "/pipe log=" + mps + "/log\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("control=fifo\npipe=writable\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("owner=me\n"), std::string::npos) << out;  // the daemon runs as the task's processes do
+  EXPECT_EQ(ReadFile(shm_probe), "shared\n");  // the node's /dev/shm
+  std::filesystem::remove(shm_probe);
+  const std::string control_log = ReadFile(mps + "/log/control.log");
+  EXPECT_NE(control_log.find("CUDA_VISIBLE_DEVICES=" + (*ParseFakeGpus("1xH100", "node-a"))[0].uuid),
+            std::string::npos)
+      << control_log;
+  if (ContainersWork()) {  // the tenant's range: 1,000,000 + 65,536 x its id
+    EXPECT_EQ(control_log.find("uid=0 "), std::string::npos) << control_log;
+    EXPECT_NE(control_log.find("uid=1"), std::string::npos) << control_log;
+  }
+  const std::string expected =
+      "get_server_list\nset_default_active_thread_percentage 25\nset_default_device_pinned_mem_limit 0 10240M\n";
+  EXPECT_TRUE(WaitFor([&] { return ReadFile(mps + "/pipe/commands.log") == expected + "quit\n"; },
+                      std::chrono::seconds(10)))
+      << ReadFile(mps + "/pipe/commands.log") << agent.action_log();
+  EXPECT_NE(ReadFile(mps + "/log/control.log").find("[fake] exit"), std::string::npos);
+}
+
+// The agent's health check restarts a GPU's MPS daemon killed under a running
+// task (with the same defaults); the daemon quits once the task is cancelled.
+TEST_F(AgentE2eTest, AKilledMpsDaemonIsRestartedUnderItsRunningTask) {
+  AgentProcess& agent = StartAgent("node-a", "1xH100", {"--mps-control", GPUPOOL_FAKE_MPS_CONTROL});
+  CreateTenant("team-a", 1, 1);
+  const int64_t id = Submit({{"name", "mps"}, {"tenant", "team-a"}, {"gpu_fraction", 0.5}, {"sharing", "mps"},
+                             {"command", {"sh", "-c", "echo up; sleep 60"}}});
+  const std::string mps = agent.work_dir() + "/mps/gpu0";
+  ASSERT_TRUE(WaitFor([&] { return Logs(id).find("up") != std::string::npos; }, std::chrono::seconds(20)))
+      << Job(id).dump();
+  const int pid = std::atoi(ReadFile(mps + "/pipe/nvidia-cuda-mps-control.pid").c_str());
+  ASSERT_GT(pid, 1);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  const std::string once = "get_server_list\nset_default_active_thread_percentage 50\n";
+  EXPECT_TRUE(WaitFor([&] { return ReadFile(mps + "/pipe/commands.log") == once + once; }, std::chrono::seconds(10)))
+      << ReadFile(mps + "/pipe/commands.log") << agent.action_log();
+  EXPECT_NE(agent.action_log().find("\"action\":\"mps_restart\""), std::string::npos);
+  EXPECT_EQ(State(id), "running");
+  EXPECT_EQ(Http(*server_, "DELETE", "/v1/jobs/" + std::to_string(id), admin_).status, 200);
+  EXPECT_TRUE(WaitFor([&] { return ReadFile(mps + "/pipe/commands.log") == once + once + "quit\n"; },
+                      std::chrono::seconds(20)))
+      << ReadFile(mps + "/pipe/commands.log");
+}
+
+// A node whose MPS control binary is missing runs MPS tasks as before (the
+// limits in their environment) and says once why there is no daemon.
+TEST_F(AgentE2eTest, WithoutAnMpsDaemonMpsTasksKeepTheirEnvironmentLimits) {
+  AgentProcess& agent = StartAgent("node-a", "1xH100", {"--mps-control", "/no/such/nvidia-cuda-mps-control"});
+  CreateTenant("team-a", 1, 1);
+  const int64_t id = Submit({{"name", "mps"}, {"tenant", "team-a"}, {"gpu_fraction", 0.25}, {"sharing", "mps"},
+                             {"gpu_memory_gib", 10},
+                             {"command", {"sh", "-c", "echo pct=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE "
+                                                      "mem=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "
+                                                      "pipe=[$CUDA_MPS_PIPE_DIRECTORY]"}}});
+  ASSERT_TRUE(WaitState(id, "succeeded", std::chrono::seconds(20))) << Job(id).dump() << Logs(id);
+  ASSERT_TRUE(WaitFor([&] { return !Logs(id).empty(); }, std::chrono::seconds(10)));
+  EXPECT_EQ(Logs(id), "pct=25 mem=0=10240M pipe=[]\n");
+  const std::string actions = agent.action_log();
+  EXPECT_NE(actions.find("no MPS control daemon (--mps-control /no/such/nvidia-cuda-mps-control is not an "
+                         "executable): MPS tasks get their limits in the environment only"),
+            std::string::npos)
+      << actions;
+}
+
 // Issue 15: a time-sliced share runs under the CUDA cap (tools/cuda_cap),
 // preloaded from beside the gpupool binary with the share in its environment.
 TEST_F(AgentE2eTest, TimeSlicedSharesRunUnderTheCudaCap) {

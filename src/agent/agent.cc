@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "src/agent/cuda_cap_env.h"
+#include "src/agent/mps_daemons.h"
 #include "src/agent/oci_runtime.h"
 #include "src/agent/process_runtime.h"
 #include "src/base/time_text.h"
@@ -368,6 +369,75 @@ Result<TaskLaunch> Agent::LaunchOf(const LocalTask& t, std::string* visible) con
   return l;
 }
 
+MpsDaemonsOptions Agent::MpsOptions() {
+  MpsDaemonsOptions m;
+  m.work_dir = options_.work_dir;
+  m.log = [this](const std::string& action, std::vector<std::pair<std::string, std::string>> fields) {
+    Log(action, std::move(fields));
+  };
+  if (!options_.mps_control.empty()) {
+    m.control = FindOnPath(options_.mps_control);
+    if (m.control.empty()) mps_missing_ = "--mps-control " + options_.mps_control + " is not an executable";
+  } else if (backend_->name() != "fake") {
+    m.control = FindOnPath(kMpsControlBinary);
+    if (m.control.empty()) mps_missing_ = std::string(kMpsControlBinary) + " is not on the PATH";
+  } else {
+    mps_missing_ = "fake GPUs have none unless --mps-control names one";
+  }
+  if (!m.control.empty()) Log("mps", {{"control", m.control}});
+  return m;
+}
+
+// An MPS share's GPU gets its daemon (as the owner its clients have), the
+// task the daemon's directories: in its environment and, in a container,
+// bound at the same paths, with the node's /dev/shm.
+Status Agent::PrepareMps(const TaskOrder& o, TaskLaunch& l) {
+  if (!mps_->available()) {
+    if (!mps_missing_.empty()) {
+      Log("warning", {{"message", "no MPS control daemon (" + mps_missing_ +
+                                      "): MPS tasks get their limits in the environment only"}});
+      mps_missing_.clear();  // once
+    }
+    return {};
+  }
+  if (o.gpus.size() != 1) {
+    return InvalidArgument("an MPS share is one GPU; this task has " + std::to_string(o.gpus.size()));
+  }
+  const int g = o.gpus[0];
+  const bool container = runtime_->isolation() == "container";
+  const MpsOwner owner = container && o.uid_count > 0 ? MpsOwner{o.uid, o.uid} : MpsOwner{};
+  GP_TRY(mps_->Ensure(g, gpus_[g].uuid, owner, MpsLimits{std::max(1, o.gpu_milli / 10), o.gpu_memory_mib}));
+  const MpsDirs dirs = mps_->Dirs(g);
+  l.env.emplace_back("CUDA_MPS_PIPE_DIRECTORY", dirs.pipe);
+  l.env.emplace_back("CUDA_MPS_LOG_DIRECTORY", dirs.log);
+  if (container) {
+    l.binds.push_back(BindMount{dirs.pipe, dirs.pipe, /*read_only=*/false});
+    l.binds.push_back(BindMount{dirs.log, dirs.log, /*read_only=*/true});
+    l.host_shm = true;
+  }
+  return {};
+}
+
+// Does a task of the GPU's, MPS or not, still have a process there?
+bool Agent::MpsInUse(int gpu) {
+  for (auto& [key, t] : tasks_) {
+    if (!t.proc || std::find(t.order.gpus.begin(), t.order.gpus.end(), gpu) == t.order.gpus.end()) continue;
+    const bool live = t.state == LocalTask::State::kRunning || t.state == LocalTask::State::kStopping;
+    if (live || t.proc->Alive()) return true;
+  }
+  return false;
+}
+
+// A daemon whose GPU has no task left quits, so that the next tenant's
+// daemon can start there. Not while a predecessor's containers are unmatched
+// (they may be its clients).
+void Agent::ReleaseIdleMps() {
+  if (!adoptable_.empty()) return;
+  for (int g : mps_->Gpus()) {
+    if (!MpsInUse(g)) mps_->Release(g);
+  }
+}
+
 void Agent::StartTask(LocalTask& t) {
   const TaskOrder& o = t.order;
   SetPaths(t);
@@ -375,6 +445,9 @@ void Agent::StartTask(LocalTask& t) {
   for (const std::string& d : {t.dir, t.checkpoint_dir, options_.work_dir + "/logs"}) fs::create_directories(d, ec);
   std::string visible;
   auto launch = LaunchOf(t, &visible);
+  if (launch && o.gpu_mode == "mps") {
+    if (auto ok = PrepareMps(o, *launch); !ok) launch = std::unexpected(ok.error());
+  }
   auto p = launch ? runtime_->Start(*launch) : std::unexpected(launch.error());
   if (!p) {
     t.state = LocalTask::State::kStartFailed;
@@ -432,6 +505,8 @@ void Agent::Step() {
                    {"attempt", std::to_string(t.order.attempt)}, {"signal", "SIGKILL"}});
     }
   }
+  ReleaseIdleMps();
+  mps_->Check();  // a dead daemon comes back before tasks start on it
   RunScrubs();
   for (auto& [key, t] : tasks_) {
     if (!t.desired) continue;
@@ -514,6 +589,12 @@ Status Agent::Heartbeat() {
       probes.push_back(TaskProbe{std::to_string(t.order.job) + "." + std::to_string(t.order.replica) + "." +
                                      std::to_string(t.order.attempt),
                                  t.proc->pid(), t.order.gpus});
+    }
+  }
+  for (GpuSample& g : r.gpus) {
+    if (const std::string why = mps_->Failure(g.index); !why.empty()) {
+      g.healthy = false;
+      g.health_detail += (g.health_detail.empty() ? "" : "; ") + why;
     }
   }
   const auto usage = backend_->SampleTasks(probes);
@@ -666,6 +747,8 @@ int Agent::Run() {
     return 5;
   }
   adoptable_ = runtime_->Recover();
+  mps_ = std::make_unique<MpsDaemons>(MpsOptions());
+  mps_->Recover();
   SaveState();
   auto next_heartbeat = SteadyClock::now();
   auto next_register = SteadyClock::now();
@@ -728,6 +811,7 @@ int Agent::Run() {
   for (auto& [key, t] : tasks_) {
     if (t.proc && !t.proc->Alive()) t.proc->Remove();
   }
+  mps_->ReleaseAll();  // their clients are gone
   SaveState();
   Log("stopped", {});
   return rc;

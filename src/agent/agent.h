@@ -8,7 +8,9 @@
 //    a plain child process where no OCI runtime works), with its GPUs in
 //    CUDA_VISIBLE_DEVICES (and, in a container, only their device nodes),
 //    the MPS limits for MPS shares, and GPUPOOL_* variables, once no
-//    pending scrub covers its GPUs and no stopping task holds them;
+//    pending scrub covers its GPUs and no stopping task holds them; an MPS
+//    share's GPU gets its MPS control daemon first (mps_daemons.h), which
+//    stops once the GPU's last MPS task is gone and is restarted if it dies;
 //  - a task asked to checkpoint gets its checkpoint signal (once per
 //    attempt); it acknowledges by creating $GPUPOOL_CHECKPOINT_DIR/ack, and
 //    the agent reports the checkpoint once it does, or when it exits, or
@@ -90,7 +92,14 @@ struct AgentOptions {
   // Tests only: bind every GPU's device node into each container (the
   // devices cgroup still allows only the task's own).
   bool expose_all_gpu_nodes = false;
+  // nvidia-cuda-mps-control; empty: the one on PATH for NVML GPUs, none for
+  // fake GPUs (a real daemon cannot serve them; tests name the fake). With
+  // none, MPS tasks get their limits in the environment only.
+  std::string mps_control;
 };
+
+class MpsDaemons;
+struct MpsDaemonsOptions;
 
 class Agent {
  public:
@@ -141,6 +150,10 @@ class Agent {
   void DiscardUnadopted();
   void SetPaths(LocalTask& t) const;
   Result<TaskLaunch> LaunchOf(const LocalTask& t, std::string* visible) const;
+  MpsDaemonsOptions MpsOptions();
+  Status PrepareMps(const TaskOrder& o, TaskLaunch& l);
+  bool MpsInUse(int gpu);
+  void ReleaseIdleMps();
   void SaveState() const;
   std::chrono::milliseconds Jittered(std::chrono::milliseconds d);
   void Log(const std::string& action, std::vector<std::pair<std::string, std::string>> fields) const;
@@ -149,6 +162,8 @@ class Agent {
   AgentOptions options_;
   std::unique_ptr<DeviceBackend> backend_;
   std::unique_ptr<TaskRuntime> runtime_;
+  std::unique_ptr<MpsDaemons> mps_;  // made in Run
+  std::string mps_missing_;          // why there is no MPS daemon (logged at the first MPS task)
   // Containers a predecessor left, until a reply says which are desired.
   std::map<Key, std::unique_ptr<RunningTask>> adoptable_;
   std::unique_ptr<httplib::Client> http_;

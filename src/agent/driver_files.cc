@@ -80,4 +80,19 @@ std::vector<BindMount> MakeFileMountPoints(const std::string& rootfs, const std:
   return out;
 }
 
+std::vector<BindMount> MakeDirMountPoints(const std::string& rootfs, const std::vector<BindMount>& binds) {
+  std::vector<BindMount> out;
+  std::error_code ec;
+  const fs::path top = fs::canonical(rootfs, ec);
+  if (ec) return out;
+  for (const BindMount& b : binds) {
+    const fs::path dir = top / fs::path(b.path).relative_path();
+    const fs::path resolved = fs::weakly_canonical(dir, ec);
+    if (ec || !Under(resolved, top) || resolved != dir.lexically_normal()) continue;  // a link on the way
+    fs::create_directories(dir, ec);
+    if (!ec && fs::is_directory(fs::symlink_status(dir, ec))) out.push_back(b);
+  }
+  return out;
+}
+
 }  // namespace gpupool

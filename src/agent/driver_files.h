@@ -32,4 +32,8 @@ std::vector<BindMount> FindDriverFiles(const std::string& root = "");
 // the node) is left out rather than created on the node.
 std::vector<BindMount> MakeFileMountPoints(const std::string& rootfs, const std::vector<BindMount>& binds);
 
+// The same for directories (TaskLaunch::binds): an empty directory at each
+// path, and the binds that have one; a link on the way is left alone.
+std::vector<BindMount> MakeDirMountPoints(const std::string& rootfs, const std::vector<BindMount>& binds);
+
 }  // namespace gpupool

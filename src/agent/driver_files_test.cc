@@ -65,5 +65,21 @@ TEST_F(DriverFilesTest, MountPointsAreMadeInsideTheImageOnly) {
   EXPECT_EQ(MakeFileMountPoints(rootfs, wanted).size(), 1u);  // again: the file is kept
 }
 
+// Directories (the MPS daemon's, TaskLaunch::binds) likewise: made inside
+// the image, never through a link out of it.
+TEST_F(DriverFilesTest, DirectoryMountPointsAreMadeInsideTheImageOnly) {
+  const std::string rootfs = root_ + "/image";
+  fs::create_directories(rootfs + "/usr");
+  fs::create_symlink(root_ + "/outside", rootfs + "/var");
+  const std::vector<BindMount> wanted = {{"/w/mps/gpu0/pipe", "/srv/gpupool/mps/gpu0/pipe", false},
+                                         {"/w/mps/gpu0/log", "/var/lib/gpupool/mps/gpu0/log", true}};
+  const std::vector<BindMount> made = MakeDirMountPoints(rootfs, wanted);
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].path, "/srv/gpupool/mps/gpu0/pipe");
+  EXPECT_TRUE(fs::is_directory(rootfs + "/srv/gpupool/mps/gpu0/pipe"));
+  EXPECT_FALSE(fs::exists(root_ + "/outside"));
+  EXPECT_EQ(MakeDirMountPoints(rootfs, wanted).size(), 1u);  // again: kept
+}
+
 }  // namespace
 }  // namespace gpupool

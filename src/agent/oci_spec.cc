@@ -60,8 +60,12 @@ json Mounts(const TaskLaunch& l, const OciSpecInputs& in) {
   m.push_back(Mount("/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"}));
   m.push_back(Mount("/dev/pts", "devpts", "devpts",
                     {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}));
-  m.push_back(Mount("/dev/shm", "tmpfs", "shm",
-                    {"nosuid", "noexec", "nodev", "mode=1777", "size=" + std::to_string(l.shm_mib) + "m"}));
+  if (l.host_shm) {
+    m.push_back(Mount("/dev/shm", "bind", "/dev/shm", {"rbind", "nosuid", "noexec", "nodev", "rw"}));
+  } else {
+    m.push_back(Mount("/dev/shm", "tmpfs", "shm",
+                      {"nosuid", "noexec", "nodev", "mode=1777", "size=" + std::to_string(l.shm_mib) + "m"}));
+  }
   m.push_back(Mount("/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"}));
   // sysfs can be mounted only in a network namespace of the container's
   // own; with the host's network the node's /sys is bound read-only.
@@ -84,6 +88,7 @@ json Mounts(const TaskLaunch& l, const OciSpecInputs& in) {
   m.push_back(Bind(l.checkpoint_dir, kContainerCheckpointDir, false));
   m.push_back(Bind(l.scratch_dir, kContainerScratchDir, false));
   m.push_back(Bind(l.task_dir, kContainerTaskDir, true));
+  for (const BindMount& b : l.binds) m.push_back(Bind(b.host_path, b.path, b.read_only));
   // Device nodes: binds without nodev (what lets the container open them;
   // the devices cgroup says which it may).
   for (const DeviceNode& d : l.devices) m.push_back(Mount(d.path, "bind", d.host_path, {"bind", "nosuid", "rw"}));

@@ -24,7 +24,8 @@
 //    masked; for other images the node's NVIDIA user-space files
 //    (driver_files.h) read-only at their paths; the CUDA cap library
 //    (cuda_cap_env.h) read-only at /gpupool/lib when the node has it;
-//    nothing else of the node.
+//    launch.binds at their paths; for MPS shares (launch.host_shm) the
+//    node's /dev/shm instead of the private tmpfs; nothing else of the node.
 #pragma once
 
 #include <string>

@@ -218,3 +218,36 @@ TEST(OciSpecTest, TheCudaCapLibraryIsBoundReadOnlyWhenTheNodeHasIt) {
 
 }  // namespace
 }  // namespace gpupool
+
+namespace gpupool {
+namespace {
+
+// MPS shares (mps_daemons.h): the GPU's daemon directories bound at their
+// node paths, the pipe read-write, and the node's /dev/shm instead of a
+// private tmpfs; other tasks keep the tmpfs of their shm size.
+TEST(OciSpecTest, MpsSharesGetTheDaemonsDirectoriesAndTheNodesShm) {
+  TaskLaunch l = BaseLaunch();
+  const json plain = BuildOciSpec(l, BaseInputs());
+  ASSERT_NE(MountAt(plain, "/dev/shm"), nullptr);
+  EXPECT_EQ((*MountAt(plain, "/dev/shm"))["type"], "tmpfs");
+  EXPECT_TRUE(HasOption(*MountAt(plain, "/dev/shm"), "size=1024m"));
+  l.binds = {{"/w/mps/gpu0/pipe", "/w/mps/gpu0/pipe", false}, {"/w/mps/gpu0/log", "/w/mps/gpu0/log", true}};
+  l.host_shm = true;
+  const json spec = BuildOciSpec(l, BaseInputs());
+  const json* shm = MountAt(spec, "/dev/shm");
+  ASSERT_NE(shm, nullptr);
+  EXPECT_EQ((*shm)["type"], "bind");
+  EXPECT_EQ((*shm)["source"], "/dev/shm");
+  EXPECT_TRUE(HasOption(*shm, "rw"));
+  EXPECT_TRUE(HasOption(*shm, "nodev"));
+  const json* pipe = MountAt(spec, "/w/mps/gpu0/pipe");
+  ASSERT_NE(pipe, nullptr);
+  EXPECT_EQ((*pipe)["source"], "/w/mps/gpu0/pipe");
+  EXPECT_TRUE(HasOption(*pipe, "rw"));
+  const json* log = MountAt(spec, "/w/mps/gpu0/log");
+  ASSERT_NE(log, nullptr);
+  EXPECT_TRUE(HasOption(*log, "ro"));
+}
+
+}  // namespace
+}  // namespace gpupool

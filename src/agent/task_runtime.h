@@ -72,6 +72,12 @@ struct TaskLaunch {
   bool network_isolated = false;
   std::vector<DeviceNode> devices;         // allowed and present
   std::vector<DeviceNode> visible_denied;  // present but denied (test option: shows the devices cgroup fences)
+  // MPS shares (mps_daemons.h): the GPU's daemon directories bound at their
+  // node paths (the pipe directory read-write: clients must name the
+  // daemon's), and the node's /dev/shm instead of a private tmpfs of
+  // shm_mib (the MPS server's shared memory is there).
+  std::vector<BindMount> binds;
+  bool host_shm = false;
 };
 
 // Where the oci runtime binds the task's directories inside the container.

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,58 +60,40 @@ bool Reaped(pid_t pid, CommandOutcome& o) {
   return true;
 }
 
-}  // namespace
 
-std::string CommandOutcome::Describe() const {
-  std::string s;
-  if (!start_error.empty()) return "could not start: " + start_error;
-  if (timed_out) {
-    s = "timed out after " + FormatDuration(timeout);
-  } else if (signal != 0) {
-    s = "killed by signal " + std::to_string(signal);
-  } else {
-    s = "exited " + std::to_string(exit_code);
-  }
-  if (!output_tail.empty()) s += ": " + output_tail;
-  return s;
-}
-
-CommandOutcome RunProgram(const std::vector<std::string>& program,
-                          const std::vector<std::pair<std::string, std::string>>& env, Duration timeout) {
-  CommandOutcome o;
-  o.timeout = timeout;
-  // The child's environment: the caller's, with `env` set on top.
+// The child's environment: the caller's (unless not inherited) with `env`
+// set on top.
+std::vector<std::string> EnvStrings(const std::vector<std::pair<std::string, std::string>>& env, bool inherit) {
   std::map<std::string, std::string> vars;
-  for (char** e = environ; e && *e; ++e) {
+  for (char** e = environ; inherit && e && *e; ++e) {
     const std::string kv = *e;
     const size_t eq = kv.find('=');
     if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : env) vars[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : vars) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (std::string& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  if (program.empty() || program[0].empty()) {
-    o.start_error = "empty command";
-    return o;
-  }
-  std::vector<std::string> args = program;
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<std::string> out;
+  for (const auto& [k, v] : vars) out.push_back(k + "=" + v);
+  return out;
+}
 
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    o.start_error = std::string("pipe: ") + std::strerror(errno);
-    return o;
-  }
+std::vector<char*> Pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Starts the child with posix_spawn; 0 or an errno.
+int SpawnChild(char* const* argv, char* const* envp, int in_fd, int out_fd, pid_t* pid) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  if (in_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, in_fd, 0);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  }
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 2);
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);  // the caller's sockets and files
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -121,33 +104,111 @@ CommandOutcome RunProgram(const std::vector<std::string>& program,
   posix_spawnattr_setsigdefault(&attr, &all);
   // A session of its own: a timeout kills everything the command started.
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  const int rc = ::posix_spawn(pid, argv[0], &actions, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    o.start_error = program[0] + ": " + std::string(std::strerror(rc));
-    return o;
-  }
+  return rc;
+}
 
-  std::string out;
+// What the forked child reports when it cannot exec: the step and errno.
+struct ChildFailure {
+  int step = 0;  // 1 ids, 2 exec
+  int error = 0;
+};
+
+// In the forked child: only async-signal-safe calls (the caller may have
+// other threads); raw id syscalls change this thread, the only one here.
+[[noreturn]] void ExecChild(char* const* argv, char* const* envp, int in_fd, int out_fd, int report,
+                            const ProgramOptions& o) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::setsid();
+  const int in = in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY);
+  ::dup2(in, 0);
+  ::dup2(out_fd, 1);
+  ::dup2(out_fd, 2);
+  ::close_range(3, static_cast<unsigned>(report) - 1, 0);  // keep only `report` (close-on-exec)
+  ::close_range(static_cast<unsigned>(report) + 1, ~0U, 0);
+  ChildFailure f;
+  if ((o.gid >= 0 && (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+                      ::syscall(SYS_setresgid, o.gid, o.gid, o.gid) != 0)) ||
+      (o.uid >= 0 && ::syscall(SYS_setresuid, o.uid, o.uid, o.uid) != 0)) {
+    f = {1, errno};
+  } else {
+    ::execve(argv[0], argv, envp);
+    f = {2, errno};
+  }
+  (void)!::write(report, &f, sizeof f);
+  ::_exit(127);
+}
+
+// Starts the child with fork, as o.uid/o.gid; "" or why it did not run.
+std::string ForkChild(char* const* argv, char* const* envp, int in_fd, int out_fd, const ProgramOptions& o,
+                      pid_t* pid) {
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  *pid = ::fork();
+  if (*pid == 0) ExecChild(argv, envp, in_fd, out_fd, report[1], o);
+  ::close(report[1]);
+  if (*pid < 0) {
+    ::close(report[0]);
+    return std::string("fork: ") + std::strerror(errno);
+  }
+  ChildFailure f;
+  ssize_t n = 0;
+  while ((n = ::read(report[0], &f, sizeof f)) < 0 && errno == EINTR) {
+  }
+  ::close(report[0]);
+  if (n != static_cast<ssize_t>(sizeof f)) return "";  // exec closed the pipe: it runs
+  int status = 0;
+  ::waitpid(*pid, &status, 0);
+  if (f.step == 1) {
+    return "cannot run as uid " + std::to_string(o.uid) + " gid " + std::to_string(o.gid) + ": " +
+           std::strerror(f.error);
+  }
+  return std::string(argv[0]) + ": " + std::strerror(f.error);
+}
+
+// A pipe that holds `input` and then ends, for the child's stdin; -1 on
+// failure (errno set).
+int InputPipe(const std::string& input) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
+  // Written before the child starts: it fits (kMaxProgramInput <= PIPE_BUF).
+  if (::write(fds[1], input.data(), input.size()) != static_cast<ssize_t>(input.size())) {
+    const int e = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    errno = e;
+    return -1;
+  }
+  ::close(fds[1]);
+  return fds[0];
+}
+
+// Waits for `pid` (reading its output from `out`) at most o.timeout, then
+// kills its group; fills the rest of `o`.
+void Collect(pid_t pid, int out, CommandOutcome& o) {
+  std::string text;
   auto read_some = [&]() -> bool {  // false at end of file (or error)
     char buf[4096];
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    const ssize_t n = ::read(out, buf, sizeof buf);
     if (n > 0) {
-      out.append(buf, static_cast<size_t>(n));
-      if (out.size() > 2 * kKeepOutputBytes) out.erase(0, out.size() - kKeepOutputBytes);
+      text.append(buf, static_cast<size_t>(n));
+      if (text.size() > 2 * kKeepOutputBytes) text.erase(0, text.size() - kKeepOutputBytes);
       return true;
     }
     return n < 0 && errno == EINTR;
   };
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::now() + o.timeout;
   bool open = true, ended = false;
   while (!ended) {
     if (open) {
-      pollfd p{fds[0], POLLIN, 0};
+      pollfd p{out, POLLIN, 0};
       if (::poll(&p, 1, 50) > 0) open = read_some();
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // output closed, process not yet gone
@@ -172,20 +233,82 @@ CommandOutcome RunProgram(const std::vector<std::string>& program,
   // What it wrote before it ended (a grandchild that keeps the pipe open
   // does not hold us up).
   if (open) {
-    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    ::fcntl(out, F_SETFL, O_NONBLOCK);
     char buf[4096];
     for (;;) {
-      const ssize_t n = ::read(fds[0], buf, sizeof buf);
+      const ssize_t n = ::read(out, buf, sizeof buf);
       if (n > 0) {
-        out.append(buf, static_cast<size_t>(n));
+        text.append(buf, static_cast<size_t>(n));
       } else if (!(n < 0 && errno == EINTR)) {
         break;
       }
     }
   }
-  ::close(fds[0]);
-  o.output_tail = TailLines(out);
+  o.output_tail = TailLines(text);
   o.ok = !o.timed_out && o.signal == 0 && o.exit_code == 0;
+}
+}  // namespace
+
+std::string CommandOutcome::Describe() const {
+  std::string s;
+  if (!start_error.empty()) return "could not start: " + start_error;
+  if (timed_out) {
+    s = "timed out after " + FormatDuration(timeout);
+  } else if (signal != 0) {
+    s = "killed by signal " + std::to_string(signal);
+  } else {
+    s = "exited " + std::to_string(exit_code);
+  }
+  if (!output_tail.empty()) s += ": " + output_tail;
+  return s;
+}
+
+CommandOutcome RunProgram(const std::vector<std::string>& program,
+                          const std::vector<std::pair<std::string, std::string>>& env, Duration timeout) {
+  return RunProgram(program, env, timeout, ProgramOptions{});
+}
+
+CommandOutcome RunProgram(const std::vector<std::string>& program,
+                          const std::vector<std::pair<std::string, std::string>>& env, Duration timeout,
+                          const ProgramOptions& options) {
+  CommandOutcome o;
+  o.timeout = timeout;
+  if (program.empty() || program[0].empty()) {
+    o.start_error = "empty command";
+    return o;
+  }
+  if (options.input.size() > kMaxProgramInput) {
+    o.start_error = "stdin input over " + std::to_string(kMaxProgramInput) + " bytes";
+    return o;
+  }
+  std::vector<std::string> env_strings = EnvStrings(env, options.inherit_env);
+  std::vector<std::string> args = program;
+  const std::vector<char*> envp = Pointers(env_strings), argv = Pointers(args);
+  const int in = options.input.empty() ? -1 : InputPipe(options.input);
+  if (!options.input.empty() && in < 0) {
+    o.start_error = std::string("stdin pipe: ") + std::strerror(errno);
+    return o;
+  }
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    o.start_error = std::string("pipe: ") + std::strerror(errno);
+    if (in >= 0) ::close(in);
+    return o;
+  }
+  pid_t pid = -1;
+  if (options.uid >= 0 || options.gid >= 0) {
+    o.start_error = ForkChild(argv.data(), envp.data(), in, fds[1], options, &pid);
+  } else if (const int rc = SpawnChild(argv.data(), envp.data(), in, fds[1], &pid); rc != 0) {
+    o.start_error = program[0] + ": " + std::string(std::strerror(rc));
+  }
+  ::close(fds[1]);
+  if (in >= 0) ::close(in);
+  if (!o.start_error.empty()) {
+    ::close(fds[0]);
+    return o;
+  }
+  Collect(pid, fds[0], o);
+  ::close(fds[0]);
   return o;
 }
 

@@ -8,6 +8,11 @@
 // group, SIGKILL a second later. Of its output only the last lines are kept
 // (bounded memory whatever it prints). Blocks the calling thread.
 //
+// ProgramOptions adds what a daemon's control tool needs (the agent's MPS
+// control daemons, src/agent/mps_daemons.h): text on stdin, an environment
+// of `env` alone, and another uid/gid. With a uid or gid the child is made
+// with fork (posix_spawn cannot change ids), the ids set before exec.
+//
 // Thread-safety: safe to call from several threads at once.
 #pragma once
 
@@ -37,5 +42,19 @@ struct CommandOutcome {
 
 CommandOutcome RunProgram(const std::vector<std::string>& argv,
                           const std::vector<std::pair<std::string, std::string>>& env, Duration timeout);
+
+// At most this much stdin text: it is written into the pipe before the
+// program starts, and a pipe always holds this much.
+inline constexpr size_t kMaxProgramInput = 4096;
+
+struct ProgramOptions {
+  std::string input;         // its stdin, then end of file; empty: /dev/null; at most kMaxProgramInput
+  bool inherit_env = true;   // false: its environment is `env` alone
+  int64_t uid = -1, gid = -1;  // >= 0: run as these (the caller must be root), no supplementary groups
+};
+
+CommandOutcome RunProgram(const std::vector<std::string>& argv,
+                          const std::vector<std::pair<std::string, std::string>>& env, Duration timeout,
+                          const ProgramOptions& options);
 
 }  // namespace gpupool

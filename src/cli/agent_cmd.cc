@@ -31,7 +31,7 @@ struct AgentFlags {
   std::string work_dir, checkpoint_root;
   double cpu_cores = 0, memory_gib = 0;
   bool quiet = false;
-  std::string runtime = "auto", oci_runtime, shim, fake_dev_dir;
+  std::string runtime = "auto", oci_runtime, shim, fake_dev_dir, mps_control;
   int64_t pids_limit = 4096;
   bool expose_all_gpu_nodes = false;
 };
@@ -78,6 +78,7 @@ AgentOptions OptionsOf(const AgentFlags& f) {
   o.shim = f.shim;
   o.pids_limit = f.pids_limit;
   o.expose_all_gpu_nodes = f.expose_all_gpu_nodes;
+  o.mps_control = f.mps_control;
   return o;
 }
 
@@ -238,6 +239,9 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--pids-limit", f->pids_limit, "Most processes in one task container (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--mps-control", f->mps_control,
+                  "The MPS control daemon binary, run per GPU for MPS shares (default: nvidia-cuda-mps-control on "
+                  "PATH with NVML GPUs; none with fake GPUs, whose MPS tasks get their limits in the environment only)");
   cmd->add_option("--fake-dev-dir", f->fake_dev_dir, "Fake GPUs: where their device nodes are made (default WORK/dev)");
   cmd->add_flag("--test-expose-all-gpu-nodes", f->expose_all_gpu_nodes,
                 "Tests only: bind every GPU's device node into each container (the devices cgroup still denies "
