@@ -135,7 +135,7 @@ std::string FormatRfc3339(Instant t) {
   const std::time_t tt = static_cast<std::time_t>(secs);
   std::tm tm{};
   gmtime_r(&tt, &tm);
-  char buf[40];
+  char buf[96];  // room for any int field values, so the text is never cut
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                 tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(millis));
   return buf;

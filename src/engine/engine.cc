@@ -723,86 +723,140 @@ void Engine::OrderByRegion(const Job& j, std::vector<C>& candidates) const {
   });
 }
 
-Engine::Outcome Engine::TryStart(Job& j, Instant now, const Sink& sink) {
+Engine::Admission Engine::Admit(const Job& j) const {
   const TenantId t = j.spec.tenant;
   const int64_t need = j.spec.total_gpu_milli();
   // Admission is accounting: may the tenant hold `need` more in the pool?
   // Whether the capacity is free right now is the placement's question.
-  struct Candidate {
-    PoolId pool;
-    bool within;
-  };
-  std::vector<Candidate> candidates;
-  std::optional<PoolId> quota_limited;
+  Admission a;
   for (PoolId p = 0; p < state_.pools.size(); ++p) {
     if (!(j.spec.demand.allowed_pools >> p & 1)) continue;
     const TenantPool& tp = state_.tenant_pool(t, p);
     if (tp.quota.elastic_limit_milli == 0) continue;
     const bool within = tp.usage.gpu_milli + need <= tp.effective_guarantee();
     if (!within && !MayBorrow(t, p, need)) {
-      if (tp.usage.gpu_milli + need > tp.quota.elastic_limit_milli && !quota_limited) quota_limited = p;
+      if (tp.usage.gpu_milli + need > tp.quota.elastic_limit_milli && !a.quota_limited) a.quota_limited = p;
       continue;
     }
-    candidates.push_back({p, within});
+    a.candidates.push_back({p, within});
   }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) { return a.within > b.within; });
-  if (regions().kind != RegionPolicy::Kind::kOff) OrderByRegion(j, candidates);
-  for (const Candidate& c : candidates) {
-    if (TryPlaceIn(j, c.pool, c.within, now, sink)) return Outcome::kPlaced;
-  }
-  // SCALE-7: what elastic jobs grew onto is lent, not theirs: they give it
-  // back (a reshard, no restart) before anyone is preempted, and the job
-  // is admitted and placed again with that capacity and quota free.
-  if (any_elastic_ && !yielded_ && j.victims_pending == 0) {
-    bool yielded = false;
-    for (PoolId p = 0; p < state_.pools.size(); ++p) {
-      if (!(j.spec.demand.allowed_pools >> p & 1) || state_.tenant_pool(t, p).quota.elastic_limit_milli == 0) continue;
-      if (!OutsideLatencyBudget(j, p)) yielded |= YieldElastic(j, p, now, sink);
+  std::stable_sort(a.candidates.begin(), a.candidates.end(),
+                   [](const Candidate& x, const Candidate& y) { return x.within > y.within; });
+  if (regions().kind != RegionPolicy::Kind::kOff) OrderByRegion(j, a.candidates);
+  return a;
+}
+
+// The PostFilter strategies, in the order they are tried when a job does
+// not fit (Kubernetes' PostFilter extension point). The first that places
+// the job, or makes it wait for what it started, ends the attempt; one that
+// asks for a retry sends the job through admission and placement once more.
+const Engine::PostFilter Engine::kPostFilters[] = {
+    {"elastic-yield", &Engine::YieldElasticFor},
+    {"victims-pending", &Engine::WaitForVictims},
+    {"mig-recut", &Engine::RecutMigFor},
+    {"preemption", &Engine::PreemptFor},
+    {"gang-hold", &Engine::HoldForGang},
+};
+
+Engine::Outcome Engine::TryStart(Job& j, Instant now, const Sink& sink) {
+  // At most two attempts: the second only after elastic jobs gave capacity
+  // back (a retry is asked for at most once).
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const Admission admission = Admit(j);
+    for (const Candidate& c : admission.candidates) {
+      if (TryPlaceIn(j, c.pool, c.within, now, sink)) return Outcome::kPlaced;
     }
-    if (yielded) {
-      yielded_ = true;
-      const Outcome o = TryStart(j, now, sink);
-      yielded_ = false;
-      return o;
+    const PostFilterInput in{j, admission, /*retried=*/attempt > 0, now, sink};
+    bool retry = false;
+    for (const PostFilter& f : kPostFilters) {
+      const PostFilterResult r = (this->*f.run)(in);
+      if (r == PostFilterResult::kPlaced) return Outcome::kPlaced;
+      if (r == PostFilterResult::kWaiting) return Outcome::kWaiting;
+      if (r == PostFilterResult::kRetry) {
+        retry = true;
+        break;
+      }
     }
-  }
-  if (j.victims_pending > 0) return Outcome::kWaiting;
-  // A job that a MIG re-cut moved waits for the room planned for it: the
-  // job it made room for starts first, then it, in this or a later pass.
-  const bool moved_by_recut = state_.recut_moved.contains(j.id);
-  // Vertical scaling (PART-5): re-cut a fragmented MIG GPU. Tried before
-  // preemption because the moved jobs are placed again at once.
-  if (!moved_by_recut) {
-    for (const Candidate& c : candidates) {
-      if (TryMigRecut(j, c.pool, now, sink)) return Outcome::kWaiting;
+    if (retry) continue;
+    if (admission.candidates.empty() && admission.quota_limited &&
+        !state_.tenant_pool(j.spec.tenant, *admission.quota_limited).usage.exhausted_alerted) {
+      Emit(QuotaExhausted{j.spec.tenant, *admission.quota_limited, j.id}, now, sink);
     }
+    return Outcome::kBlocked;
   }
-  // PostFilter: preemption. Own lower-priority work may make room (and
-  // quota); a job within its guarantee may also take borrowed capacity back.
-  for (PoolId p = 0; p < state_.pools.size() && !moved_by_recut; ++p) {
+  GP_CHECK(false);  // the second attempt never asks for a retry
+  return Outcome::kBlocked;
+}
+
+// SCALE-7: what elastic jobs grew onto is lent, not theirs: they give it
+// back (a reshard, no restart) before anyone is preempted, and the job is
+// admitted and placed again with that capacity and quota free.
+Engine::PostFilterResult Engine::YieldElasticFor(const PostFilterInput& in) {
+  Job& j = in.job;
+  if (!any_elastic_ || in.retried || j.victims_pending != 0) return PostFilterResult::kCannotHelp;
+  bool yielded = false;
+  for (PoolId p = 0; p < state_.pools.size(); ++p) {
+    if (!(j.spec.demand.allowed_pools >> p & 1) || state_.tenant_pool(j.spec.tenant, p).quota.elastic_limit_milli == 0) {
+      continue;
+    }
+    if (!OutsideLatencyBudget(j, p)) yielded |= YieldElastic(j, p, in.now, in.sink);
+  }
+  return yielded ? PostFilterResult::kRetry : PostFilterResult::kCannotHelp;
+}
+
+// A job whose victims are still checkpointing waits for them.
+Engine::PostFilterResult Engine::WaitForVictims(const PostFilterInput& in) {
+  return in.job.victims_pending > 0 ? PostFilterResult::kWaiting : PostFilterResult::kCannotHelp;
+}
+
+// Vertical scaling (PART-5): re-cut a fragmented MIG GPU. Tried before
+// preemption because the moved jobs are placed again at once. A job that a
+// re-cut moved waits for the room planned for it instead: the job it made
+// room for starts first, then it, in this or a later pass.
+Engine::PostFilterResult Engine::RecutMigFor(const PostFilterInput& in) {
+  if (state_.recut_moved.contains(in.job.id)) return PostFilterResult::kCannotHelp;
+  for (const Candidate& c : in.admission.candidates) {
+    if (TryMigRecut(in.job, c.pool, in.now, in.sink)) return PostFilterResult::kWaiting;
+  }
+  return PostFilterResult::kCannotHelp;
+}
+
+// Preemption: own lower-priority work may make room (and quota); a job
+// within its guarantee may also take borrowed capacity back. Not for a job
+// a re-cut moved (see RecutMigFor).
+Engine::PostFilterResult Engine::PreemptFor(const PostFilterInput& in) {
+  Job& j = in.job;
+  if (state_.recut_moved.contains(j.id)) return PostFilterResult::kCannotHelp;
+  const TenantId t = j.spec.tenant;
+  const int64_t need = j.spec.total_gpu_milli();
+  for (PoolId p = 0; p < state_.pools.size(); ++p) {
     if (!(j.spec.demand.allowed_pools >> p & 1)) continue;
     const TenantPool& tp = state_.tenant_pool(t, p);
     if (tp.quota.elastic_limit_milli == 0 || OutsideLatencyBudget(j, p)) continue;
     const bool within = tp.usage.gpu_milli + need <= tp.effective_guarantee();
-    if (!TryPreempt(j, p, within, now, sink)) continue;
+    if (!TryPreempt(j, p, within, in.now, in.sink)) continue;
     // Victims that did not checkpoint are gone already: start now if it fits.
     if (j.victims_pending == 0) {
       const bool within_now = state_.tenant_pool(t, p).usage.gpu_milli + need <= tp.effective_guarantee();
-      if ((within_now || MayBorrow(t, p, need)) && TryPlaceIn(j, p, within_now, now, sink)) return Outcome::kPlaced;
+      if ((within_now || MayBorrow(t, p, need)) && TryPlaceIn(j, p, within_now, in.now, in.sink)) {
+        return PostFilterResult::kPlaced;
+      }
     }
-    return Outcome::kWaiting;
+    return PostFilterResult::kWaiting;
   }
-  if (candidates.empty()) {
-    if (quota_limited && !state_.tenant_pool(t, *quota_limited).usage.exhausted_alerted) {
-      Emit(QuotaExhausted{t, *quota_limited, j.id}, now, sink);
-    }
-    return Outcome::kBlocked;
+  return PostFilterResult::kCannotHelp;
+}
+
+// A gang that did not fit holds what frees up for it in its first pool
+// (MaybeReserveForGang), so that smaller jobs cannot starve it. It stays
+// blocked meanwhile.
+Engine::PostFilterResult Engine::HoldForGang(const PostFilterInput& in) {
+  Job& j = in.job;
+  if (!in.admission.candidates.empty() && j.spec.replicas > 1 && !j.spec.is_pipeline() &&
+      !state_.reservations.contains(j.id)) {
+    MaybeReserveForGang(j, in.admission.candidates[0].pool, in.now, in.sink);
   }
-  if (j.spec.replicas > 1 && !j.spec.is_pipeline() && !state_.reservations.contains(j.id)) {
-    MaybeReserveForGang(j, candidates[0].pool, now, sink);
-  }
-  return Outcome::kBlocked;
+  return PostFilterResult::kCannotHelp;
 }
 
 bool Engine::MayBorrow(TenantId t, PoolId p, int64_t need, int64_t freed) const {

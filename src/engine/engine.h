@@ -263,10 +263,43 @@ class Engine {
   Status Init();
 
   enum class Outcome { kPlaced, kWaiting, kBlocked };
+  // A pool the job was admitted to, and whether within its guarantee.
+  struct Candidate {
+    PoolId pool;
+    bool within;
+  };
+  struct Admission {
+    std::vector<Candidate> candidates;  // guarantee first, then by region (OrderByRegion)
+    std::optional<PoolId> quota_limited;  // the first pool the tenant's elastic limit kept it out of
+  };
+  // What a PostFilter strategy did for a job that did not fit: placed it,
+  // started something it now waits for (victims' checkpoints, a re-cut),
+  // freed capacity so that admission and placement should run again, or
+  // nothing (the next strategy is tried).
+  enum class PostFilterResult { kPlaced, kWaiting, kRetry, kCannotHelp };
+  struct PostFilterInput {
+    Job& job;
+    const Admission& admission;
+    bool retried;  // this is the attempt after a kRetry
+    Instant now;
+    const Sink& sink;
+  };
+  struct PostFilter {
+    const char* name;
+    PostFilterResult (Engine::*run)(const PostFilterInput&);
+  };
+  static const PostFilter kPostFilters[];
 
   void Emit(EventBody body, Instant now, const Sink& sink);
   void SchedulePass(Instant now, const Sink& sink);
+  // Admission, placement, then the PostFilter strategies (kPostFilters).
   Outcome TryStart(Job& j, Instant now, const Sink& sink);
+  Admission Admit(const Job& j) const;
+  PostFilterResult YieldElasticFor(const PostFilterInput& in);
+  PostFilterResult WaitForVictims(const PostFilterInput& in);
+  PostFilterResult RecutMigFor(const PostFilterInput& in);
+  PostFilterResult PreemptFor(const PostFilterInput& in);
+  PostFilterResult HoldForGang(const PostFilterInput& in);
   bool TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sink& sink);
   bool TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sink& sink);
   // PART-5: re-cuts one MIG GPU of `pool` for j (see the header comment).
@@ -396,7 +429,6 @@ class Engine {
   // tenants first), or -1.
   int32_t reserved_first_pool_ = -1;
   bool any_elastic_ = false;  // an elastic job was submitted (SCALE-7 work is skipped until then)
-  bool yielded_ = false;      // TryStart is trying again after elastic jobs gave capacity back
   std::unordered_map<JobId, int> low_polls_;
   std::vector<Instant> last_heartbeat_;
 };

@@ -73,7 +73,7 @@ Result<FgdRunResult> RunFgdProtocolWith(const std::vector<NodeSpec>& nodes, cons
 
   Cluster cluster;
   for (const NodeSpec& spec : nodes) {
-    GP_ASSIGN_OR_RETURN(auto added, cluster.AddNode(spec));
+    GP_TRY(cluster.AddNode(spec));
   }
   if (cluster.gpu_milli_total() == 0) return InvalidArgument("the cluster has no GPUs");
 
