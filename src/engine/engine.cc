@@ -585,59 +585,18 @@ void Engine::RecallIfNeeded(const Job& j, Instant now, const Sink& sink) {
 
 // --- scheduling ---------------------------------------------------------------
 
-double Engine::DominantShare(TenantId t) const {
-  const Tenant& tenant = state_.tenants[t];
-  double used[3] = {0, 0, 0}, total[3] = {0, 0, 0};
-  double weight = 0;
-  for (PoolId p = 0; p < state_.pools.size(); ++p) {
-    const TenantPool& tp = tenant.pools[p];
-    if (tp.quota.elastic_limit_milli == 0) continue;
-    used[0] += static_cast<double>(tp.usage.gpu_milli);
-    used[1] += static_cast<double>(tp.usage.cpu_milli);
-    used[2] += static_cast<double>(tp.usage.memory_mib);
-    total[0] += static_cast<double>(state_.pool_totals[p].gpu_milli);
-    total[1] += static_cast<double>(state_.pool_totals[p].cpu_milli);
-    total[2] += static_cast<double>(state_.pool_totals[p].memory_mib);
-    weight = std::max(weight, tp.quota.weight);
-  }
-  double share = 0;
-  for (int r = 0; r < 3; ++r) {
-    if (total[r] > 0) share = std::max(share, used[r] / total[r]);
-  }
-  return weight > 0 ? share / weight : share;
-}
-
-bool Engine::HasIdleGuarantee(TenantId t) const {
-  for (const TenantPool& tp : state_.tenants[t].pools) {
-    if (tp.idle_guarantee_milli() > 0) return true;
-  }
-  return false;
-}
-
-void Engine::SchedulePass(Instant now, const Sink& sink) {
-  struct TenantKey {
-    int phase;  // 0: has idle guarantee
-    double share;
-    TenantId tenant;
-    auto operator<=>(const TenantKey&) const = default;
-  };
-  // QUOTA-5: when a scale-out's node joins, tenants with a reserved quota in
-  // its pool are served first.
-  auto key_of = [this](TenantId t) {
-    const bool reserved_first = reserved_first_pool_ >= 0 &&
-                                state_.tenant_pool(t, static_cast<PoolId>(reserved_first_pool_)).quota.reserved;
-    return TenantKey{reserved_first ? -1 : (HasIdleGuarantee(t) ? 0 : 1), DominantShare(t), t};
-  };
+void Engine::SchedulePass(Instant now, const Sink& sink, const TenantOrder& tenant_order) {
+  auto key_of = [&](TenantId t) { return tenant_order.KeyOf(state_, t); };
   // Jobs that preempted others take what their victims freed, first.
   const std::vector<QueueKey> nominated(state_.nominated.begin(), state_.nominated.end());
   for (const QueueKey& key : nominated) {
     Job* j = state_.jobs.contains(key.job) ? &state_.job(key.job) : nullptr;
     if (j && j->state == JobState::kPending && j->victims_pending == 0) TryStart(*j, now, sink);
   }
-  std::set<TenantKey> order;
+  std::set<TenantOrder::Key> order;
   for (TenantId t : state_.queue.tenants()) order.insert(key_of(t));
   while (!order.empty()) {
-    const TenantKey k = *order.begin();
+    const TenantOrder::Key k = *order.begin();
     order.erase(order.begin());
     JobQueue::TenantQueue* tq = &state_.queue.tenant(k.tenant);
     bool placed = false;

@@ -78,6 +78,7 @@
 #include "src/engine/mode_policy.h"
 #include "src/engine/scaling.h"
 #include "src/engine/state.h"
+#include "src/engine/tenant_order.h"
 #include "src/sched/attributes.h"
 #include "src/sched/policy.h"
 #include "src/sched/scheduler.h"
@@ -291,7 +292,8 @@ class Engine {
   static const PostFilter kPostFilters[];
 
   void Emit(EventBody body, Instant now, const Sink& sink);
-  void SchedulePass(Instant now, const Sink& sink);
+  // One pass over the queue, tenants in `tenant_order`'s order.
+  void SchedulePass(Instant now, const Sink& sink, const TenantOrder& tenant_order = {});
   // Admission, placement, then the PostFilter strategies (kPostFilters).
   Outcome TryStart(Job& j, Instant now, const Sink& sink);
   Admission Admit(const Job& j) const;
@@ -370,8 +372,6 @@ class Engine {
   // Extends node_rack_ and node_nvlink_ to every node.
   void RefreshTopology();
   Scheduler& scheduler();
-  double DominantShare(TenantId t) const;
-  bool HasIdleGuarantee(TenantId t) const;
   Duration LostWork(const Job& v, Instant now) const;
   // Is `n` held for a nominated job (a preemptor) of tenant t?
   bool HeldForFellowPreemptor(const Node& n, TenantId t) const;
@@ -425,9 +425,6 @@ class Engine {
   // OPS-2, per node: since when its reports have had an over GPU, and its
   // last detection.
   std::unordered_map<NodeIndex, Instant> hot_since_, hot_detected_;
-  // QUOTA-5: the pool whose new node this scheduling pass serves (reserved
-  // tenants first), or -1.
-  int32_t reserved_first_pool_ = -1;
   bool any_elastic_ = false;  // an elastic job was submitted (SCALE-7 work is skipped until then)
   std::unordered_map<JobId, int> low_polls_;
   std::vector<Instant> last_heartbeat_;

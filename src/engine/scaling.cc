@@ -65,9 +65,8 @@ Result<NodeIndex> Engine::AddProvisionedNode(PoolId pool, std::string name, std:
   GP_TRY(probe.AddNode(spec));
   const NodeIndex index = state_.cluster.node_count();
   Emit(NodeAdded{std::move(spec), t.region, t.zone, std::move(rack), /*provisioned=*/true}, now, sink);
-  reserved_first_pool_ = pool;  // QUOTA-5: the new node serves reserved tenants first
-  SchedulePass(now, sink);
-  reserved_first_pool_ = -1;
+  // QUOTA-5: the new node serves the pool's reserved tenants first.
+  SchedulePass(now, sink, TenantOrder{static_cast<int32_t>(pool)});
   return index;
 }
 
