@@ -248,7 +248,10 @@ TEST_F(AgentE2eTest, AKilledMpsDaemonIsRestartedUnderItsRunningTask) {
   const std::string once = "get_server_list\nset_default_active_thread_percentage 50\n";
   EXPECT_TRUE(WaitFor([&] { return ReadFile(mps + "/pipe/commands.log") == once + once; }, std::chrono::seconds(10)))
       << ReadFile(mps + "/pipe/commands.log") << agent.action_log();
-  EXPECT_NE(agent.action_log().find("\"action\":\"mps_restart\""), std::string::npos);
+  // The restart is logged once its commands have gone out: wait for the line.
+  EXPECT_TRUE(WaitFor([&] { return agent.action_log().find("\"action\":\"mps_restart\"") != std::string::npos; },
+                      std::chrono::seconds(10)))
+      << agent.action_log();
   EXPECT_EQ(State(id), "running");
   EXPECT_EQ(Http(*server_, "DELETE", "/v1/jobs/" + std::to_string(id), admin_).status, 200);
   EXPECT_TRUE(WaitFor([&] { return ReadFile(mps + "/pipe/commands.log") == once + once + "quit\n"; },
