@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/agent/proc_stat.h"
 #include "src/base/subprocess.h"
 
 namespace gpupool {
@@ -32,20 +33,8 @@ struct ProcState {
 };
 
 ProcState StatOf(int pid) {
-  if (pid <= 0) return {};
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return {};
-  const size_t close = line.rfind(')');
-  if (close == std::string::npos || close + 2 >= line.size()) return {};
-  std::istringstream fields(line.substr(close + 2));
-  std::string state, skip;
-  fields >> state;
-  for (int i = 4; i < 22; ++i) fields >> skip;
-  ProcState s;
-  fields >> s.start_time;
-  s.alive = state != "Z" && state != "X";
-  return s;
+  const std::optional<ProcStat> s = ReadProcStat(pid);
+  return s ? ProcState{s->alive(), s->start_time} : ProcState{};
 }
 
 bool Alive(int pid, unsigned long long start_time) {
@@ -57,14 +46,6 @@ int ReadPid(const std::string& file) {
   std::ifstream in(file);
   int pid = 0;
   return in >> pid ? pid : 0;
-}
-
-Status MakeDir(const std::string& dir, mode_t mode) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return IoError(dir + ": " + ec.message());
-  if (::chmod(dir.c_str(), mode) != 0) return IoError(dir + ": chmod: " + std::strerror(errno));
-  return {};
 }
 
 // Every directory above `dir` gets o+x (search, not read): the daemon's

@@ -1,6 +1,7 @@
 #include "src/agent/nvml_backend.h"
 
 #include "src/agent/device_nodes.h"
+#include "src/agent/proc_stat.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -158,20 +159,11 @@ std::string Trim(std::string s) {
   return s.substr(i);
 }
 
-// Process group of `pid` (field 5 of /proc/PID/stat), or nullopt when the
-// process is gone. The command name (field 2) may hold spaces and ')', so
-// fields are counted after the last ')'.
+// Process group of `pid` (src/agent/proc_stat.h), or nullopt when the process is gone.
 std::optional<int> ProcessGroupOf(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!in || !std::getline(in, stat)) return std::nullopt;
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(stat.substr(close + 1));
-  std::string state;
-  long ppid = 0, pgrp = 0;
-  if (!(rest >> state >> ppid >> pgrp)) return std::nullopt;
-  return static_cast<int>(pgrp);
+  const std::optional<ProcStat> s = ReadProcStat(pid);
+  if (!s) return std::nullopt;
+  return s->pgrp;
 }
 
 struct ChildRun {

@@ -20,6 +20,7 @@
 #include "src/agent/cuda_cap_env.h"
 #include "src/agent/driver_files.h"
 #include "src/agent/oci_spec.h"
+#include "src/agent/proc_stat.h"
 #include "src/base/sha256.h"
 #include "src/base/subprocess.h"
 
@@ -48,15 +49,6 @@ bool WriteFile(const std::string& path, const std::string& text) {
   std::error_code ec;
   fs::rename(path + ".tmp", path, ec);
   return !ec;
-}
-
-// Makes `dir` (and its parents) exist; `mode` on the last one.
-Status MakeDir(const std::string& dir, mode_t mode) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return IoError(dir + ": " + ec.message());
-  if (::chmod(dir.c_str(), mode) != 0) return IoError(dir + ": chmod: " + std::strerror(errno));
-  return {};
 }
 
 // Owns `dir` by uid:uid with mode 0700; a tree owned by anyone else (an
@@ -186,9 +178,8 @@ class OciTask : public RunningTask {
     if (init_pid_ <= 0) return false;
     // Alive and still the container's init: its parent is the shim or, once
     // the shim is gone, whoever adopted it; a zombie counts as gone.
-    const std::string stat = ReadFile("/proc/" + std::to_string(init_pid_) + "/stat");
-    const size_t close = stat.rfind(')');
-    return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+    const std::optional<ProcStat> s = ReadProcStat(init_pid_);
+    return s && s->state != 'Z';
   }
 
   // The init's child: the task's first process, leading its process group.

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "src/agent/executor.h"
+#include "src/agent/proc_stat.h"
 
 namespace gpupool {
 namespace {
@@ -25,17 +26,8 @@ std::string BootId() {
 
 // Field 22 of /proc/PID/stat (clock ticks after boot); 0 when it is gone.
 unsigned long long StartTime(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return 0;
-  const size_t close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(line.substr(close + 2));
-  std::string skip;
-  for (int i = 3; i < 22; ++i) fields >> skip;
-  unsigned long long start = 0;
-  fields >> start;
-  return start;
+  const std::optional<ProcStat> s = ReadProcStat(pid);
+  return s ? s->start_time : 0;
 }
 
 class ProcessTask : public RunningTask {

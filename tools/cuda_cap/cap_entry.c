@@ -18,9 +18,9 @@
     if (r_ != CUDA_SUCCESS) return r_;                                                \
     r_ = (call);                                                                      \
     if (r_ == CUDA_SUCCESS)                                                           \
-      cap_mem_commit((kind), (uint64_t)(key), bytes_);                                \
+      cap_mem_keep((kind), (uint64_t)(key), bytes_);                                  \
     else                                                                              \
-      cap_mem_cancel(bytes_);                                                         \
+      cap_mem_drop(bytes_);                                                           \
     return r_;                                                                        \
   } while (0)
 
@@ -30,8 +30,8 @@
     uint64_t bytes_ = 0;                                                              \
     int known_ = cap_mem_capped() && cap_mem_forget((kind), (uint64_t)(key), &bytes_); \
     CUresult r_ = (call);                                                             \
-    if (known_ && r_ == CUDA_SUCCESS) cap_mem_release(bytes_);                        \
-    if (known_ && r_ != CUDA_SUCCESS) cap_mem_restore((kind), (uint64_t)(key), bytes_); \
+    if (known_ && r_ == CUDA_SUCCESS) cap_mem_drop(bytes_);                           \
+    if (known_ && r_ != CUDA_SUCCESS) cap_mem_keep((kind), (uint64_t)(key), bytes_);  \
     return r_;                                                                        \
   } while (0)
 
@@ -139,18 +139,18 @@ CAP_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t 
   if (r != CUDA_SUCCESS) return r;
   r = real(dptr, pitch, width, height, element_size);
   if (r != CUDA_SUCCESS) {
-    cap_mem_cancel(guess);
+    cap_mem_drop(guess);
     return r;
   }
   uint64_t actual = mul_sat(*pitch, height);
   if (actual > guess && cap_mem_grow(actual - guess) != CUDA_SUCCESS) {
     if (REAL(cuMemFree_v2)) REAL(cuMemFree_v2)(*dptr);
-    cap_mem_cancel(guess);
+    cap_mem_drop(guess);
     *dptr = 0;
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (actual < guess) cap_mem_shrink(guess - actual);
-  cap_mem_commit(CAP_KIND_DEVPTR, *dptr, actual);
+  cap_mem_keep(CAP_KIND_DEVPTR, *dptr, actual);
   return CUDA_SUCCESS;
 }
 

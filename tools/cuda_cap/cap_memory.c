@@ -304,14 +304,14 @@ CUresult cap_mem_reserve(uint64_t bytes) {
   return r;
 }
 
-void cap_mem_cancel(uint64_t bytes) {
+void cap_mem_drop(uint64_t bytes) {
   pthread_mutex_lock(&g.mu);
   --g.live;
   sub_bytes(bytes);
   pthread_mutex_unlock(&g.mu);
 }
 
-void cap_mem_commit(enum cap_kind kind, uint64_t key, uint64_t bytes) {
+void cap_mem_keep(enum cap_kind kind, uint64_t key, uint64_t bytes) {
   pthread_mutex_lock(&g.mu);
   table_put(kind, key, bytes);
   pthread_mutex_unlock(&g.mu);
@@ -336,19 +336,6 @@ int cap_mem_forget(enum cap_kind kind, uint64_t key, uint64_t* bytes) {
   int found = g.pid == getpid() && table_take(kind, key, bytes);
   pthread_mutex_unlock(&g.mu);
   return found;
-}
-
-void cap_mem_release(uint64_t bytes) {
-  pthread_mutex_lock(&g.mu);
-  --g.live;
-  sub_bytes(bytes);
-  pthread_mutex_unlock(&g.mu);
-}
-
-void cap_mem_restore(enum cap_kind kind, uint64_t key, uint64_t bytes) {
-  pthread_mutex_lock(&g.mu);
-  table_put(kind, key, bytes);
-  pthread_mutex_unlock(&g.mu);
 }
 
 uint64_t cap_mem_used(void) {

@@ -151,20 +151,19 @@ struct cap_bucket {
 void cap_mem_init(const struct cap_config* config);
 int cap_mem_capped(void);
 /* Reserves bytes and a table entry: CUDA_ERROR_OUT_OF_MEMORY when either is
- * exhausted. Then exactly one of cap_mem_cancel (the allocation failed) or
- * cap_mem_commit (it succeeded, with the bytes finally reserved). */
+ * exhausted. Then exactly one of cap_mem_drop (the allocation failed: bytes
+ * and entry given back) or cap_mem_keep (it succeeded: the entry records
+ * the bytes finally reserved). */
 CUresult cap_mem_reserve(uint64_t bytes);
-void cap_mem_cancel(uint64_t bytes);
-void cap_mem_commit(enum cap_kind kind, uint64_t key, uint64_t bytes);
+void cap_mem_drop(uint64_t bytes);
+void cap_mem_keep(enum cap_kind kind, uint64_t key, uint64_t bytes);
 /* Budget only, for an allocation whose final size differs from the reserve. */
 CUresult cap_mem_grow(uint64_t bytes);
 void cap_mem_shrink(uint64_t bytes);
 /* Before a free: takes the entry into *bytes (0 when unknown: nothing to
- * do); then cap_mem_release after the real free succeeded, cap_mem_restore
- * when it failed. */
+ * do); then cap_mem_drop after the real free succeeded, cap_mem_keep (the
+ * entry back) when it failed. */
 int cap_mem_forget(enum cap_kind kind, uint64_t key, uint64_t* bytes);
-void cap_mem_release(uint64_t bytes);
-void cap_mem_restore(enum cap_kind kind, uint64_t key, uint64_t bytes);
 uint64_t cap_mem_limit(void);
 uint64_t cap_mem_used(void); /* the task's (or process's) reserved bytes */
 /* The token bucket: in the state file when there is one. */
