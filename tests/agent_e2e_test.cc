@@ -237,8 +237,10 @@ TEST_F(AgentE2eTest, MpsSharesRunAgainstTheirGpusControlDaemon) {
 TEST_F(AgentE2eTest, AKilledMpsDaemonIsRestartedUnderItsRunningTask) {
   AgentProcess& agent = StartAgent("node-a", "1xH100", {"--mps-control", GPUPOOL_FAKE_MPS_CONTROL});
   CreateTenant("team-a", 1, 1);
+  // Busy, so that idle reclamation (the fixture's, after about 2.5 s) leaves it alone.
   const int64_t id = Submit({{"name", "mps"}, {"tenant", "team-a"}, {"gpu_fraction", 0.5}, {"sharing", "mps"},
-                             {"command", {"sh", "-c", "echo up; sleep 60"}}});
+                             {"command", {"sh", "-c", "echo up; while true; do i=0; "
+                                                      "while [ $i -lt 20000 ]; do i=$((i+1)); done; done"}}});
   const std::string mps = agent.work_dir() + "/mps/gpu0";
   ASSERT_TRUE(WaitFor([&] { return Logs(id).find("up") != std::string::npos; }, std::chrono::seconds(20)))
       << Job(id).dump();
