@@ -6,8 +6,10 @@
 // snapshot versions) keeps both.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "src/api/tenant_ids.h"
 #include "tests/run_binary.h"
@@ -18,16 +20,17 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kFixture = std::string(GPUPOOL_SOURCE_DIR) + "/tests/fixtures/data-v4";
+const std::string kFixtures = std::string(GPUPOOL_SOURCE_DIR) + "/tests/fixtures/";
 
 class ServerUpgradeTest : public ::testing::Test {
  protected:
+  virtual std::string Fixture() const { return kFixtures + "data-v4"; }
   void SetUp() override {
     root_ = MakeTempDir();
     const std::string data = root_ + "/data";
     std::filesystem::create_directories(data);
     for (const char* f : {"gpupool.db", "admin.token"}) {
-      std::filesystem::copy_file(kFixture + "/" + f, data + "/" + f);
+      std::filesystem::copy_file(Fixture() + "/" + f, data + "/" + f);
       std::filesystem::permissions(data + "/" + f, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     }
     // The embedded default configuration, as the fixture was written with.
@@ -161,6 +164,69 @@ TEST_F(ServerUpgradeTest, AVersion4DataDirectoryLoadsAndKeepsWorking) {
   EXPECT_EQ(again["request"]["shm_gib"], 2.0);
   EXPECT_EQ(again["request"]["network"], "isolated");
   expect_orders(RegisterNode1());
+}
+
+// The release before the issue 15 Engine rules (tests/fixtures/data-v6:
+// engine snapshot version 6, two tenants' MPS shares on one GPU, a MIG
+// share charged as asked).
+class ServerUpgradeV6Test : public ServerUpgradeTest {
+ protected:
+  std::string Fixture() const override { return kFixtures + "data-v6"; }
+  void ExpectTheV6Jobs() {
+    for (int id : {1, 2, 3}) EXPECT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "running") << id;
+    EXPECT_EQ(Get("/v1/jobs/3")["request"]["sharing"], "mig");
+  }
+  json Gpus() { return Get("/v1/nodes")["nodes"][0]["gpu"]; }
+};
+
+TEST_F(ServerUpgradeV6Test, AVersion6DataDirectoryLoadsAndItsMpsGpuHealsToOneTenant) {
+  ASSERT_NO_FATAL_FAILURE(ExpectTheV6Jobs());
+  json gpus = Gpus();
+  ASSERT_EQ(gpus.size(), 2u) << gpus.dump();
+  EXPECT_EQ(gpus[0]["mode"], "mps");
+  EXPECT_EQ(gpus[0]["free_milli"], 400) << "both tenants' shares are still there";
+  EXPECT_EQ(gpus[1]["mode"], "mig");
+  EXPECT_EQ(gpus[1]["free_milli"], 700) << "the old MIG share keeps the charge it was placed with";
+  EXPECT_EQ(gpus[0]["healthy"], true);
+
+  // GPU 0 serves two tenants (allowed then): no new MPS share goes there.
+  const json share = {{"name", "new-mps"}, {"tenant", "team-a"}, {"gpu_fraction", 0.2}, {"sharing", "mps"},
+                      {"gpu_memory_gib", 4},  {"cpu_cores", 1},      {"memory_gib", 1},
+                      {"image", "host"},      {"command", {"sleep", "1000"}}};
+  auto created = Http(*server_, "POST", "/v1/jobs", admin_, share);
+  ASSERT_EQ(created.status, 201) << created.text;
+  const int64_t id = created.body["id"];
+  EXPECT_EQ(created.body["state"], "pending") << created.text;
+  // Once team-b's share is gone, GPU 0 serves team-a only, and takes it.
+  auto cancelled = Http(*server_, "DELETE", "/v1/jobs/2", admin_);
+  ASSERT_EQ(cancelled.status, 200) << cancelled.text;
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "running");
+  // A new MIG share is charged its slices: 3/7 of a GPU (team-b's: team-a
+  // is at its guarantee, which the pool's capacity bounds).
+  json mig = share;
+  mig["name"] = "new-mig";
+  mig["tenant"] = "team-b";
+  mig["sharing"] = "mig";
+  mig["gpu_fraction"] = 0.3;
+  mig["gpu_memory_gib"] = 10;
+  auto placed = Http(*server_, "POST", "/v1/jobs", admin_, mig);
+  ASSERT_EQ(placed.status, 201) << placed.text;
+  EXPECT_EQ(placed.body["state"], "running") << placed.text;
+
+  // The node view follows at the server's next summary (within a tick).
+  json before;
+  for (int i = 0; i < 100; ++i) {
+    before = Gpus();
+    if (before[1]["free_milli"] == 700 - 428) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(before[1]["free_milli"], 700 - 428) << before.dump();
+  // A clean stop writes version 7; it loads again, the same.
+  ASSERT_EQ(server_->Stop(), 0) << server_->log();
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  EXPECT_EQ(Gpus(), before);
+  EXPECT_EQ(Gpus()[1]["free_milli"], 700 - 428);
+  EXPECT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "running");
 }
 
 }  // namespace

@@ -173,12 +173,13 @@ std::string FormatNodesTable(const json& nodes) {
   for (const auto& n : Items(nodes)) {
     rows.push_back({Text(n, "name"), Text(n, "pool"), Text(n, "model"), Text(n, "gpus"), Text(n, "free_gpus"),
                     Text(n, "cpu_cores"), Text(n, "memory_gib"), Text(n, "region"), Text(n, "zone"), Text(n, "rack"),
-                    Text(n, "condition"), Text(Field(n, "agent"), "isolation")});
+                    Text(n, "condition"), Text(n, "unhealthy_gpus"), Text(Field(n, "agent"), "isolation")});
   }
-  // ISOLATION: how the node's agent runs tasks (container or none); - until
-  // an agent registers after the server starts.
+  // UNHEALTHY: the GPUs that take no new work (EXEC-11; `node get` shows
+  // the agent's reason). ISOLATION: how the node's agent runs tasks
+  // (container or none); - until an agent registers after the server starts.
   return FormatTable({"NAME", "POOL", "MODEL", "GPUS", "FREE", "CPU", "MEMORY_GIB", "REGION", "ZONE", "RACK",
-                      "CONDITION", "ISOLATION"},
+                      "CONDITION", "UNHEALTHY", "ISOLATION"},
                      rows);
 }
 

@@ -86,12 +86,12 @@ TEST(ResourceTablesTest, NodesTable) {
      "region": "r1", "zone": "z1", "rack": "rack-1", "condition": "ready", "free_gpus": 3.5, "gpu": [],
      "agent": {"backend": "nvml", "isolation": "container", "gpus": []}},
     {"name": "t4-9", "pool": "inference", "model": "T4", "gpus": 1, "cpu_cores": 7.5, "memory_gib": 30,
-     "region": "r2", "zone": "z3", "rack": "", "condition": "cordoned", "free_gpus": 0}
+     "region": "r2", "zone": "z3", "rack": "", "condition": "cordoned", "free_gpus": 0, "unhealthy_gpus": [0]}
   ])");
   EXPECT_EQ(FormatNodesTable(nodes),
-            "NAME     POOL        MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK     CONDITION   ISOLATION\n"
-            "h100-0   default     H100    8      3.5    96    1024         r1       z1     rack-1   ready       container\n"
-            "t4-9     inference   T4      1      0      7.5   30           r2       z3     -        cordoned    -\n");
+            "NAME     POOL        MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK     CONDITION   UNHEALTHY   ISOLATION\n"
+            "h100-0   default     H100    8      3.5    96    1024         r1       z1     rack-1   ready       -           container\n"
+            "t4-9     inference   T4      1      0      7.5   30           r2       z3     -        cordoned    0           -\n");
 }
 
 TEST(ResourceTablesTest, PoolsTableShowsCapacity) {
@@ -148,7 +148,7 @@ TEST(ResourceTablesTest, MalformedInputPrintsDashesInsteadOfFailing) {
             "x    -      -        -       -          -      -     -\n"
             "-    -      -        -       -          -      -     -\n");
   EXPECT_EQ(FormatNodesTable(json("not a list")),
-            "NAME   POOL   MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK   CONDITION   ISOLATION\n");
+            "NAME   POOL   MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK   CONDITION   UNHEALTHY   ISOLATION\n");
 }
 
 }  // namespace

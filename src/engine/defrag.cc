@@ -72,10 +72,10 @@ std::optional<Spot> BestSpot(const FragmentationModel& model, const Node& n, con
 }
 
 using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, GpuModelMask, uint64_t, uint16_t, int64_t, ShareMode,
-                            int32_t>;
+                            int32_t, int32_t>;
 ShapeKey KeyOf(const Demand& d) {
   return {d.cpu_milli,     d.memory_mib,  d.gpu_count,   d.gpu_milli, d.allowed_models,
-          d.allowed_pools, d.requirement, d.reservation, d.mode,      d.gpu_memory_mib};
+          d.allowed_pools, d.requirement, d.reservation, d.mode,      d.gpu_memory_mib, d.mps_tenant};
 }
 
 struct Task {

@@ -347,6 +347,7 @@ Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
     ApplySharing(ChooseSharing(mode_policy_, spec).second, spec);
   }
   GP_TRY(ValidateDemand(spec.demand));
+  ScopeMpsShares(spec);
   if (spec.is_pipeline()) {
     if (spec.stages.size() > static_cast<size_t>(kMaxGpusPerNode)) {
       return InvalidArgument("stages: at most " + std::to_string(kMaxGpusPerNode) + " stages on one node");
@@ -394,6 +395,7 @@ Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
   }
   spec.demand.allowed_pools = pools;
   spec.demand.reservation = -1;
+  ChargeMigAsSlices(spec, MigModelsIn(pools));
   const JobId id = state_.next_job_id;
   uint64_t fitting = 0;
   const std::string why = NeverFitsReason(spec, &fitting);
@@ -560,6 +562,16 @@ Status Engine::SetRegions(RegionPolicy policy, Instant now, const Sink& sink) {
   Emit(RegionsSet{std::move(policy)}, now, sink);
   SchedulePass(now, sink);
   return {};
+}
+
+GpuModelMask Engine::MigModelsIn(uint64_t pools) const {
+  GpuModelMask models = 0;
+  for (const Node& n : state_.cluster.nodes()) {
+    if (n.mig_table != 0 && (pools >> n.pool & 1) && n.condition != NodeCondition::kRemoved) {
+      models |= GpuModelMask{1} << n.gpu_model;
+    }
+  }
+  return models;
 }
 
 std::vector<JobId> Engine::JobsOnNode(NodeIndex n) const {

@@ -205,6 +205,30 @@ class Engine {
   // Fails for an unknown node or a GPU index outside it.
   Status ReportNodeTelemetry(NodeIndex node, const std::vector<GpuTelemetry>& gpus, Instant now, const Sink& sink);
 
+  // --- what the node enforces (src/engine/node_reports.cc) ---------------------
+  // EXEC-11: node's unhealthy GPUs are `unhealthy` from now on (the whole
+  // set, as its agent reports it; `reason` says why). Emits
+  // GpuHealthChanged when the set changes and moves the jobs that can move
+  // off GPUs that just turned unhealthy (see the event). Fails for an
+  // unknown node or a GPU it does not have, deciding nothing.
+  Status ReportGpuHealth(NodeIndex node, GpuMask unhealthy, std::string reason, Instant now, const Sink& sink);
+  // A running job's replica was seen using `used_mib` of GPU memory per GPU.
+  // For a time-sliced or MPS share that uses more than it booked, past the
+  // peak charged so far by at least a step (kObservedMemoryStepMib), emits
+  // TaskMemoryObserved with the use rounded up to a step. Fails for a job
+  // that is not running or a replica it does not have; negative use is
+  // refused.
+  Status ReportTaskMemory(JobId job, int32_t replica, int64_t used_mib, Instant now, const Sink& sink);
+  // EXEC-7: GPU `gpu` of node reports its MIG mode and the instances that
+  // exist on it. Emits
+  // MigLayoutReported when that differs from what the Engine holds, and a
+  // MigLayoutMismatch for each reported instance that overlaps a job's
+  // planned instance otherwise (see the events). Fails, deciding nothing,
+  // for an unknown node or GPU, MIG mode on a model without MIG, instances
+  // without MIG mode, an unknown profile or start, or overlapping instances.
+  Status ReportMigLayout(NodeIndex node, int32_t gpu, bool mig_enabled, std::vector<MigSlot> instances, Instant now,
+                         const Sink& sink);
+
   // --- elastic scaling (src/engine/scaling.h) ----------------------------------
   // A node the provider created for a scale-out of `pool` joins it, built
   // from the pool's template with this name and rack (NodeAdded, marked
@@ -358,6 +382,9 @@ class Engine {
   uint64_t PoolsWantedByQueue() const;
   // Running jobs with a replica on node n, by id.
   std::vector<JobId> JobsOnNode(NodeIndex n) const;
+  // The MIG-capable GPU models of the nodes in `pools` (a pool-id mask).
+  // O(nodes); for MIG submissions only.
+  GpuModelMask MigModelsIn(uint64_t pools) const;
   // SCALE-7 (src/engine/elastic.cc): grows running elastic jobs onto free
   // capacity no queued job may use; shrinks `j` by the replicas on `node`
   // (-1: every replica above its minimum). True when it resized.
@@ -367,6 +394,18 @@ class Engine {
   // give back the replicas they grew beyond their minimum, when that leaves
   // room for j. True when any did.
   bool YieldElastic(const Job& j, PoolId p, Instant now, const Sink& sink);
+  // EXEC-7 (src/engine/node_reports.cc): per (node, GPU), the last MIG
+  // report and the clashes it had (soft state: a restart decides once more).
+  struct MigReportMemo {
+    bool seen = false;
+    bool enabled = false;
+    uint64_t bytes = 0;
+    std::vector<std::string> clashes;
+  };
+  std::map<std::pair<NodeIndex, int32_t>, MigReportMemo> mig_reports_;
+  // EXEC-11 (src/engine/node_reports.cc): moves what can move off node n's
+  // GPUs `gpus`, which just turned unhealthy.
+  void MoveOffUnhealthyGpus(NodeIndex n, GpuMask gpus, Instant now, const Sink& sink);
   // OPS-2, each telemetry report (src/engine/hotspot.cc).
   void ActOnHotspot(NodeIndex n, GpuMask gpus, const std::string& reason, Instant now, const Sink& sink);
   // Extends node_rack_ and node_nvlink_ to every node.

@@ -556,8 +556,9 @@ TEST(EngineSharingTest, APipelineRunsItsStagesTogetherOnOneNode) {
   EXPECT_EQ(FindMigTable("A100-80GB")->profiles[d2.mig_profile].name, "3g.40gb");
   const int g1 = std::countr_zero(static_cast<unsigned>(d1.gpus));
   EXPECT_EQ(n.gpu_mode[g1], GpuMode::kTimeSlice);
-  // Quota counts every stage: 143 + 250 + 429 milli.
-  EXPECT_EQ(h.engine->state().tenant_pool(a, p).usage.gpu_milli, 822);
+  // Quota counts every stage, a MIG instance as its compute slices over
+  // the GPU's: 1/7 (142) + 250 + 3/7 (428) milli.
+  EXPECT_EQ(h.engine->state().tenant_pool(a, p).usage.gpu_milli, 820);
 }
 
 TEST(EngineSharingTest, TheModePolicyChoosesPerJob) {

@@ -88,6 +88,9 @@ enum class PreemptReason : uint8_t {
   // The victim's node is a hotspot (OPS-2, HotspotDetected): it moves off
   // (checkpointed first when it can be; preemptor -1).
   kHotspot,
+  // The victim's GPU turned unhealthy (EXEC-11, GpuHealthChanged): it moves
+  // off (checkpointed first when it can be; preemptor -1).
+  kGpuUnhealthy,
 };
 const char* PreemptReasonName(PreemptReason r);
 
@@ -289,6 +292,61 @@ struct HotspotCleared {
   NodeIndex node = -1;
 };
 
+// --- what the node enforces (issue 15) ------------------------------------------
+// EXEC-11: the node's agent reports `unhealthy` as the node's unhealthy GPUs
+// from now on (a critical XID, a failed device query; a GPU not in the set
+// is healthy again), `reason` as the agent said it. Those GPUs take no new
+// work. The jobs on GPUs that just turned unhealthy and can move, move:
+// PreemptionStarted (reason kGpuUnhealthy) follows, checkpointed first when
+// the job can checkpoint; stateless online inference moves at once; the
+// rest keep running until they end (they fail by themselves if the GPU
+// really is broken). Emitted only when the set changes.
+struct GpuHealthChanged {
+  NodeIndex node = -1;
+  GpuMask unhealthy = 0;
+  std::string reason;
+};
+// A time-sliced or MPS share's task was seen using `used_mib` of GPU memory
+// (the peak so far, rounded up to kObservedMemoryStepMib), more than it
+// booked: from now on its GPU is charged that much for it
+// (Cluster::ChargeObservedMemory), so new shares are placed against what
+// its neighbours really use.
+struct TaskMemoryObserved {
+  JobId job = -1;
+  int32_t replica = 0;
+  int64_t used_mib = 0;
+};
+inline constexpr int64_t kObservedMemoryStepMib = 256;
+// EXEC-7: GPU `gpu` of the node reports its MIG mode and the MIG instances
+// that exist on it: facts of the hardware (only a GPU reset, an operator
+// action, changes the mode). From now on a GPU in MIG mode takes MIG shares
+// only and one out of it none; placements use an existing instance of
+// their profile first and never cut into one (Node::mig_existing). A
+// reported instance that overlaps an instance the Engine placed a job on,
+// with another profile or start, is left out (MigLayoutMismatch says so).
+// Emitted when the report differs from what the Engine holds.
+struct MigSlot {
+  std::string profile;  // "3g.40gb"
+  int32_t start = 0;    // first memory slice
+  friend bool operator==(const MigSlot&, const MigSlot&) = default;
+};
+struct MigLayoutReported {
+  NodeIndex node = -1;
+  int32_t gpu = 0;
+  bool mig_enabled = false;
+  std::vector<MigSlot> instances;  // ascending start
+};
+// The hardware and the Engine's plan disagree on a GPU: `reported` (an
+// instance the node has) overlaps `planned` (the instance of a job the
+// Engine placed there). The job's task cannot start until the operator or
+// a re-cut resolves it; the next report shows what the GPU has.
+struct MigLayoutMismatch {
+  NodeIndex node = -1;
+  int32_t gpu = 0;
+  std::string reported;  // "4g.40gb@0"
+  std::string planned;   // "3g.40gb@4 (job 7)"
+};
+
 // --- borrowing between pools (POOL-3) -----------------------------------------
 // A pool short of capacity borrows an empty ready node of another pool
 // (same GPU model, a region the borrower selects, neither pool dedicated)
@@ -316,7 +374,8 @@ using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobS
                                JobIdleRecovered, ReclaimStarted, JobReclaimed, NodeDown, JobInterrupted, NodeUp,
                                MigRecutStarted, ScaleOutRequested, ScaleOutFailed, NodeDrainStarted, NodeRemoved,
                                WarmPoolSized, MigrationStarted, JobResized, HotspotDetected, HotspotCleared,
-                               NodeLent, NodeReturned, RegionsSet>;
+                               NodeLent, NodeReturned, RegionsSet, GpuHealthChanged, TaskMemoryObserved,
+                               MigLayoutReported, MigLayoutMismatch>;
 
 struct Event {
   int64_t seq = 0;  // 1, 2, 3, ... in the order applied

@@ -246,6 +246,30 @@ struct BodyJson {
   }
   void operator()(const NodeReturned& e) { j["node"] = e.node; }
   void operator()(const RegionsSet& e) { j["policy"] = RegionPolicyToJson(e.policy); }
+  void operator()(const GpuHealthChanged& e) {
+    j["node"] = e.node;
+    j["unhealthy"] = e.unhealthy;
+    j["reason"] = e.reason;
+  }
+  void operator()(const TaskMemoryObserved& e) {
+    j["job"] = e.job;
+    j["replica"] = e.replica;
+    j["used_mib"] = e.used_mib;
+  }
+  void operator()(const MigLayoutReported& e) {
+    j["node"] = e.node;
+    j["gpu"] = e.gpu;
+    j["mig_enabled"] = e.mig_enabled;
+    json list = json::array();
+    for (const MigSlot& m : e.instances) list.push_back(json{{"profile", m.profile}, {"start", m.start}});
+    j["instances"] = std::move(list);
+  }
+  void operator()(const MigLayoutMismatch& e) {
+    j["node"] = e.node;
+    j["gpu"] = e.gpu;
+    j["reported"] = e.reported;
+    j["planned"] = e.planned;
+  }
 };
 
 }  // namespace
@@ -258,6 +282,7 @@ const char* PreemptReasonName(PreemptReason r) {
     case PreemptReason::kDrain: return "drain";
     case PreemptReason::kDefrag: return "defrag";
     case PreemptReason::kHotspot: return "hotspot";
+    case PreemptReason::kGpuUnhealthy: return "gpu-unhealthy";
   }
   return "unknown";
 }
@@ -274,7 +299,8 @@ const char* EventName(const EventBody& body) {
       "JobIdleSuspected", "JobIdleRecovered", "ReclaimStarted", "JobReclaimed", "NodeDown", "JobInterrupted",
       "NodeUp", "MigRecutStarted", "ScaleOutRequested", "ScaleOutFailed", "NodeDrainStarted", "NodeRemoved",
       "WarmPoolSized", "MigrationStarted", "JobResized", "HotspotDetected", "HotspotCleared", "NodeLent",
-      "NodeReturned", "RegionsSet"};
+      "NodeReturned", "RegionsSet", "GpuHealthChanged", "TaskMemoryObserved", "MigLayoutReported",
+      "MigLayoutMismatch"};
   static_assert(std::size(kNames) == std::variant_size_v<EventBody>);
   return kNames[body.index()];
 }
@@ -588,7 +614,7 @@ void Read(Obj& o, JobCancelled& e) { e.job = o.Int<JobId>("job"); }
 void Read(Obj& o, PreemptionStarted& e) {
   e.victim = o.Int<JobId>("victim");
   e.preemptor = o.Int<JobId>("preemptor");
-  e.reason = Enum<PreemptReason>(o, "reason", 6, PreemptReasonName);
+  e.reason = Enum<PreemptReason>(o, "reason", 7, PreemptReasonName);
   e.checkpoint = o.Bool("checkpoint");
 }
 void Read(Obj& o, JobPreempted& e) {
@@ -729,6 +755,37 @@ void Read(Obj& o, RegionsSet& e) {
     e.policy.users.push_back(std::move(users));
   });
   p.Done();
+}
+
+void Read(Obj& o, GpuHealthChanged& e) {
+  e.node = o.Int<NodeIndex>("node");
+  e.unhealthy = o.Int<GpuMask>("unhealthy");
+  e.reason = o.Str("reason");
+}
+void Read(Obj& o, TaskMemoryObserved& e) {
+  e.job = o.Int<JobId>("job");
+  e.replica = o.Int<int32_t>("replica");
+  e.used_mib = o.Int<int64_t>("used_mib");
+}
+
+void Read(Obj& o, MigLayoutReported& e) {
+  e.node = o.Int<NodeIndex>("node");
+  e.gpu = o.Int<int32_t>("gpu");
+  e.mig_enabled = o.Bool("mig_enabled");
+  o.ForEach("instances", [&](const json& item, const std::string& path) {
+    Obj m(o.errors(), &item, path);
+    MigSlot slot;
+    slot.profile = m.Str("profile");
+    slot.start = m.Int<int32_t>("start");
+    m.Done();
+    e.instances.push_back(std::move(slot));
+  });
+}
+void Read(Obj& o, MigLayoutMismatch& e) {
+  e.node = o.Int<NodeIndex>("node");
+  e.gpu = o.Int<int32_t>("gpu");
+  e.reported = o.Str("reported");
+  e.planned = o.Str("planned");
 }
 
 constexpr size_t kEventTypes = std::variant_size_v<EventBody>;

@@ -106,6 +106,11 @@ std::vector<Event> EveryType() {
                               {{"east", 2.5 + 0.1, {{"shanghai", 5}, {"beijing", 28.25}}}, {"west", 1.4, {}}},
                               {{"shop", "shanghai", 30}}}},
       PreemptionStarted{32, -1, PreemptReason::kHotspot, false},
+      GpuHealthChanged{6, 0b101, "GPU 0: XID 79; GPU 2: nvmlDeviceGetMemoryInfo failed"},
+      PreemptionStarted{33, -1, PreemptReason::kGpuUnhealthy, true},
+      TaskMemoryObserved{33, 1, 20736},
+      MigLayoutReported{2, 1, true, {{"4g.40gb", 0}, {"3g.40gb", 4}}},
+      MigLayoutMismatch{2, 1, "4g.40gb@0", "3g.40gb@0 (job 7)"},
   };
   std::vector<Event> events;
   for (size_t i = 0; i < bodies.size(); ++i) {

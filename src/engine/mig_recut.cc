@@ -167,6 +167,7 @@ bool Engine::TryMigRecut(Job& j, PoolId pool, Instant now, const Sink& sink) {
     if (profile < 0) continue;
     for (int g = 0; g < node.gpu_count; ++g) {
       if (node.gpu_mode[g] != GpuMode::kMig) continue;
+      if (node.mig_existing[g] != 0) continue;  // a layout the node reported is a fact, never re-cut here
       if (std::popcount(node.mig_used_slices[g]) + table.profiles[profile].memory_slices > table.memory_slices) {
         continue;  // not enough free slices however the GPU is cut
       }

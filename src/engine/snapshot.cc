@@ -9,9 +9,10 @@
 //   tenants  [S id, T name, [per pool: S guaranteed, S elastic_limit, F weight,
 //            B reserved, S gpu, S cpu, S memory, S lent, ?S below_since_ms,
 //            B exhausted_alerted, S over_limit]]
-//   nodes    [T name, the Node (WriteNode), T region, T zone, T rack, [S label count]]
+//   nodes    [T name, the Node (WriteNode; version 7 adds U gpu_unhealthy, U mig_reported,
+//            U mig_enabled, per GPU U mig_existing), T region, T zone, T rack, [S label count]]
 //   allocs   [S node (-1: a free slot, nothing follows), U gpus, Demand, S owner,
-//            S mig_profile, B mig_start]
+//            S mig_profile, B mig_start, S observed_extra_mib (version 7)]
 //   free     [S allocation id]
 //   jobs     [Job], ascending ids (WriteJob)
 //   nominated [S neg_priority, S deadline_ms, S submitted_ms, S job]
@@ -35,6 +36,7 @@
 
 #include <xxhash.h>
 
+#include "src/base/check.h"
 #include "src/model/mig.h"
 
 namespace gpupool {
@@ -57,7 +59,8 @@ void StoreLe(char* p, uint64_t v, int bytes) {
 
 class Writer {
  public:
-  explicit Writer(size_t reserve) { out_.reserve(reserve); }
+  Writer(size_t reserve, uint32_t version) : version_(version) { out_.reserve(reserve); }
+  uint32_t version() const { return version_; }
 
   void U(uint64_t v) {
     char buf[10];
@@ -94,6 +97,7 @@ class Writer {
   std::string& out() { return out_; }
 
  private:
+  uint32_t version_;
   std::string out_;
 };
 
@@ -137,6 +141,11 @@ void WriteNode(Writer& w, const Node& n) {
     w.B(n.mig_me[g]);
     w.S(n.dirty_owner[g]);
   }
+  if (w.version() < 7) return;
+  w.U(n.gpu_unhealthy);  // version 7, with the MIG mode and instances the node reported
+  w.U(n.mig_reported);
+  w.U(n.mig_enabled);
+  for (int g = 0; g < n.gpu_count; ++g) w.U(n.mig_existing[g]);
 }
 
 void WriteJob(Writer& w, const Job& j) {
@@ -385,6 +394,12 @@ Node ReadNode(Reader& r) {
     n.mig_me[g] = r.B("mig_me");
     n.dirty_owner[g] = r.Int<int32_t>("dirty_owner");
   }
+  if (r.version() >= 7) {  // version 6: all healthy, no MIG report
+    n.gpu_unhealthy = r.Int<GpuMask>("gpu_unhealthy");
+    n.mig_reported = r.Int<GpuMask>("mig_reported");
+    n.mig_enabled = r.Int<GpuMask>("mig_enabled");
+    for (int g = 0; g < n.gpu_count; ++g) n.mig_existing[g] = r.U("mig_existing");
+  }
   RecomputeGpuTotals(n);
   n.gpu_kinds_present = 0;
   for (int32_t c : n.gpu_kind_count) n.gpu_kinds_present += c != 0;
@@ -432,6 +447,7 @@ Job ReadJob(Reader& r) {
   }
   s.min_replicas = r.Int<int32_t>("spec.min_replicas");
   s.max_replicas = r.Int<int32_t>("spec.max_replicas");
+  ScopeMpsShares(s);  // derived, not written
 
   j.state = r.Enum("state", JobState::kEvicted);
   j.submitted = r.Time("submitted");
@@ -615,6 +631,7 @@ Status ReadState(Reader& r, EngineState& s) {
     a.owner = r.Int<int32_t>("owner");
     a.mig_profile = r.Int<int8_t>("mig_profile");
     a.mig_start = r.B("mig_start");
+    if (r.version() >= 7) a.observed_extra_mib = r.Int<int32_t>("observed_extra_mib");
     image.allocations.push_back(a);
   }
   r.At("free allocations");
@@ -839,10 +856,14 @@ uint64_t LegacySnapshotChecksum(std::string_view payload) {
   return h;
 }
 
-std::string EncodeSnapshot(const EngineState& s) {
+std::string EncodeSnapshot(const EngineState& s) { return EncodeSnapshotAs(s, kSnapshotVersion); }
+
+std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
+  GP_CHECK(version == 6 || version == kSnapshotVersion) << "snapshot version " << version;
   const Cluster& c = s.cluster;
   Writer w(kSnapshotHeaderBytes + 256 + c.nodes().size() * 160 + c.allocation_slots().size() * 32 +
-           s.jobs.size() * 96);
+               s.jobs.size() * 96,
+           version);
   w.out().append(kSnapshotHeaderBytes, '\0');  // the header, filled in at the end
 
   w.S(s.next_job_id);
@@ -907,6 +928,7 @@ std::string EncodeSnapshot(const EngineState& s) {
     w.S(a.owner);
     w.S(a.mig_profile);
     w.B(a.mig_start);
+    if (w.version() >= 7) w.S(a.observed_extra_mib);
   }
   w.U(c.free_allocation_ids().size());
   for (AllocationId id : c.free_allocation_ids()) w.S(id);
@@ -985,7 +1007,7 @@ std::string EncodeSnapshot(const EngineState& s) {
   std::string& out = w.out();
   const std::string_view payload(out.data() + kSnapshotHeaderBytes, out.size() - kSnapshotHeaderBytes);
   std::memcpy(out.data(), kMagic, 8);
-  StoreLe(out.data() + 8, kSnapshotVersion, 4);
+  StoreLe(out.data() + 8, version, 4);
   StoreLe(out.data() + 12, payload.size(), 8);
   StoreLe(out.data() + 20, SnapshotChecksum(payload), 8);
   return std::move(out);

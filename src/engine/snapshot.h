@@ -48,16 +48,23 @@ namespace gpupool {
 
 // 2: jobs carry their task; 3: scaling state; 4: elastic jobs, hot and lent
 // nodes; 5: the task's container fields (image, shm_mib, network_isolated);
-// 6: the header's checksum is XXH3-64 (the payload is as in 5).
+// 6: the header's checksum is XXH3-64 (the payload is as in 5); 7: each
+// node's unhealthy GPUs and reported MIG modes and instances, and each
+// allocation's observed memory beyond its booking (issue 15).
 // DecodeSnapshot also reads versions 4 (the container fields take their
-// defaults) and 5 (the legacy checksum).
-inline constexpr uint32_t kSnapshotVersion = 6;
+// defaults), 5 (the legacy checksum) and 6 (every GPU healthy, nothing
+// observed beyond bookings).
+inline constexpr uint32_t kSnapshotVersion = 7;
 inline constexpr uint32_t kOldestSnapshotVersion = 4;
 inline constexpr size_t kSnapshotHeaderBytes = 28;  // magic, version, length, checksum
 
 // The snapshot of `s`. Deterministic: equal states give equal bytes (jobs
 // are written in id order, never in hash-map order).
 std::string EncodeSnapshot(const EngineState& s);
+// The same in an older version's format, for tests of the readers of older
+// releases' snapshots: 6 (without version 7's fields: they must be at their
+// defaults for the result to load as `s`) or kSnapshotVersion.
+std::string EncodeSnapshotAs(const EngineState& s, uint32_t version);
 
 // The state a snapshot holds, with `lending` as its configuration. Every
 // read is bounds-checked and every count checked against the bytes left

@@ -162,7 +162,8 @@ TEST(JournalTest, EveryEventOfTheExampleScenariosRoundTripsAndTheyCoverEveryType
   const std::vector<std::string> expected_missing = {"JobRejected",     "JobCancelled",   "QuotaExhausted",
                                                       "MigRecutStarted", "ScaleOutFailed", "HotspotDetected",
                                                       "HotspotCleared",  "NodeLent",       "NodeReturned",
-                                                      "RegionsSet"};
+                                                      "RegionsSet",      "GpuHealthChanged", "TaskMemoryObserved",
+                                                      "MigLayoutReported", "MigLayoutMismatch"};
   for (const std::string& m : missing) {
     EXPECT_NE(std::find(expected_missing.begin(), expected_missing.end(), m), expected_missing.end())
         << m << " no longer appears in the example scenarios";
@@ -759,7 +760,7 @@ TEST(SnapshotTest, AVersion5SnapshotLoadsUnderItsLegacyChecksum) {
   auto s = DecodeSnapshot(FromHex(kVersion4Hex), {});
   ASSERT_TRUE(s.has_value()) << s.error().message;
   s->job(1).spec.task.image = "host";
-  const std::string v6 = EncodeSnapshot(*s);
+  const std::string v6 = EncodeSnapshotAs(*s, 6);
   ASSERT_EQ(v6[8], 6);
   const std::string_view payload = std::string_view(v6).substr(kSnapshotHeaderBytes);
   std::string v5 = v6;
@@ -768,7 +769,12 @@ TEST(SnapshotTest, AVersion5SnapshotLoadsUnderItsLegacyChecksum) {
   auto loaded = DecodeSnapshot(v5, {});
   ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
   EXPECT_EQ(loaded->job(1).spec.task.image, "host");
-  EXPECT_TRUE(SameBytes(EncodeSnapshot(*loaded), v6));  // written again: version 6
+  EXPECT_TRUE(SameBytes(EncodeSnapshotAs(*loaded, 6), v6));
+  // A version 6 snapshot loads too, and is written again as version 7.
+  auto six = DecodeSnapshot(v6, {});
+  ASSERT_TRUE(six.has_value()) << six.error().message;
+  EXPECT_EQ(EncodeSnapshot(*six), EncodeSnapshot(*loaded));
+  EXPECT_EQ(EncodeSnapshot(*six)[8], 7);
   std::string mixed = v5;
   mixed[8] = 6;
   auto refused = DecodeSnapshot(mixed, {});

@@ -197,6 +197,7 @@ struct ApplyVisitor {
     Job j;
     j.id = e.job;
     j.spec = e.spec;
+    ScopeMpsShares(j.spec);  // derived: logs written before it existed replay the same
     j.submitted = s.now;
     j.queued_since = s.now;
     auto [it, inserted] = s.jobs.emplace(e.job, std::move(j));
@@ -399,6 +400,28 @@ struct ApplyVisitor {
     s.cluster.SetCondition(e.node, NodeCondition::kCordoned);
     s.hot_nodes.insert(e.node);
   }
+  void operator()(const GpuHealthChanged& e) {
+    s.cluster.SetGpuHealth(e.node, e.unhealthy);
+    ++s.capacity_epoch;  // a GPU back may unblock waiting jobs
+  }
+  void operator()(const MigLayoutReported& e) {
+    const Node& n = s.cluster.node(e.node);
+    uint64_t existing = 0;
+    for (const MigSlot& m : e.instances) {
+      GP_CHECK(n.mig_table > 0) << "MIG instances on node " << e.node << " without MIG";
+      const int p = FindProfile(MigTables()[n.mig_table - 1], m.profile);
+      GP_CHECK(p >= 0 && m.start >= 0 && m.start < 8) << "MIG instance " << m.profile << "@" << m.start;
+      existing |= uint64_t(p + 1) << (8 * m.start);
+    }
+    s.cluster.SetMigLayout(e.node, e.gpu, e.mig_enabled, existing);
+    ++s.capacity_epoch;  // what the GPU takes changed
+  }
+  void operator()(const MigLayoutMismatch&) {}  // a fact for operators; the state keeps the plan
+  void operator()(const TaskMemoryObserved& e) {
+    const Job& j = s.job(e.job);
+    GP_CHECK(e.replica >= 0 && e.replica < static_cast<int32_t>(j.placements.size())) << "job " << e.job;
+    s.cluster.ChargeObservedMemory(j.placements[e.replica].allocation, e.used_mib);
+  }
   void operator()(const HotspotCleared& e) {
     GP_CHECK(s.hot_nodes.erase(e.node) > 0) << "node " << e.node << " is not hot";
     const Node& n = s.cluster.node(e.node);
@@ -594,11 +617,20 @@ Status CheckInvariants(const EngineState& s) {
     }
   }
   // PART-2: every GPU's MIG instances form a layout the hardware accepts
-  // and match the node's used slices.
+  // and match the node's used slices. EXEC-8: an MPS GPU serves the shares
+  // of one tenant, the one the node records.
   std::map<std::pair<NodeIndex, int>, std::vector<std::pair<int, uint8_t>>> layouts;
   for (const auto& [id, j] : s.running) {
     for (const ReplicaPlacement& r : j->placements) {
       const Allocation& a = s.cluster.allocation(r.allocation);
+      if (a.demand.kind() == DemandKind::kGpuShare && a.demand.mode == ShareMode::kMps) {
+        const int g = std::countr_zero(static_cast<unsigned>(a.gpus));
+        const int32_t served = s.cluster.node(a.node).mps_tenant[g];
+        if (served != j->spec.tenant && served != kMpsTenants) {
+          return fail("node " + s.cluster.node_name(a.node) + " GPU " + std::to_string(g) +
+                      " serves MPS shares of more than one tenant");
+        }
+      }
       if (a.mig_profile >= 0) {
         layouts[{a.node, std::countr_zero(static_cast<unsigned>(a.gpus))}].emplace_back(a.mig_profile, a.mig_start);
       }

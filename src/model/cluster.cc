@@ -25,14 +25,6 @@ namespace {
 
 const MigTable* TableOf(const Node& n) { return n.mig_table == 0 ? nullptr : &MigTables()[n.mig_table - 1]; }
 
-// Compute slices a MIG share needs on a GPU with `slices` compute slices:
-// its fraction of a GPU, rounded up (with a hair of tolerance so that 429
-// milli on a 7-slice GPU is 3 slices).
-int ComputeSlicesFor(int32_t gpu_milli, int slices) {
-  const double exact = static_cast<double>(gpu_milli) * slices / kMilliPerGpu;
-  return std::max(1, static_cast<int>(std::ceil(exact - 0.01)));
-}
-
 // The GPU mode a demand puts a GPU in.
 GpuMode ModeFor(const Demand& d) {
   if (d.kind() != DemandKind::kGpuShare) return GpuMode::kWhole;
@@ -54,12 +46,18 @@ int MigProfileFor(const Node& n, const Demand& d) {
 }
 
 bool GpuFits(const Node& n, int g, const Demand& d) {
-  if (d.kind() != DemandKind::kGpuShare) return n.gpu_residents[g] == 0;
+  if (n.gpu_unhealthy >> g & 1) return false;
   const GpuMode want = ModeFor(d);
+  if ((n.mig_reported >> g & 1) && (want == GpuMode::kMig) != static_cast<bool>(n.mig_enabled >> g & 1)) return false;
+  if (d.kind() != DemandKind::kGpuShare) return n.gpu_residents[g] == 0;
   if (n.gpu_mode[g] != GpuMode::kIdle && n.gpu_mode[g] != want) return false;
+  if (want == GpuMode::kMps && n.gpu_mode[g] == GpuMode::kMps &&
+      (n.mps_tenant[g] != d.mps_tenant || n.mps_tenant[g] == kMpsTenants)) {
+    return false;
+  }
   if (want == GpuMode::kMig) {
     const int p = MigProfileFor(n, d);
-    return p >= 0 && FindPlacement(*TableOf(n), p, n.mig_used_slices[g], n.mig_me[g]).has_value();
+    return p >= 0 && FindPlacementAmong(*TableOf(n), p, n.mig_used_slices[g], n.mig_me[g], n.mig_existing[g]).has_value();
   }
   return n.gpu_free_milli[g] >= d.gpu_milli && n.gpu_memory_free_mib[g] >= d.gpu_memory_mib;
 }
@@ -76,12 +74,19 @@ Node EmptyLike(const Node& n) {
     e.mig_used_slices[g] = 0;
     e.mig_me[g] = 0;
     e.dirty_owner[g] = kClean;
+    e.mps_tenant[g] = -1;
   }
   e.gpu_kind_count = {};
   e.gpu_kinds_present = 0;
   e.cpu_only_residents = 0;
   e.condition = NodeCondition::kReady;
   e.reserved_for = -1;
+  // Health and the reported MIG mode and instances are not its spec: an
+  // operator can change them (a repair, a GPU reset).
+  e.gpu_unhealthy = 0;
+  e.mig_reported = 0;
+  e.mig_enabled = 0;
+  e.mig_existing = {};
   RecomputeGpuTotals(e);
   return e;
 }
@@ -197,9 +202,13 @@ void RecomputeGpuTotals(Node& n) {
   for (int g = 0; g < n.gpu_count; ++g) {
     const int16_t f = n.gpu_free_milli[g];
     total += f;
+    // A GPU in MIG mode by the node's report takes MIG shares only: shares
+    // must look at it one by one, and it is never a free whole GPU.
+    const bool mig_mode = n.mig_enabled >> g & 1;
+    special += n.gpu_mode[g] == GpuMode::kMps || n.gpu_mode[g] == GpuMode::kMig || mig_mode;
+    if (n.gpu_unhealthy >> g & 1) continue;  // takes no new work
     max_free = std::max(max_free, f);
-    fully += f == kMilliPerGpu && n.gpu_residents[g] == 0;
-    special += n.gpu_mode[g] == GpuMode::kMps || n.gpu_mode[g] == GpuMode::kMig;
+    fully += f == kMilliPerGpu && n.gpu_residents[g] == 0 && !mig_mode;
   }
   n.gpu_milli_free_total = total;
   n.max_gpu_free_milli = max_free;
@@ -212,6 +221,8 @@ AllocationId Cluster::Allocate(NodeIndex i, const Demand& d, GpuMask gpus, int32
   Node& n = nodes_[i];
   GP_CHECK(CheckFit(n, d) == FitFailure::kNone) << "demand does not fit node " << names_[i];
   GP_CHECK(GpusSatisfy(n, d, gpus)) << "GPU mask " << gpus << " does not satisfy the demand on " << names_[i];
+  GP_CHECK(owner < 0 || !(d.kind() == DemandKind::kGpuShare && d.mode == ShareMode::kMps) || d.mps_tenant == owner)
+      << "an MPS share's mps_tenant " << d.mps_tenant << " is not its owner " << owner;
   GP_CHECK(NeedsScrub(i, gpus, owner) == 0) << "GPUs " << NeedsScrub(i, gpus, owner) << " of " << names_[i]
                                             << " hold another tenant's memory: scrub them first";
   Allocation a{i, gpus, d, owner, -1, 0};
@@ -242,7 +253,7 @@ void OccupyGpus(Node& n, const Demand& d, GpuMask gpus, Allocation* a) {
     if (mode == GpuMode::kMig) {
       const MigTable& t = *TableOf(n);
       const int p = MigProfileFor(n, d);
-      const uint8_t start = *FindPlacement(t, p, n.mig_used_slices[g], n.mig_me[g]);
+      const uint8_t start = *FindPlacementAmong(t, p, n.mig_used_slices[g], n.mig_me[g], n.mig_existing[g]);
       if (a) {
         a->mig_profile = static_cast<int8_t>(p);
         a->mig_start = start;
@@ -255,6 +266,7 @@ void OccupyGpus(Node& n, const Demand& d, GpuMask gpus, Allocation* a) {
     }
     n.gpu_free_milli[g] = static_cast<int16_t>(n.gpu_free_milli[g] - d.gpu_milli);
     n.gpu_mode[g] = mode;
+    if (mode == GpuMode::kMps) n.mps_tenant[g] = d.mps_tenant;
     ++n.gpu_residents[g];
   }
   RecomputeGpuTotals(n);
@@ -274,12 +286,13 @@ void VacateGpus(Node& n, const Allocation& a) {
     } else if (n.gpu_mode[g] == GpuMode::kWhole) {
       n.gpu_memory_free_mib[g] = n.gpu_memory_mib;
     } else {
-      n.gpu_memory_free_mib[g] += a.demand.gpu_memory_mib;
+      n.gpu_memory_free_mib[g] += a.demand.gpu_memory_mib + a.observed_extra_mib;
     }
     if (--n.gpu_residents[g] == 0) {
       n.gpu_mode[g] = GpuMode::kIdle;
       n.gpu_free_milli[g] = kMilliPerGpu;
       n.gpu_memory_free_mib[g] = n.gpu_memory_mib;
+      n.mps_tenant[g] = -1;
     }
     // Its memory holds the owner's data until a scrub.
     if (a.owner >= 0) {
@@ -316,11 +329,47 @@ void Cluster::Release(AllocationId id) {
   Node& n = nodes_[a.node];
   VacateGpus(n, a);
   CountKind(n, a.demand, -1);
+  for (int g = 0; g < n.gpu_count; ++g) {
+    if ((a.gpus >> g & 1) && n.mps_tenant[g] == kMpsTenants) RederiveMpsTenant(a.node, g, id);
+  }
   gpu_milli_allocated_ -= a.demand.total_gpu_milli();
   NoteChange(a.node);
   a.node = -1;
   free_allocation_ids_.push_back(id);
   --live_allocations_;
+}
+
+bool Cluster::ChargeObservedMemory(AllocationId id, int64_t used_mib) {
+  GP_CHECK(id >= 0 && id < static_cast<AllocationId>(allocations_.size()) && allocations_[id].node >= 0)
+      << "allocation " << id << " is not live";
+  Allocation& a = allocations_[id];
+  Node& n = nodes_[a.node];
+  if (a.demand.kind() != DemandKind::kGpuShare || a.mig_profile >= 0) return false;
+  int64_t grow = used_mib - a.demand.gpu_memory_mib - a.observed_extra_mib;
+  for (int g = 0; g < n.gpu_count; ++g) {
+    if (a.gpus >> g & 1) grow = std::min<int64_t>(grow, n.gpu_memory_free_mib[g]);
+  }
+  if (grow <= 0) return false;
+  a.observed_extra_mib += static_cast<int32_t>(grow);
+  for (int g = 0; g < n.gpu_count; ++g) {
+    if (a.gpus >> g & 1) n.gpu_memory_free_mib[g] -= static_cast<int32_t>(grow);
+  }
+  NoteChange(a.node);
+  return true;
+}
+
+// A GPU shared by several tenants' MPS shares (a state from an older
+// release) serves one tenant again once only that tenant's are left: the
+// same that Cluster::FromImage derives, so that a restart changes nothing.
+// Scans the allocations, which only such a GPU's releases pay for.
+void Cluster::RederiveMpsTenant(NodeIndex i, int g, AllocationId leaving) {
+  int32_t served = -1;
+  for (size_t id = 0; id < allocations_.size(); ++id) {
+    const Allocation& o = allocations_[id];
+    if (static_cast<AllocationId>(id) == leaving || o.node != i || !(o.gpus >> g & 1)) continue;
+    served = served == -1 || served == o.owner ? o.owner : kMpsTenants;
+  }
+  nodes_[i].mps_tenant[g] = nodes_[i].gpu_residents[g] == 0 ? -1 : served;
 }
 
 void Cluster::SetCondition(NodeIndex i, NodeCondition c) {
@@ -332,6 +381,25 @@ void Cluster::SetCondition(NodeIndex i, NodeCondition c) {
 void Cluster::SetPool(NodeIndex i, uint8_t pool) {
   GP_CHECK(i >= 0 && i < node_count()) << "node index " << i;
   nodes_[i].pool = pool;
+  NoteChange(i);
+}
+
+void Cluster::SetGpuHealth(NodeIndex i, GpuMask unhealthy) {
+  GP_CHECK(i >= 0 && i < node_count()) << "node index " << i;
+  Node& n = nodes_[i];
+  n.gpu_unhealthy = static_cast<GpuMask>(unhealthy & ((1u << n.gpu_count) - 1));
+  RecomputeGpuTotals(n);
+  NoteChange(i);
+}
+
+void Cluster::SetMigLayout(NodeIndex i, int g, bool enabled, uint64_t existing) {
+  GP_CHECK(i >= 0 && i < node_count() && g >= 0 && g < nodes_[i].gpu_count) << "node " << i << " GPU " << g;
+  Node& n = nodes_[i];
+  const GpuMask bit = static_cast<GpuMask>(1u << g);
+  n.mig_reported |= bit;
+  n.mig_enabled = enabled ? static_cast<GpuMask>(n.mig_enabled | bit) : static_cast<GpuMask>(n.mig_enabled & ~bit);
+  n.mig_existing[g] = enabled ? existing : 0;
+  RecomputeGpuTotals(n);
   NoteChange(i);
 }
 
@@ -369,6 +437,24 @@ Result<Cluster> Cluster::FromImage(Image image) {
     }
     if (n.pool >= kMaxPools) return node_error(i, "pool id " + std::to_string(n.pool) + " out of range");
     if (n.condition > NodeCondition::kRemoved) return node_error(i, "unknown condition");
+    if (n.gpu_unhealthy >> n.gpu_count) return node_error(i, "an unhealthy GPU it does not have");
+    if ((n.mig_reported >> n.gpu_count) || (n.mig_enabled & ~n.mig_reported) || (n.mig_enabled && !n.mig_table)) {
+      return node_error(i, "a MIG mode it cannot have");
+    }
+    for (int g = 0; g < n.gpu_count; ++g) {
+      if (n.mig_existing[g] == 0) continue;
+      if (!(n.mig_enabled >> g & 1)) return node_error(i, "MIG instances on GPU " + std::to_string(g) + " without MIG mode");
+      const MigTable& t = *TableOf(n);
+      std::vector<std::pair<int, uint8_t>> layout;
+      for (int s = 0; s < 8; ++s) {
+        const int p = ExistingProfileAt(n.mig_existing[g], s);
+        if (p >= static_cast<int>(t.profiles.size()) || (p >= 0 && s >= t.memory_slices)) {
+          return node_error(i, "an unknown MIG instance on GPU " + std::to_string(g));
+        }
+        if (p >= 0) layout.emplace_back(p, static_cast<uint8_t>(s));
+      }
+      if (!IsValidLayout(t, layout)) return node_error(i, "an invalid MIG layout on GPU " + std::to_string(g));
+    }
     for (int g = 0; g < n.gpu_count; ++g) {
       if (n.gpu_mode[g] > GpuMode::kMig) return node_error(i, "GPU " + std::to_string(g) + " in an unknown mode");
       if (n.dirty_owner[g] < kDirtyByMany) return node_error(i, "GPU " + std::to_string(g) + " has a bad scrub state");
@@ -394,8 +480,13 @@ Result<Cluster> Cluster::FromImage(Image image) {
   std::vector<Sums> sums(node_count);
   size_t free_slots = 0;
   int64_t allocated = 0;
+  // Derived, not in the image: the tenant of each MPS GPU (from its
+  // allocations' owners, which Allocate requires to be their mps_tenant).
+  for (Node& n : image.nodes) {
+    for (int g = 0; g < n.gpu_count; ++g) n.mps_tenant[g] = -1;
+  }
   for (size_t id = 0; id < image.allocations.size(); ++id) {
-    const Allocation& a = image.allocations[id];
+    Allocation& a = image.allocations[id];
     const std::string where = "cluster: allocation " + std::to_string(id) + ": ";
     if (a.node == -1) {
       ++free_slots;
@@ -411,11 +502,22 @@ Result<Cluster> Cluster::FromImage(Image image) {
         d.gpu_milli < 0 || d.gpu_milli > kMilliPerGpu) {
       return InvalidArgument(where + "its GPUs do not match its demand or node");
     }
+    if (a.observed_extra_mib < 0 || (a.observed_extra_mib > 0 && (d.kind() != DemandKind::kGpuShare || a.mig_profile != -1))) {
+      return InvalidArgument(where + "observed memory on an allocation that cannot have it");
+    }
     if (a.mig_profile != -1) {
       if (n.mig_table == 0 || a.mig_profile < 0 ||
           static_cast<size_t>(a.mig_profile) >= MigTables()[n.mig_table - 1].profiles.size() ||
           a.mig_start >= MigTables()[n.mig_table - 1].memory_slices || d.gpu_count != 1) {
         return InvalidArgument(where + "bad MIG instance");
+      }
+    }
+    if (d.kind() == DemandKind::kGpuShare && d.mode == ShareMode::kMps) {
+      a.demand.mps_tenant = a.owner;
+      for (int g = 0; g < n.gpu_count; ++g) {
+        if (!(a.gpus >> g & 1)) continue;
+        int32_t& served = image.nodes[a.node].mps_tenant[g];
+        served = served == -1 || served == a.owner ? a.owner : kMpsTenants;  // several: from an older release
       }
     }
     Sums& sum = sums[a.node];

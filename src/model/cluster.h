@@ -45,6 +45,10 @@ const char* GpuModeName(GpuMode m);
 // Scrub state of a GPU: memory freed by a tenant and not yet zeroed.
 inline constexpr int32_t kClean = -1;
 inline constexpr int32_t kDirtyByMany = -2;
+// Node::mps_tenant of a GPU whose MPS shares are several tenants': a state
+// written before the one-tenant rule (snapshots up to version 6). It takes
+// no new MPS share until it empties.
+inline constexpr int32_t kMpsTenants = -2;
 
 struct NodeSpec {
   std::string name;
@@ -55,6 +59,13 @@ struct NodeSpec {
   uint8_t pool = 0;                    // < kMaxPools
   uint16_t attr_class = 0;             // index into the engine's node attribute table
 };
+
+// Node::mps_tenant with no GPU in MPS use.
+constexpr std::array<int32_t, kMaxGpusPerNode> NoMpsTenants() {
+  std::array<int32_t, kMaxGpusPerNode> a{};
+  a.fill(-1);
+  return a;
+}
 
 // Hot, per-node state. Derived fields (gpu_milli_free_total, gpus_fully_free,
 // max_gpu_free_milli) are kept equal to what gpu_free_milli implies.
@@ -82,13 +93,32 @@ struct Node {
   // Per GPU, for sharing modes (PART-1..3) and scrubbing (RECLAIM-4).
   int32_t gpu_memory_mib = 0;   // memory of one GPU of this model
   uint8_t mig_table = 0;        // 1 + index into MigTables(), 0 = no MIG
-  uint8_t special_gpus = 0;     // GPUs in MPS or MIG mode (derived)
+  uint8_t special_gpus = 0;     // GPUs in MPS or MIG use, or in MIG mode by the node's report (derived)
+  // EXEC-11: GPUs the node's agent reports unhealthy (a critical XID, a
+  // failed device query). They take no new work (GpuFits) and count neither
+  // in gpus_fully_free nor in max_gpu_free_milli; what runs there stays
+  // until it ends or moves. Set by Cluster::SetGpuHealth.
+  GpuMask gpu_unhealthy = 0;
+  // EXEC-7: the MIG mode and instances the node's agent reported (facts of
+  // the hardware, never overwritten; Cluster::SetMigLayout). For a GPU in
+  // mig_reported, MIG shares need MIG mode (mig_enabled) and everything
+  // else needs it off (the mode changes only with a GPU reset: an operator
+  // action). A node that reported nothing (the simulator's) is free of
+  // both rules. mig_existing: the instances that exist (MigLayoutBytes,
+  // src/model/mig.h); placements prefer them and never cut into them.
+  GpuMask mig_reported = 0;
+  GpuMask mig_enabled = 0;
+  std::array<uint64_t, kMaxGpusPerNode> mig_existing{};
   std::array<GpuMode, kMaxGpusPerNode> gpu_mode{};
   std::array<int32_t, kMaxGpusPerNode> gpu_memory_free_mib{};
   std::array<uint8_t, kMaxGpusPerNode> gpu_residents{};    // allocations on the GPU
   std::array<uint8_t, kMaxGpusPerNode> mig_used_slices{};  // memory slices of MIG instances
   std::array<uint8_t, kMaxGpusPerNode> mig_me{};           // +me instances (0 or 1)
   std::array<int32_t, kMaxGpusPerNode> dirty_owner{};      // kClean, a tenant, or kDirtyByMany
+  // kMps GPUs: the tenant whose shares it serves (Demand::mps_tenant of its
+  // residents, all equal), or kMpsTenants; -1 otherwise. Derived from the
+  // allocations.
+  std::array<int32_t, kMaxGpusPerNode> mps_tenant = NoMpsTenants();
 
   int32_t gpu_milli_total() const { return int32_t{gpu_count} * kMilliPerGpu; }
 
@@ -123,13 +153,14 @@ const char* FitFailureName(FitFailure f);
 void RecomputeGpuTotals(Node& n);
 
 // The node as it is with nothing on it (its spec): free, clean, ready,
-// unreserved.
+// unreserved, every GPU healthy and no MIG mode or instances reported.
 Node EmptyLike(const Node& n);
 
 // Can GPU g of n take (one GPU of) demand d right now, ignoring CPU and
 // memory of the node? Whole GPUs need an empty GPU; a share needs a GPU idle
-// or in its mode with enough free compute and memory; a MIG share needs a
-// profile of the model and a free placement for it.
+// or in its mode with enough free compute and memory (an MPS share also a
+// GPU whose MPS shares are its tenant's: Demand::mps_tenant); a MIG share
+// needs a profile of the model and a free placement for it.
 bool GpuFits(const Node& n, int g, const Demand& d);
 
 // The first d.gpu_count GPUs of n (lowest index first) that GpuFits, or
@@ -162,6 +193,11 @@ struct Allocation {
   int32_t owner = -1;      // tenant (for scrubbing); -1 = none
   int8_t mig_profile = -1; // MIG only
   uint8_t mig_start = 0;   // MIG only: first memory slice
+  // Time-sliced and MPS shares: GPU memory its task was seen using beyond
+  // demand.gpu_memory_mib (the peak, per GPU), charged against its GPU's
+  // free memory like the booking (REQUIREMENTS' lessons: a task that uses
+  // more GPU memory than it asked for). See Cluster::ChargeObservedMemory.
+  int32_t observed_extra_mib = 0;
 };
 using AllocationId = int32_t;
 
@@ -182,8 +218,9 @@ class Cluster {
 
   // Places `d` on `node` using `gpus`, for tenant `owner` (-1: nobody in
   // particular). Requires CheckFit(node, d) == kNone, GpusSatisfy(node, d,
-  // gpus) and, for an owner, that no chosen GPU holds another tenant's
-  // unscrubbed memory (checked: a violation is a bug, not bad input).
+  // gpus), for an owned MPS share d.mps_tenant == owner, and, for an owner, that
+  // no chosen GPU holds another tenant's unscrubbed memory (checked: a
+  // violation is a bug, not bad input).
   // A MIG share gets the first free documented placement of its profile.
   AllocationId Allocate(NodeIndex node, const Demand& d, GpuMask gpus, int32_t owner = -1);
   // Zeroes the free memory of `gpus` on `node`: they are clean again.
@@ -192,11 +229,25 @@ class Cluster {
   GpuMask NeedsScrub(NodeIndex node, GpuMask gpus, int32_t owner) const;
   // Returns an allocation's resources to its node. Requires a live id.
   void Release(AllocationId id);
+  // A share's task was seen using `used_mib` of GPU memory (per GPU): its
+  // GPU's free memory is charged max(booked, used) from now on, the peak
+  // (charging never shrinks while it runs) and never past the GPU's free
+  // memory (a GPU is never booked below zero). Whole GPUs and MIG
+  // instances are unaffected: their memory is theirs already. Returns
+  // whether the charge grew. Requires a live id.
+  bool ChargeObservedMemory(AllocationId id, int64_t used_mib);
   // Node lifecycle and reservations; each is a logged change.
   void SetCondition(NodeIndex i, NodeCondition c);
   // Moves an empty node to another pool (POOL-3 borrowing between pools).
   void SetPool(NodeIndex i, uint8_t pool);
   void SetReservation(NodeIndex i, int64_t job);  // -1 clears
+  // EXEC-11: the node's unhealthy GPUs from now on (bits past its GPU count
+  // are ignored).
+  void SetGpuHealth(NodeIndex i, GpuMask unhealthy);
+  // EXEC-7: GPU g of node i reported its MIG mode and existing instances
+  // (Node::mig_existing). Requires a MIG-capable model when enabled and a
+  // valid layout (checked by the caller: Engine::ReportMigLayout).
+  void SetMigLayout(NodeIndex i, int g, bool enabled, uint64_t existing);
   const Allocation& allocation(AllocationId id) const { return allocations_[id]; }
   int live_allocations() const { return live_allocations_; }
 
@@ -255,6 +306,7 @@ class Cluster {
 
  private:
   void NoteChange(NodeIndex i);
+  void RederiveMpsTenant(NodeIndex i, int g, AllocationId leaving);
 
   std::vector<Node> nodes_;
   std::vector<std::string> names_;

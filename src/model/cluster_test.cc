@@ -517,6 +517,71 @@ TEST(ClusterRandomTest, IncrementalStateMatchesRecomputation) {
   EXPECT_GT(releases, 500);
 }
 
+// ---------------------------------------------------------------- MPS tenants, health
+
+Demand MpsOf(int32_t milli, int32_t tenant) {
+  Demand d = Share(milli, 100, 100);
+  d.mode = ShareMode::kMps;
+  d.mps_tenant = tenant;
+  return d;
+}
+
+TEST(ClusterMpsTest, AnMpsGpuTakesOneTenantsShares) {
+  Cluster c;
+  ASSERT_TRUE(c.AddNode({"n", 8000, 8192, 1, *Catalog::Builtin().Find("H100")}).has_value());
+  const AllocationId a = c.Allocate(0, MpsOf(200, 1), 0b1, 1);
+  EXPECT_EQ(c.node(0).mps_tenant[0], 1);
+  EXPECT_TRUE(GpuFits(c.node(0), 0, MpsOf(200, 1)));
+  EXPECT_FALSE(GpuFits(c.node(0), 0, MpsOf(200, 2)));
+  Demand ts = MpsOf(200, -1);
+  ts.mode = ShareMode::kTimeSlice;
+  EXPECT_FALSE(GpuFits(c.node(0), 0, ts)) << "one mode at a time, as before";
+  c.Release(a);
+  EXPECT_EQ(c.node(0).mps_tenant[0], -1);
+  EXPECT_TRUE(GpuFits(c.node(0), 0, MpsOf(200, 2)));
+}
+
+// A GPU that an older release gave two tenants' MPS shares loads, takes no
+// new MPS share, and serves one tenant again once only its shares are left,
+// the same with or without a restart in between.
+TEST(ClusterMpsTest, AGpuOfSeveralTenantsFromAnOlderReleaseLoadsAndHeals) {
+  Cluster c;
+  ASSERT_TRUE(c.AddNode({"n", 8000, 8192, 1, *Catalog::Builtin().Find("H100")}).has_value());
+  c.Allocate(0, MpsOf(200, 1), 0b1, 1);
+  c.Allocate(0, MpsOf(200, 1), 0b1, 1);
+  Cluster::Image image{c.nodes(), c.names(), c.allocation_slots(), c.free_allocation_ids()};
+  image.allocations[1].owner = 2;  // as the older release placed it
+  image.allocations[1].demand.mps_tenant = -1;  // not in its snapshots
+  auto old = Cluster::FromImage(image);
+  ASSERT_TRUE(old.has_value()) << old.error().message;
+  EXPECT_EQ(old->node(0).mps_tenant[0], kMpsTenants);
+  EXPECT_EQ(old->allocation(1).demand.mps_tenant, 2);
+  EXPECT_FALSE(GpuFits(old->node(0), 0, MpsOf(200, 1)));
+  EXPECT_FALSE(GpuFits(old->node(0), 0, MpsOf(200, 2)));
+  old->Release(0);
+  EXPECT_EQ(old->node(0).mps_tenant[0], 2);
+  EXPECT_TRUE(GpuFits(old->node(0), 0, MpsOf(200, 2)));
+  Cluster::Image again{old->nodes(), old->names(), old->allocation_slots(), old->free_allocation_ids()};
+  auto restarted = Cluster::FromImage(again);
+  ASSERT_TRUE(restarted.has_value()) << restarted.error().message;
+  EXPECT_EQ(restarted->node(0), old->node(0));
+}
+
+TEST(ClusterHealthTest, AnUnhealthyGpuTakesNothingNew) {
+  Cluster c;
+  ASSERT_TRUE(c.AddNode({"n", 8000, 8192, 2, *Catalog::Builtin().Find("H100")}).has_value());
+  c.SetGpuHealth(0, 0b01);
+  EXPECT_EQ(c.node(0).gpus_fully_free, 1);
+  EXPECT_EQ(CheckFit(c.node(0), Whole(2)), FitFailure::kGpuCapacity);
+  EXPECT_EQ(CheckFit(c.node(0), Whole(1)), FitFailure::kNone);
+  EXPECT_EQ(FirstFittingGpus(c.node(0), Share(300)), 0b10);
+  c.SetGpuHealth(0, 0b11);
+  EXPECT_EQ(CheckFit(c.node(0), Share(300)), FitFailure::kGpuCapacity);
+  EXPECT_EQ(EmptyLike(c.node(0)).gpu_unhealthy, 0) << "what the node could take once healthy";
+  c.SetGpuHealth(0, 0b111100);  // bits past its GPUs are dropped
+  EXPECT_EQ(c.node(0).gpu_unhealthy, 0);
+}
+
 // ---------------------------------------------------------------- misuse is a bug
 
 using ClusterDeathTest = ClusterAllocTest;

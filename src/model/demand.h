@@ -48,6 +48,12 @@ struct Demand {
   int64_t reservation = -1;
   ShareMode mode = ShareMode::kAny;  // shares only
   int32_t gpu_memory_mib = 0;        // per GPU, for shares (see ShareMode)
+  // kMps shares only: the tenant whose MPS control daemon serves it, -1
+  // elsewhere. MPS serves the clients of one user at a time and tasks run
+  // under per-tenant uids, so a GPU in MPS use takes shares of one tenant
+  // only (GpuFits). The engine sets it from the job's tenant (ScopeMpsShares
+  // in src/model/job.h); it is derived, never written to logs or snapshots.
+  int32_t mps_tenant = -1;
 
   DemandKind kind() const {
     if (gpu_count == 0) return DemandKind::kCpuOnly;

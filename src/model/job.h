@@ -132,6 +132,16 @@ struct JobSpec {
   }
 };
 
+// Sets Demand::mps_tenant of the spec's demand and stages: the job's tenant
+// for MPS shares, -1 for everything else. Idempotent; the engine applies it
+// to every spec it takes in (submission, replay, snapshot).
+void ScopeMpsShares(JobSpec& spec);
+// Sets the gpu_milli of the spec's MIG shares (demand and stages) to what
+// they are charged: MigChargedMilli (src/model/mig.h), over the models the
+// job allows among `present` (the MIG-capable models of the pools it may
+// use). The engine applies it at submission.
+void ChargeMigAsSlices(JobSpec& spec, GpuModelMask present);
+
 struct ReplicaPlacement {
   NodeIndex node = -1;
   GpuMask gpus = 0;

@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <optional>
+
+#include "src/model/demand.h"
+#include "src/model/gpu_catalog.h"
 
 namespace gpupool {
 namespace {
@@ -64,6 +69,32 @@ const MigTable* FindMigTable(std::string_view gpu_model) {
   return nullptr;
 }
 
+int ComputeSlicesFor(int32_t gpu_milli, int slices) {
+  const double exact = static_cast<double>(gpu_milli) * slices / kMilliPerGpu;
+  return std::max(1, static_cast<int>(std::ceil(exact - 0.01)));
+}
+
+int32_t MigChargedMilli(int32_t gpu_milli, int32_t gpu_memory_mib, GpuModelMask allowed_models) {
+  int32_t charged = -1;
+  for (const MigTable& t : MigTables()) {
+    const std::optional<GpuModelId> id = Catalog::Builtin().Find(t.gpu_model);
+    if (!id || !(allowed_models >> *id & 1)) continue;
+    const int p = SmallestProfile(t, ComputeSlicesFor(gpu_milli, t.compute_slices), gpu_memory_mib);
+    if (p < 0) continue;
+    const int32_t milli = std::min(kMilliPerGpu - 1, t.profiles[p].compute_slices * kMilliPerGpu / t.compute_slices);
+    if (charged >= 0 && charged != milli) return gpu_milli;  // the models disagree
+    charged = milli;
+  }
+  return charged < 0 ? gpu_milli : charged;
+}
+
+int FindProfile(const MigTable& t, std::string_view name) {
+  for (int p = 0; p < static_cast<int>(t.profiles.size()); ++p) {
+    if (t.profiles[p].name == name) return p;
+  }
+  return -1;
+}
+
 int SmallestProfile(const MigTable& t, int compute_slices, int32_t memory_mib) {
   int best = -1;
   for (int p = 0; p < static_cast<int>(t.profiles.size()); ++p) {
@@ -90,6 +121,25 @@ std::optional<uint8_t> FindPlacement(const MigTable& t, int p, uint8_t used_slic
     if ((SliceMask(t, p, start) & used_slices) == 0) return start;
   }
   return std::nullopt;
+}
+
+uint8_t ExistingSlices(const MigTable& t, MigLayoutBytes existing) {
+  uint8_t slices = 0;
+  for (int s = 0; s < t.memory_slices && existing != 0; ++s) {
+    if (const int p = ExistingProfileAt(existing, s); p >= 0) slices |= SliceMask(t, p, static_cast<uint8_t>(s));
+  }
+  return slices;
+}
+
+std::optional<uint8_t> FindPlacementAmong(const MigTable& t, int p, uint8_t used_slices, int me_instances,
+                                          MigLayoutBytes existing) {
+  if (existing == 0) return FindPlacement(t, p, used_slices, me_instances);
+  const MigProfile& prof = t.profiles[p];
+  if (prof.media_extensions && me_instances > 0) return std::nullopt;
+  for (uint8_t start : prof.starts) {
+    if (ExistingProfileAt(existing, start) == p && (SliceMask(t, p, start) & used_slices) == 0) return start;
+  }
+  return FindPlacement(t, p, static_cast<uint8_t>(used_slices | ExistingSlices(t, existing)), me_instances);
 }
 
 bool IsValidLayout(const MigTable& t, const std::vector<std::pair<int, uint8_t>>& instances) {

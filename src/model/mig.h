@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "src/model/gpu_catalog.h"
+
 namespace gpupool {
 
 struct MigProfile {
@@ -44,6 +46,25 @@ const std::vector<MigTable>& MigTables();
 // The table for a catalog model name, or nullptr.
 const MigTable* FindMigTable(std::string_view gpu_model);
 
+// Compute slices a MIG share of `gpu_milli` needs on a GPU with `slices`
+// compute slices: its fraction of a GPU, rounded up, with a hair of
+// tolerance so that 428 or 429 milli on a 7-slice GPU is 3 slices.
+int ComputeSlicesFor(int32_t gpu_milli, int slices);
+
+// What a MIG share is charged in quotas, accounting and its GPU's free
+// compute (PART-2, issue 15): its profile's compute slices over the GPU's,
+// in milli, rounded down so that a full GPU's instances sum to at most
+// 1000 (a 3g instance of a 7-slice GPU is 428, a 1g 142; on the 4-slice A30
+// a 1g is 250; an instance of the whole GPU is 999, so that it stays a
+// share and never reads as a whole GPU). The profile is the one the share gets (SmallestProfile of
+// its compute and memory). Every MIG-capable model `allowed_models` admits
+// must agree on it (A100, H100 and H200 do: 7 slices); where they
+// disagree, or no model has a profile for it, `gpu_milli` as asked.
+int32_t MigChargedMilli(int32_t gpu_milli, int32_t gpu_memory_mib, GpuModelMask allowed_models);
+
+// The index of the profile named `name` in t ("3g.40gb"), or -1.
+int FindProfile(const MigTable& t, std::string_view name);
+
 // The smallest profile (fewest memory slices, then fewest compute slices;
 // never a "+me" one) with at least `compute_slices` and `memory_mib`, or -1.
 int SmallestProfile(const MigTable& t, int compute_slices, int32_t memory_mib);
@@ -53,6 +74,24 @@ int SmallestProfile(const MigTable& t, int compute_slices, int32_t memory_mib);
 // instances: the first documented start whose slices are all free, or
 // nullopt.
 std::optional<uint8_t> FindPlacement(const MigTable& t, int p, uint8_t used_slices, int me_instances);
+
+// MIG instances that exist on a GPU (reported by its node, Node::mig_existing):
+// byte s (bits 8s..8s+7) is 1 + the profile index of an instance whose first
+// memory slice is s, 0 for none. At most one instance starts at each slice.
+using MigLayoutBytes = uint64_t;
+// The profile of the instance starting at slice s, or -1.
+inline int ExistingProfileAt(MigLayoutBytes existing, int s) {
+  return static_cast<int>((existing >> (8 * s)) & 0xff) - 1;
+}
+// The memory slices the existing instances cover.
+uint8_t ExistingSlices(const MigTable& t, MigLayoutBytes existing);
+// A placement for profile `p` among existing instances: an existing
+// instance of p whose slices `used_slices` leaves free (lowest start), else
+// the first documented start free of used slices and of every existing
+// instance (which are never cut into); nullopt when neither. With no
+// existing instances it is FindPlacement.
+std::optional<uint8_t> FindPlacementAmong(const MigTable& t, int p, uint8_t used_slices, int me_instances,
+                                          MigLayoutBytes existing);
 
 // Memory-slice mask of profile p placed at `start`.
 uint8_t SliceMask(const MigTable& t, int p, uint8_t start);

@@ -43,6 +43,27 @@ TEST(MigTablesTest, SmallestProfileThatHoldsTheNeed) {
   EXPECT_EQ(SmallestProfile(a100, 1, 50000), -1);
 }
 
+TEST(MigChargeTest, AnInstanceIsChargedItsComputeSlicesOverTheGpus) {
+  const GpuModelMask h100 = GpuModelMask{1} << *Catalog::Builtin().Find("H100");
+  const GpuModelMask a100 = GpuModelMask{1} << *Catalog::Builtin().Find("A100-80GB");
+  const GpuModelMask a30 = GpuModelMask{1} << *Catalog::Builtin().Find("A30");
+  EXPECT_EQ(MigChargedMilli(300, 0, h100), 428) << "300 milli needs a 3g instance: 3/7 of the GPU";
+  EXPECT_EQ(MigChargedMilli(100, 0, h100), 142) << "a 1g instance: 1/7";
+  EXPECT_EQ(MigChargedMilli(100, 30000, h100), 428) << "its memory needs a 3g.40gb: charged its 3 slices";
+  EXPECT_EQ(MigChargedMilli(999, 0, h100), 999) << "7g: the whole GPU, still a share";
+  EXPECT_EQ(MigChargedMilli(300, 0, h100 | a100), 428) << "7-slice models agree";
+  EXPECT_EQ(MigChargedMilli(200, 0, a30), 250) << "a 1g of the 4-slice A30";
+  EXPECT_EQ(MigChargedMilli(200, 0, a30 | h100), 200) << "disagreeing models: as asked";
+  EXPECT_EQ(MigChargedMilli(300, 0, GpuModelMask{1} << *Catalog::Builtin().Find("T4")), 300) << "no MIG: as asked";
+  // Seven 1g instances fill a 7-slice GPU without overbooking it, and each
+  // charged value maps back to its own profile.
+  EXPECT_LE(7 * MigChargedMilli(1, 0, h100), kMilliPerGpu);
+  for (int slices = 1; slices <= 7; ++slices) {
+    const int32_t milli = MigChargedMilli(slices * kMilliPerGpu / 7, 0, h100);
+    EXPECT_EQ(ComputeSlicesFor(milli, 7), slices == 5 || slices == 6 ? 7 : slices) << slices;
+  }
+}
+
 TEST(MigTablesTest, PlacementsAvoidUsedSlicesAndKeepOneMediaInstance) {
   const MigTable& h100 = *FindMigTable("H100");
   // 3g at 4 (slices 4-7) leaves 4g only its start 0.

@@ -57,8 +57,8 @@ class GpuSelector {
   virtual GpuMask Select(const Node& n, const Demand& d, Rng& rng) const = 0;
 };
 
-// The lowest-index fully free GPUs, gpu_count of them. Requires at least that
-// many fully free GPUs on the node.
+// The lowest-index fully free GPUs that are healthy and not in MIG mode,
+// gpu_count of them. Requires at least that many (Node::gpus_fully_free).
 GpuMask LowestFreeGpus(const Node& n, int gpu_count);
 
 }  // namespace gpupool

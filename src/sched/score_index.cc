@@ -24,6 +24,7 @@ size_t ScoreIndex::DemandHash::operator()(const Demand& d) const {
   mix(d.allowed_models);
   mix(d.allowed_pools);
   mix(static_cast<uint64_t>(d.requirement) << 48 ^ static_cast<uint64_t>(d.reservation));
+  mix(static_cast<uint64_t>(static_cast<uint32_t>(d.mps_tenant)));
   return static_cast<size_t>(h);
 }
 

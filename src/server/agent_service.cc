@@ -237,6 +237,16 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
     }
     node = *added;
   }
+  // EXEC-7: the MIG modes and instances the hardware has.
+  for (size_t i = 0; i < r.gpus.size(); ++i) {
+    std::vector<MigSlot> slots;
+    for (const MigInstance& m : r.gpus[i].mig) slots.push_back({m.profile, m.start});
+    auto ok = engine.ReportMigLayout(node, static_cast<int32_t>(i), r.gpus[i].mig_enabled, std::move(slots), now, sink);
+    if (!ok) {
+      out.error = BadField("gpus[" + std::to_string(i) + "].mig", ok.error().message);
+      return out;
+    }
+  }
   (void)engine.Heartbeat(node, now, sink);
   // A new session; the server's start time keeps it unique across restarts.
   static const std::string boot = std::to_string(ToMillis(WallNow()));
@@ -244,6 +254,25 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
   agent_info_[node] = AgentInfo{r.isolation_given, r.isolation};
   out.reply = Desired(engine.state(), node);
   return out;
+}
+
+// EXEC-11: the GPUs the agent samples unhealthy, as one set (GPUs the node
+// does not have are left out rather than failing the heartbeat). A
+// heartbeat without samples says nothing about health.
+void AgentService::ReportHealth(Engine& engine, NodeIndex node, const std::vector<GpuSample>& gpus, Instant now,
+                                const Engine::Sink& sink) {
+  if (gpus.empty()) return;
+  const int gpu_count = engine.state().cluster.node(node).gpu_count;
+  GpuMask unhealthy = 0;
+  std::string reason;
+  for (const GpuSample& g : gpus) {
+    if (g.healthy || g.index < 0 || g.index >= gpu_count) continue;
+    unhealthy |= static_cast<GpuMask>(1u << g.index);
+    if (!reason.empty()) reason += "; ";
+    reason += "GPU " + std::to_string(g.index) + ": " + (g.health_detail.empty() ? "unhealthy" : g.health_detail);
+  }
+  if (reason.size() > kMaxHealthReasonBytes) reason.resize(kMaxHealthReasonBytes);
+  (void)engine.ReportGpuHealth(node, unhealthy, std::move(reason), now, sink);
 }
 
 AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatRequest& r, Instant now,
@@ -266,6 +295,7 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
     return out;
   }
   (void)engine.Heartbeat(node, now, sink);
+  ReportHealth(engine, node, r.gpus, now, sink);
   // OPS-2: the GPUs' telemetry feeds hotspot detection (GPUs the node does
   // not have are left out rather than failing the heartbeat).
   if (engine.config().hotspots.enabled && !r.gpus.empty()) {
@@ -295,6 +325,12 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   std::map<JobId, std::pair<int32_t, double>> util;  // attempt, highest utilization of its replicas here
   std::map<JobId, int32_t> failed, reported;          // job -> attempt
   std::map<JobId, std::string> reasons;               // why a failed job failed, when its node says
+  struct Memory {
+    JobId job;
+    int32_t attempt, replica;
+    int64_t mib;
+  };
+  std::vector<Memory> memory;  // GPU memory the running tasks use
   for (const TaskReport& t : r.tasks) {
     const Job* j = current(t.job, t.attempt);
     if (!j || t.replica < 0 || t.replica >= static_cast<int32_t>(j->placements.size()) ||
@@ -305,6 +341,7 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
     if (p.attempt != t.attempt) p = Progress{t.attempt, {}, {}};
     switch (t.phase) {
       case TaskPhase::kRunning:
+        if (t.gpu_memory_mib > 0) memory.push_back({t.job, t.attempt, t.replica, t.gpu_memory_mib});
         if (t.util_pct >= 0) {
           auto& [attempt, pct] = util[t.job];
           attempt = t.attempt;
@@ -350,6 +387,9 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   }
   for (const auto& [job, u] : util) {
     if (current(job, u.first)) (void)engine.ReportUtilization(job, u.second, now, sink);
+  }
+  for (const Memory& m : memory) {
+    if (current(m.job, m.attempt)) (void)engine.ReportTaskMemory(m.job, m.replica, m.mib, now, sink);
   }
   for (const ScrubReport& s : r.scrubs) {
     if (!s.ok) continue;  // the order stays; the agent retries and no task starts on those GPUs

@@ -95,6 +95,9 @@ class AgentService {
   static int32_t Attempt(const Job& j) { return 1 + j.preemptions + j.interruptions; }
   void Forget(JobId job);
   void AddScrub(NodeIndex node, int64_t id, GpuMask gpus);
+  void ReportHealth(Engine& engine, NodeIndex node, const std::vector<GpuSample>& gpus, Instant now,
+                    const Engine::Sink& sink);
+  static constexpr size_t kMaxHealthReasonBytes = 1024;  // of the agents' words, per GpuHealthChanged
   void SizeFor(const EngineState& st);
   void RememberPlacement(const Job& j);
   std::vector<LogAck> StoreLogs(NodeIndex node, const std::vector<LogChunk>& chunks);

@@ -465,11 +465,13 @@ Reply ServerCore::Run(Command& c, Instant now, const Engine::Sink& sink, WriterI
         } else if constexpr (std::is_same_v<T, AgentHeartbeatCmd>) {
           const size_t before = item.events.size();
           AgentService::Outcome o = agents_->Heartbeat(e, cmd.request, now, sink);
-          // A hotspot found or cleared cordons or frees the node: the node
-          // view's condition shows it at once, not at the next tick.
+          // A hotspot found or cleared cordons or frees the node, and a GPU
+          // that turns unhealthy or healthy changes what it takes: the node
+          // view shows it at once, not at the next tick.
           for (size_t i = before; i < item.events.size(); ++i) {
             setup = setup || std::holds_alternative<HotspotDetected>(item.events[i].body) ||
-                    std::holds_alternative<HotspotCleared>(item.events[i].body);
+                    std::holds_alternative<HotspotCleared>(item.events[i].body) ||
+                    std::holds_alternative<GpuHealthChanged>(item.events[i].body);
           }
           if (o.error) return Reply{o.error};
           Reply r;

@@ -106,9 +106,12 @@ json NodeView(NodeIndex i, const ReadModel& m) {
       gpus.push_back(json{{"index", g},
                           {"mode", GpuModeName(n.gpu_mode[g])},
                           {"free_milli", n.gpu_free_milli[g]},
-                          {"memory_free_mib", n.gpu_mode[g] == GpuMode::kWhole ? 0 : n.gpu_memory_free_mib[g]}});
+                          {"memory_free_mib", n.gpu_mode[g] == GpuMode::kWhole ? 0 : n.gpu_memory_free_mib[g]},
+                          {"healthy", !(n.gpu_unhealthy >> g & 1)}});
     }
     v["gpu"] = std::move(gpus);
+    // EXEC-11: these take no new work (the agent's words are under agent.gpus).
+    if (n.gpu_unhealthy != 0) v["unhealthy_gpus"] = GpuList(n.gpu_unhealthy);
   } else {
     v["condition"] = "ready";  // registered after the latest summary
     v["free_gpus"] = r.spec.gpu_count;

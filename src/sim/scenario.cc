@@ -323,6 +323,7 @@ class Parser {
   Status ParseUtilization(const YAML::Node& n, const std::string& path, UtilizationModel& m) const;
   Status ParseFaults(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseHotSpells(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParseGpuFaults(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseScaling(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseProvider(const YAML::Node& n, const std::string& path, Scenario& s) const;
@@ -391,7 +392,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
     GP_ASSIGN_OR_RETURN(f, Map(root, "",
                                {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
                                 "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults", "scaling",
-                                "provider", "regions", "hot_spells"}));
+                                "provider", "regions", "hot_spells", "gpu_faults"}));
   }
   GP_TRY(Require(f, "name"));
   GP_TRY(StringField(f, "name", s.name));
@@ -457,6 +458,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   if (auto* n = f.Find("trace")) GP_TRY(ParseTrace(*n, "trace", s));
   if (auto* n = f.Find("faults")) GP_TRY(ParseFaults(*n, "faults", s));
   if (auto* n = f.Find("hot_spells")) GP_TRY(ParseHotSpells(*n, "hot_spells", s));
+  if (auto* n = f.Find("gpu_faults")) GP_TRY(ParseGpuFaults(*n, "gpu_faults", s));
   if (auto* n = f.Find("scaling")) GP_TRY(ParseScaling(*n, "scaling", s));
   if (auto* n = f.Find("provider")) GP_TRY(ParseProvider(*n, "provider", s));
   if (auto* n = f.Find("regions")) GP_TRY(ParseRegions(*n, "regions", s));
@@ -1315,6 +1317,34 @@ Status Parser::ParseFaults(const YAML::Node& n, const std::string& path, Scenari
       }
     }
     s.faults.push_back(std::move(x));
+  }
+  return {};
+}
+
+Status Parser::ParseGpuFaults(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  if (n.IsNull()) return {};
+  if (!n.IsSequence()) return Fail(n, path, "expected a list of GPU faults");
+  for (size_t i = 0; i < n.size(); ++i) {
+    Fields f;
+    GP_ASSIGN_OR_RETURN(f, Map(n[i], Item(path, i), {"node", "gpu", "at", "for", "xid"}));
+    GpuFaultSpec x;
+    GP_TRY(Require(f, "node"));
+    GP_TRY(StringField(f, "node", x.node));
+    if (s.trace_nodes_path.empty() && !NodeGroupsName(s, x.node)) {
+      return Fail(*f.Find("node"), f.PathOf("node"), "unknown node '" + x.node + "'");
+    }
+    GP_TRY(IntField(f, "gpu", x.gpu, IntRange(0, kMaxGpusPerNode - 1)));
+    GP_TRY(Require(f, "at"));
+    GP_TRY(DurationField(f, "at", x.at, AnyDuration));
+    GP_TRY(DurationField(f, "for", x.unhealthy_for, PositiveDuration));
+    GP_TRY(IntField(f, "xid", x.xid, IntRange(1, 1000)));
+    for (size_t j = 0; j < s.gpu_faults.size(); ++j) {
+      const GpuFaultSpec& o = s.gpu_faults[j];
+      if (o.node == x.node && o.gpu == x.gpu && x.at < o.at + o.unhealthy_for && o.at < x.at + x.unhealthy_for) {
+        return Fail(*f.Find("at"), f.PathOf("at"), "that GPU is already unhealthy then (" + Item(path, j) + ")");
+      }
+    }
+    s.gpu_faults.push_back(std::move(x));
   }
   return {};
 }

@@ -180,6 +180,18 @@ struct FaultSpec {
   Duration down_for{std::chrono::minutes(10)};
 };
 
+// A GPU that turns unhealthy for a while (EXEC-11): from `at` the node's
+// agent reports it unhealthy with critical XID `xid`, and healthy again
+// `unhealthy_for` later. The engine places nothing on it meanwhile and
+// moves what can move off it; the simulator lets the rest run on.
+struct GpuFaultSpec {
+  std::string node;  // a node name
+  int gpu = 0;       // index on the node
+  Duration at{0};
+  Duration unhealthy_for{std::chrono::minutes(30)};
+  int xid = 79;  // "GPU has fallen off the bus"
+};
+
 // A node that runs hot for a while (OPS-2): its GPUs report
 // `temperature_c` from `at` for `hot_for`; other nodes report a
 // temperature that follows their GPUs' allocation (40 C idle, 80 C full).
@@ -257,6 +269,7 @@ struct Scenario {
   std::optional<TraceWorkload> trace;
   std::vector<FaultSpec> faults;
   std::vector<HotSpell> hot_spells;  // needs engine.hotspots
+  std::vector<GpuFaultSpec> gpu_faults;
   SharingCosts costs;
   // Optional: the openb node list to build the cluster from instead of
   // `nodes` (every node into the pools by model).

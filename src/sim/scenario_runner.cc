@@ -209,6 +209,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   sim_options.duty_cycles = duty_cycles.empty() ? nullptr : &duty_cycles;
   sim_options.faults = s.faults;
   sim_options.hot_spells = s.hot_spells;
+  sim_options.gpu_faults = s.gpu_faults;
   sim_options.provider = s.provider;
   sim_options.on_event = options.on_event;
   Simulator sim(engine.get(), std::move(jobs), sim_options);

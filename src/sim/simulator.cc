@@ -529,6 +529,38 @@ void Simulator::OnFault(NodeIndex node, Instant now) {
   metrics_.Observe(now);
 }
 
+Status Simulator::ScheduleGpuFaults() {
+  const Cluster& cluster = engine_->state().cluster;
+  gpu_unhealthy_.assign(cluster.node_count(), 0);
+  for (const GpuFaultSpec& f : options_.gpu_faults) {
+    NodeIndex node = -1;
+    for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
+      if (cluster.node_name(n) == f.node) node = n;
+    }
+    if (node < 0) return NotFound("gpu_faults: unknown node '" + f.node + "'");
+    if (f.gpu < 0 || f.gpu >= cluster.node(node).gpu_count) {
+      return InvalidArgument("gpu_faults: node '" + f.node + "' has no GPU " + std::to_string(f.gpu));
+    }
+    const int64_t id = int64_t{node} * kMaxGpusPerNode + f.gpu;
+    Push(kTimeOrigin + f.at, Kind::kGpuFault, id, static_cast<uint64_t>(f.xid));
+    Push(kTimeOrigin + f.at + f.unhealthy_for, Kind::kGpuRecover, id);
+  }
+  return {};
+}
+
+// The node's agent reports its whole set of unhealthy GPUs, as a real one
+// does at each heartbeat.
+Status Simulator::OnGpuFault(const Item& item, Instant now) {
+  const NodeIndex node = static_cast<NodeIndex>(item.id / kMaxGpusPerNode);
+  const int gpu = static_cast<int>(item.id % kMaxGpusPerNode);
+  const GpuMask bit = static_cast<GpuMask>(1u << gpu);
+  GpuMask& mask = gpu_unhealthy_[node];
+  mask = item.kind == Kind::kGpuFault ? static_cast<GpuMask>(mask | bit) : static_cast<GpuMask>(mask & ~bit);
+  const std::string reason =
+      item.kind == Kind::kGpuFault ? "GPU " + std::to_string(gpu) + ": XID " + std::to_string(item.token) : "";
+  return engine_->ReportGpuHealth(node, mask, reason, now, sink_);
+}
+
 Status Simulator::Resubmit(size_t index, Instant now) {
   parked_.at(index).wants_back = now;
   resubmitting_ = true;
@@ -563,6 +595,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     Push(kTimeOrigin + f.at, Kind::kFault, node);
     Push(kTimeOrigin + f.at + f.down_for, Kind::kRecover, node);
   }
+  GP_TRY(ScheduleGpuFaults());
   struct Spell {
     NodeIndex node;
     Instant from, to;
@@ -610,6 +643,8 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
           failed_[item.id] = false;
           ok = engine_->Heartbeat(static_cast<NodeIndex>(item.id), now, sink_);
           break;
+        case Kind::kGpuFault:
+        case Kind::kGpuRecover: ok = OnGpuFault(item, now); break;
         case Kind::kPoll: ok = OnPoll(item.id, item.token, now); break;
         case Kind::kResubmit: ok = Resubmit(static_cast<size_t>(item.id), now); break;
         case Kind::kProvision: {

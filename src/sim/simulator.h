@@ -68,6 +68,7 @@ struct SimOptions {
   const std::vector<std::vector<double>>* duty_cycles = nullptr;
   std::vector<FaultSpec> faults;  // by node name
   std::vector<HotSpell> hot_spells;  // by node name; reported at each tick with engine.hotspots
+  std::vector<GpuFaultSpec> gpu_faults;  // by node name: reported as the node's agent would (EXEC-11)
   // When set, also handed every event as it arrives (tests that need the
   // events themselves, not their log lines).
   std::function<void(const Event&)> on_event;
@@ -87,7 +88,7 @@ class Simulator {
 
   // Runs to the horizon. Fails when the event log cannot be written, an
   // invariant breaks (with check_invariants), a fault names an unknown
-  // node, or the engine refuses a job.
+  // node (or a GPU fault a GPU the node lacks), or the engine refuses a job.
   Result<SimReport> Run(const std::string& scenario_name);
 
   const std::vector<SimJob>& jobs() const { return jobs_; }
@@ -98,11 +99,13 @@ class Simulator {
     kCheckpointDone = 1,
     kFault = 2,
     kRecover = 3,
-    kPoll = 4,
-    kResubmit = 5,
-    kProvision = 6,  // a requested node is ready to join (id: pool)
-    kWarmReady = 7,  // a warm-pool node finished initialising (id: pool)
-    kTick = 8,
+    kGpuFault = 4,    // id: node * kMaxGpusPerNode + gpu; token: the XID
+    kGpuRecover = 5,  // id as for kGpuFault
+    kPoll = 6,
+    kResubmit = 7,
+    kProvision = 8,  // a requested node is ready to join (id: pool)
+    kWarmReady = 9,  // a warm-pool node finished initialising (id: pool)
+    kTick = 10,
   };
   struct Item {
     Instant at;
@@ -158,6 +161,9 @@ class Simulator {
   // proportion to its replicas over its minimum.
   void OnResized(const JobResized& e, Instant now);
   Status OnPoll(JobId id, uint64_t token, Instant now);
+  // EXEC-11: options_.gpu_faults as heap items, and one of them coming due.
+  Status ScheduleGpuFaults();
+  Status OnGpuFault(const Item& item, Instant now);
   void OnFault(NodeIndex node, Instant now);
   Status Resubmit(size_t index, Instant now);
 
@@ -194,6 +200,7 @@ class Simulator {
   bool resubmitting_ = false;
   GpuLoad load_;
   std::vector<bool> failed_;          // per node: stopped heartbeating
+  std::vector<GpuMask> gpu_unhealthy_;  // per node: its GPUs in a GPU fault (EXEC-11)
   Instant scrub_at_{};                // the GPUs the engine scrubbed at that instant
   std::map<NodeIndex, GpuMask> scrubbed_;
   std::vector<Released> released_;    // waiting for their next task

@@ -7,7 +7,7 @@ GpuMask LowestFreeGpus(const Node& n, int gpu_count) {
   GpuMask mask = 0;
   int taken = 0;
   for (int g = 0; g < n.gpu_count && taken < gpu_count; ++g) {
-    if (n.gpu_residents[g] == 0) {
+    if (n.gpu_residents[g] == 0 && !((n.gpu_unhealthy | n.mig_enabled) >> g & 1)) {
       mask |= static_cast<GpuMask>(1u << g);
       ++taken;
     }
