@@ -64,6 +64,8 @@ bench: build
 	@$(BUILD_DIR)/gpupool_agent_load --binary $(BUILD_DIR)/gpupool --agents 1000 --seconds 60 --job-rate 20
 	@echo "==> container start: 100 oci containers against 100 bare processes, and the agent's CPU per container (bench/container_start)"
 	@$(BUILD_DIR)/gpupool_container_bench
+	@echo "==> CUDA cap: the interposer's overhead per cuMemAlloc, cuMemFree and cuLaunchKernel against the fake libcuda (bench/cuda_cap)"
+	@$(BUILD_DIR)/gpupool_cuda_cap_bench
 
 clean:
 	rm -rf $(BUILD_DIR)

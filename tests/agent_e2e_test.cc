@@ -291,13 +291,21 @@ TEST_F(AgentE2eTest, TimeSlicedSharesRunUnderTheCudaCap) {
                              {"command", {"sh", "-c", "echo mem=$GPUPOOL_CUDA_MEMORY_LIMIT_MIB "
                                                       "share=$GPUPOOL_CUDA_COMPUTE_SHARE mode=$GPUPOOL_GPU_MODE; "
                                                       "echo state=${GPUPOOL_CUDA_CAP_STATE##*/}; "
-                                                      "echo mapped=$(grep -c libgpupool-cuda-cap /proc/self/maps)"}}});
-  ASSERT_TRUE(WaitState(id, "succeeded", std::chrono::seconds(20))) << Job(id).dump() << Logs(id);
-  ASSERT_TRUE(WaitFor([&] { return Logs(id).find("mapped=") != std::string::npos; }, std::chrono::seconds(10)));
+                                                      "echo mapped=$(grep -c libgpupool-cuda-cap /proc/self/maps); "
+                                                      // Alone and idle on its GPU: uncontended after two samples.
+                                                      "f=$GPUPOOL_CUDA_CONTENTION_FILE; echo signal=${f#*/contention/}; "
+                                                      "i=0; until grep -q '^uncontended ' \"$f\" || [ $i -ge 100 ]; "
+                                                      "do sleep 0.1; i=$((i+1)); done; "
+                                                      "echo contention=$(cut -d' ' -f1 \"$f\")"}}});
+  ASSERT_TRUE(WaitState(id, "succeeded", std::chrono::seconds(30))) << Job(id).dump() << Logs(id);
+  ASSERT_TRUE(WaitFor([&] { return Logs(id).find("contention=") != std::string::npos; }, std::chrono::seconds(10)));
   const std::string out = Logs(id);
   EXPECT_NE(out.find("mem=10240 share=0.250 mode=time-slice"), std::string::npos) << out;
   EXPECT_NE(out.find("state=.gpupool-cuda-cap"), std::string::npos) << out;
   EXPECT_EQ(out.find("mapped=0"), std::string::npos) << out;  // grep ran with the library loaded
+  // The GPU's signal: WORK/contention/gpu-0/state, or its directory bound at /gpupool/contention.
+  EXPECT_NE(out.find(ContainersWork() ? "signal=state" : "signal=gpu-0/state"), std::string::npos) << out;
+  EXPECT_NE(out.find("contention=uncontended"), std::string::npos) << out;
 }
 
 TEST_F(AgentE2eTest, RestartsOfTheServerOrTheAgentHeal) {

@@ -9,9 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -44,10 +46,11 @@ struct Child {
   int in = -1, out = -1, err = -1;
 };
 
-Child Spawn(const std::vector<std::string>& args, const Env& extra, bool preload) {
+Child Spawn(const std::vector<std::string>& args, const Env& extra, bool preload,
+            const std::string& binary = GPUPOOL_CUDA_CAP_PROBE) {
   int in[2], out[2], err[2];
   if (pipe(in) != 0 || pipe(out) != 0 || pipe(err) != 0) return {};
-  std::vector<std::string> argv_text = {GPUPOOL_CUDA_CAP_PROBE};
+  std::vector<std::string> argv_text = {binary};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<std::string> env_text = ProbeEnv(extra, preload);
   std::vector<char*> argv, envp;
@@ -94,8 +97,9 @@ int Reap(Child& child) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-ProbeRun RunProbe(const std::vector<std::string>& args, const Env& extra, bool preload = true) {
-  Child child = Spawn(args, extra, preload);
+ProbeRun RunProbe(const std::vector<std::string>& args, const Env& extra, bool preload = true,
+                  const std::string& binary = GPUPOOL_CUDA_CAP_PROBE) {
+  Child child = Spawn(args, extra, preload, binary);
   EXPECT_GT(child.pid, 0);
   close(child.in);
   child.in = -1;
@@ -206,6 +210,95 @@ TEST(CudaCapTest, PacesLaunchesToTheComputeShareOnSimulatedTime) {
   }
 }
 
+// The agent's contention signal (tools/cuda_cap/cuda_cap.h): "STATE UNTIL_MS".
+void WriteContention(const std::string& path, const std::string& state, int64_t valid_for_ms = 60000) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  std::ofstream(path) << state << " " << now_ms + valid_for_ms << "\n";
+}
+
+struct ContentionDir {
+  std::string dir = testing::MakeTempDir();
+  std::string file = dir + "/state";
+  ~ContentionDir() { std::filesystem::remove_all(dir); }
+  Env QuarterShare() const { return {{"GPUPOOL_CUDA_COMPUTE_SHARE", "0.25"}, {"GPUPOOL_CUDA_CONTENTION_FILE", file}}; }
+};
+
+TEST(CudaCapTest, AnUncontendedGpuIsNotThrottled) {
+  ContentionDir c;
+  WriteContention(c.file, "uncontended");
+  const ProbeRun run = RunProbe({"pace", "10"}, c.QuarterShare());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GE(Number(run.out, "busy_fraction"), 0.99) << run.out;
+  EXPECT_EQ(run.err, "");
+}
+
+TEST(CudaCapTest, AContendedGpuHoldsTheShareAsWithoutASignal) {
+  ContentionDir c;
+  WriteContention(c.file, "contended");
+  const ProbeRun run = RunProbe({"pace", "10"}, c.QuarterShare());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GE(Number(run.out, "busy_fraction"), 0.25) << run.out;
+  EXPECT_LE(Number(run.out, "busy_fraction"), 0.25 + 0.0027) << run.out;
+}
+
+TEST(CudaCapTest, AMissingMalformedOrStaleSignalEnforcesTheShare) {
+  ContentionDir c;
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"missing", ""},
+      {"garbage", "uncontended soon\n"},
+      {"trailing", "uncontended 99999999999999 x\n"},
+      {"stale", "uncontended 1000\n"},  // 1970: long past
+      {"too far ahead", ""},             // written below: an hour ahead
+      {"too long", "uncontended " + std::string(80, '9') + "\n"},
+      {"empty", "\n"},
+  };
+  for (const auto& [what, text] : bad) {
+    std::filesystem::remove(c.file);
+    if (what == "too far ahead") {
+      WriteContention(c.file, "uncontended", 3600 * 1000);
+    } else if (what != "missing") {
+      std::ofstream(c.file) << text;
+    }
+    const ProbeRun run = RunProbe({"pace", "4"}, c.QuarterShare());
+    ASSERT_EQ(run.exit_code, 0) << what << ": " << run.err;
+    EXPECT_LE(Number(run.out, "busy_fraction"), 0.25 + 0.0066) << what << ": " << run.out;  // (25 + 1 ms) / 4 s
+    EXPECT_GE(Number(run.out, "busy_fraction"), 0.25) << what << ": " << run.out;
+  }
+}
+
+TEST(CudaCapTest, ContentionStartingMidRunReturnsTheTaskToItsShareWithinThePollInterval) {
+  ContentionDir c;
+  WriteContention(c.file, "uncontended");
+  // Flipped at 5.05 s, off the 100 ms poll grid; the share measured from
+  // flip + 101 ms (the poll interval and one kernel) to the end, 10 s.
+  const ProbeRun run = RunProbe({"pace", "15.151", "5.05", "contended", "0.101"}, c.QuarterShare());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GE(Number(run.out, "busy_before"), 0.99) << run.out;
+  const double first_wait = Number(run.out, "first_wait_s");
+  EXPECT_GT(first_wait, 0) << run.out;
+  EXPECT_LE(first_wait, 0.101) << run.out;  // CAP_CONTENTION_POLL_MS + one 1 ms kernel
+  const double after = Number(run.out, "busy_after");
+  EXPECT_GE(after, 0.225) << run.out;  // the 10% tolerance
+  EXPECT_LE(after, 0.275) << run.out;
+  EXPECT_LE(after, 0.25 + 0.0027) << run.out;  // the documented bound: no burst carried over beyond [0, burst]
+  EXPECT_GE(after, 0.2475) << run.out;
+}
+
+TEST(CudaCapTest, ContentionEndingMidRunLetsTheTaskTakeTheGpuWithinThePollInterval) {
+  ContentionDir c;
+  WriteContention(c.file, "contended");
+  const ProbeRun run = RunProbe({"pace", "15.2", "5.05", "uncontended", "0.151"}, c.QuarterShare());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GE(Number(run.out, "busy_before"), 0.25) << run.out;
+  EXPECT_LE(Number(run.out, "busy_before"), 0.25 + 0.0053) << run.out;  // (25 + 1 ms) / 5.05 s
+  // A launch asleep at the flip wakes at the next poll: within 100 ms plus
+  // one 50 ms sleep step.
+  EXPECT_LE(Number(run.out, "last_wait_s"), 0.151) << run.out;
+  EXPECT_GE(Number(run.out, "busy_after"), 0.999) << run.out;
+}
+
 TEST(CudaCapTest, ABadValueIsReportedOnceNamingTheVariableAndThatCapIsOff) {
   const ProbeRun share = RunProbe({"pace", "2"}, {{"GPUPOOL_CUDA_COMPUTE_SHARE", "abc"}});
   ASSERT_EQ(share.exit_code, 0) << share.err;
@@ -224,6 +317,26 @@ TEST(CudaCapTest, DlsymWithRtldNextStillSeesItsRealCaller) {
   // call, glibc would search after the cap instead of after the probe.
   const ProbeRun run = RunProbe({"dlnext"}, {});
   EXPECT_EQ(Value(run.out, "rtld_next_ok"), "1") << run.out << run.err;
+}
+
+// gpupool-cap-gpu-check is for real GPUs (scripts/device-check.sh); its
+// memory mode needs nothing the fake lacks, so it is checked here too.
+TEST(CudaCapTest, TheGpuCheckProgramSeesTheCapOnTheFake) {
+  const ProbeRun capped = RunProbe({"memory", "256"}, {{"GPUPOOL_CUDA_MEMORY_LIMIT_MIB", "2048"}}, true,
+                                   GPUPOOL_CAP_GPU_CHECK);
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_EQ(Value(capped.out, "info_total_mib"), "2048") << capped.out;
+  EXPECT_EQ(Value(capped.out, "info_free_mib"), "2048");
+  EXPECT_EQ(Value(capped.out, "allocated"), "8");
+  EXPECT_EQ(Value(capped.out, "refused"), "2");
+  const ProbeRun plain = RunProbe({"memory", "256"}, {}, false, GPUPOOL_CAP_GPU_CHECK);
+  EXPECT_EQ(Value(plain.out, "allocated"), "320") << plain.out;  // the fake's 80 GiB
+  // Its kernel is PTX for a real driver: the fake has no modules, and the
+  // program says which call failed.
+  const ProbeRun pace = RunProbe({"pace", "1", "2"}, {}, true, GPUPOOL_CAP_GPU_CHECK);
+  EXPECT_EQ(pace.exit_code, 1);
+  EXPECT_NE(pace.err.find("cuModuleLoadData"), std::string::npos) << pace.err;
+  EXPECT_EQ(RunProbe({"pace"}, {}, true, GPUPOOL_CAP_GPU_CHECK).exit_code, 2);
 }
 
 TEST(CudaCapTest, TheLibraryNeedsNoCxxRuntime) {

@@ -216,7 +216,11 @@ TEST_F(IsolationE2eTest, ATimeSlicedTaskRunsUnderTheCudaCapBoundReadOnly) {
   const int64_t id = SubmitAs("team-a", "ts",
                               "echo preload=$LD_PRELOAD state=$GPUPOOL_CUDA_CAP_STATE; "
                               "echo mapped=$(grep -c libgpupool-cuda-cap /proc/self/maps); "
-                              "echo x > /gpupool/lib/libgpupool-cuda-cap.so || echo not-writable; echo done-cap",
+                              "echo x > /gpupool/lib/libgpupool-cuda-cap.so || echo not-writable; "
+                              "echo signal=$GPUPOOL_CUDA_CONTENTION_FILE; ls /gpupool/contention/gpu-0 || echo only-ours; "
+                              "touch /gpupool/contention/x || echo signal-read-only; "
+                              "i=0; until [ -s /gpupool/contention/state ] || [ $i -ge 100 ]; do sleep 0.1; "
+                              "i=$((i+1)); done; echo line=$(cut -d' ' -f1 /gpupool/contention/state); echo done-cap",
                               json{{"gpus", nullptr}, {"gpu_fraction", 0.5}, {"gpu_memory_gib", 10},
                                    {"sharing", "time-slice"}});
   ASSERT_TRUE(WaitState(id, "succeeded", std::chrono::seconds(30))) << Job(id).dump() << Logs(id);
@@ -226,6 +230,12 @@ TEST_F(IsolationE2eTest, ATimeSlicedTaskRunsUnderTheCudaCapBoundReadOnly) {
             std::string::npos) << out;
   EXPECT_EQ(out.find("mapped=0"), std::string::npos) << out;
   EXPECT_NE(out.find("not-writable"), std::string::npos) << out;
+  // The GPU's contention signal: its own directory, read-only, written by the agent.
+  EXPECT_NE(out.find("signal=/gpupool/contention/state"), std::string::npos) << out;
+  EXPECT_NE(out.find("only-ours"), std::string::npos) << out;
+  EXPECT_NE(out.find("signal-read-only"), std::string::npos) << out;
+  EXPECT_TRUE(out.find("line=contended\n") != std::string::npos || out.find("line=uncontended\n") != std::string::npos)
+      << out;
 }
 
 TEST_F(IsolationE2eTest, ATaskPastItsMemoryLimitIsOomKilledAndFails) {

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "src/agent/cuda_cap_env.h"
 #include "src/agent/mps_daemons.h"
 #include "src/agent/oci_runtime.h"
+#include "src/agent/proc_stat.h"
 #include "src/agent/process_runtime.h"
 #include "src/base/time_text.h"
 
@@ -73,6 +75,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<DeviceBackend> backend)
   options_.checkpoint_root = fs::absolute(options_.checkpoint_root).lexically_normal().string();
   if (options_.cpu_milli <= 0) options_.cpu_milli = int64_t{std::max(1u, std::thread::hardware_concurrency())} * 1000;
   if (options_.memory_mib <= 0) options_.memory_mib = MachineMemoryMib();
+  contention_ = std::make_unique<GpuContention>(GpuContentionOptions{options_.work_dir + "/contention"});
   http_ = std::make_unique<httplib::Client>(options_.server_url);
   http_->set_bearer_token_auth(options_.token);
   http_->set_connection_timeout(5);
@@ -350,12 +353,25 @@ Result<TaskLaunch> Agent::LaunchOf(const LocalTask& t, std::string* visible) con
   // Time-sliced and MPS shares: the CUDA cap holds the task to its share's
   // GPU memory (and, time-sliced, its compute); a container has the library
   // bound at kContainerCudaCap by the oci runtime.
+  // A paced share of one GPU also gets that GPU's contention signal
+  // (gpu_contention.h): its directory, bound read-only in a container.
   static const std::string cuda_cap = FindCudaCapLibrary();
   if (!cuda_cap.empty()) {
+    std::string contention;
+    if (o.gpus.size() == 1 && MakeDir(contention_->DirOf(o.gpus[0]), 0755)) {
+      contention = container ? std::string(kContainerContentionDir) + "/" + kContentionFileName
+                             : contention_->FileOf(o.gpus[0]);
+    }
     const EnvList cap = CudaCapEnv({o.gpu_mode, o.gpu_milli, o.gpu_memory_mib},
                                    container ? kContainerCudaCap : cuda_cap,
-                                   container ? kContainerScratchDir : t.scratch_dir, o.task.env);
+                                   container ? kContainerScratchDir : t.scratch_dir, o.task.env, contention);
     l.env.insert(l.env.end(), cap.begin(), cap.end());
+    const bool signalled = std::any_of(cap.begin(), cap.end(), [](const auto& kv) {
+      return kv.first == "GPUPOOL_CUDA_CONTENTION_FILE";
+    });
+    if (container && signalled) {
+      l.binds.push_back(BindMount{contention_->DirOf(o.gpus[0]), kContainerContentionDir, /*read_only=*/true});
+    }
   }
   l.env.emplace_back("GPUPOOL_JOB_ID", std::to_string(o.job));
   l.env.emplace_back("GPUPOOL_JOB_NAME", o.name);
@@ -435,6 +451,48 @@ void Agent::ReleaseIdleMps() {
   if (!adoptable_.empty()) return;
   for (int g : mps_->Gpus()) {
     if (!MpsInUse(g)) mps_->Release(g);
+  }
+}
+
+// Per GPU: the running tasks' utilization from this heartbeat, the GPU's
+// own, and whether a process of no task of ours is on it (one of a
+// stopping task is still ours: its utilization is not measured, so it
+// counts as busy).
+void Agent::PublishContention(const std::vector<GpuSample>& gpus, const std::map<std::string, TaskUsage>& usage) {
+  std::map<int, GpuLoad> loads;
+  for (const GpuDevice& g : gpus_) loads[g.index].gpu = g.index;
+  std::set<int> leaders;
+  for (const auto& [key, t] : tasks_) {
+    const bool running = t.state == LocalTask::State::kRunning, stopping = t.state == LocalTask::State::kStopping;
+    if (!t.proc || (!running && !stopping)) continue;
+    leaders.insert(t.proc->pid());
+    double util = -1;
+    if (running) {
+      auto u = usage.find(std::to_string(t.order.job) + "." + std::to_string(t.order.replica) + "." +
+                          std::to_string(t.order.attempt));
+      if (u != usage.end()) util = u->second.util_pct;
+    }
+    for (int g : t.order.gpus) {
+      if (loads.count(g)) loads[g].task_util_pct.push_back(util);
+    }
+  }
+  for (const GpuSample& s : gpus) {
+    auto it = loads.find(s.index);
+    if (it == loads.end()) continue;
+    it->second.device_util_pct = s.healthy ? s.util_pct : -1;
+    for (const GpuProcess& p : s.processes) {
+      const auto st = ReadProcStat(p.pid);
+      if (st && st->alive() && !leaders.count(st->pgrp)) it->second.foreign_process = true;
+    }
+  }
+  std::vector<GpuLoad> list;
+  for (auto& [g, load] : loads) list.push_back(std::move(load));
+  const int64_t valid_ms = std::clamp<int64_t>(3 * interval_.count(), 15000, kMaxContentionValidMs);
+  const auto written = contention_->Update(list, ToMillis(WallNow()), valid_ms);
+  const std::string error = written ? "" : written.error().message;
+  if (error != contention_error_) {
+    if (!error.empty()) Log("warning", {{"message", "time-sliced shares stay paced: " + error}});
+    contention_error_ = error;
   }
 }
 
@@ -598,6 +656,7 @@ Status Agent::Heartbeat() {
     }
   }
   const auto usage = backend_->SampleTasks(probes);
+  PublishContention(r.gpus, usage);
   for (auto& [key, t] : tasks_) {
     if (t.desired) {
       TaskReport x;
@@ -812,6 +871,7 @@ int Agent::Run() {
     if (t.proc && !t.proc->Alive()) t.proc->Remove();
   }
   mps_->ReleaseAll();  // their clients are gone
+  contention_->Clear();  // nobody samples any more: shares are enforced
   SaveState();
   Log("stopped", {});
   return rc;

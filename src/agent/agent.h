@@ -26,7 +26,12 @@
 //  - a new attempt of a replica starts only once the previous attempt's
 //    processes are gone (they share the replica's checkpoint directory);
 //  - an idle notice is appended to $GPUPOOL_NOTICE_FILE when the job looks
-//    idle (and a "busy" line when it recovers).
+//    idle (and a "busy" line when it recovers);
+//  - at each heartbeat's sample, whether each GPU is contended (more than
+//    one task, or a process of none, busy on it) is written for the CUDA
+//    cap (gpu_contention.h, WORK/contention/gpu-N/state, valid for three
+//    heartbeat intervals), so that time-sliced shares are held to their
+//    compute share only while others want the GPU.
 // Reports repeat until the task or order leaves the desired state, so a
 // lost reply or a restarted server heals at the next heartbeat. A
 // restarted agent re-adopts the containers its predecessor left
@@ -63,6 +68,7 @@
 #include <vector>
 
 #include "src/agent/device_backend.h"
+#include "src/agent/gpu_contention.h"
 #include "src/agent/task_runtime.h"
 #include "src/api/agent_protocol.h"
 
@@ -154,6 +160,8 @@ class Agent {
   Status PrepareMps(const TaskOrder& o, TaskLaunch& l);
   bool MpsInUse(int gpu);
   void ReleaseIdleMps();
+  // Decides and writes each GPU's contention signal from this heartbeat's samples.
+  void PublishContention(const std::vector<GpuSample>& gpus, const std::map<std::string, TaskUsage>& usage);
   void SaveState() const;
   std::chrono::milliseconds Jittered(std::chrono::milliseconds d);
   void Log(const std::string& action, std::vector<std::pair<std::string, std::string>> fields) const;
@@ -164,6 +172,8 @@ class Agent {
   std::unique_ptr<TaskRuntime> runtime_;
   std::unique_ptr<MpsDaemons> mps_;  // made in Run
   std::string mps_missing_;          // why there is no MPS daemon (logged at the first MPS task)
+  std::unique_ptr<GpuContention> contention_;  // WORK/contention
+  std::string contention_error_;               // the last write failure logged (logged once per change)
   // Containers a predecessor left, until a reply says which are desired.
   std::map<Key, std::unique_ptr<RunningTask>> adoptable_;
   std::unique_ptr<httplib::Client> http_;

@@ -22,7 +22,7 @@ std::string FindCudaCapLibrary() {
 }
 
 EnvList CudaCapEnv(const CudaCapShare& share, const std::string& library, const std::string& scratch_dir,
-                   const EnvList& job_env) {
+                   const EnvList& job_env, const std::string& contention_file) {
   const bool time_slice = share.gpu_mode == "time-slice";
   if (library.empty() || (!time_slice && share.gpu_mode != "mps")) return {};
   EnvList env;
@@ -31,6 +31,7 @@ EnvList CudaCapEnv(const CudaCapShare& share, const std::string& library, const 
     char text[16];
     std::snprintf(text, sizeof text, "0.%03d", static_cast<int>(share.gpu_milli));
     env.emplace_back("GPUPOOL_CUDA_COMPUTE_SHARE", text);
+    if (!contention_file.empty()) env.emplace_back("GPUPOOL_CUDA_CONTENTION_FILE", contention_file);
   }
   if (env.empty()) return {};
   env.emplace_back("GPUPOOL_CUDA_CAP_STATE", scratch_dir + "/" + kCudaCapStateFile);

@@ -36,7 +36,11 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 // compute, and pacing on top would cap it twice. Nothing for other modes or
 // when there is nothing to cap. `library` and `scratch_dir` are paths as the
 // task sees them; a job's own LD_PRELOAD (in job_env) is kept, after ours.
+// `contention_file` (as the task sees it; gpu_contention.h) goes with a
+// compute share only, as GPUPOOL_CUDA_CONTENTION_FILE: the cap then lets
+// the task use the whole GPU while nobody else is busy on it. Empty: the
+// share is always enforced.
 EnvList CudaCapEnv(const CudaCapShare& share, const std::string& library, const std::string& scratch_dir,
-                   const EnvList& job_env);
+                   const EnvList& job_env, const std::string& contention_file = "");
 
 }  // namespace gpupool

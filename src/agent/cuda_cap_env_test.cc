@@ -18,6 +18,17 @@ TEST(CudaCapEnvTest, ATimeSlicedShareGetsItsMemoryAndComputeCapped) {
   EXPECT_EQ(env.at("LD_PRELOAD"), "/lib/cap.so");
 }
 
+TEST(CudaCapEnvTest, AComputeShareGetsTheContentionSignalAndNothingElseDoes) {
+  const auto paced = AsMap(CudaCapEnv({"time-slice", 250, 0}, "/lib/cap.so", "/s", {}, "/gpupool/contention/state"));
+  EXPECT_EQ(paced.at("GPUPOOL_CUDA_CONTENTION_FILE"), "/gpupool/contention/state");
+  EXPECT_EQ(AsMap(CudaCapEnv({"time-slice", 250, 0}, "/lib/cap.so", "/s", {})).count("GPUPOOL_CUDA_CONTENTION_FILE"),
+            0u);
+  for (const CudaCapShare& unpaced : {CudaCapShare{"mps", 300, 8192}, CudaCapShare{"time-slice", 1000, 4096}}) {
+    const auto env = AsMap(CudaCapEnv(unpaced, "/lib/cap.so", "/s", {}, "/c/state"));
+    EXPECT_EQ(env.count("GPUPOOL_CUDA_CONTENTION_FILE"), 0u) << unpaced.gpu_mode;
+  }
+}
+
 TEST(CudaCapEnvTest, AnMpsShareGetsItsMemoryCappedAndMpsCapsItsCompute) {
   const auto env = AsMap(CudaCapEnv({"mps", 300, 8192}, "/lib/cap.so", "/scratch", {}));
   EXPECT_EQ(env.at("GPUPOOL_CUDA_MEMORY_LIMIT_MIB"), "8192");

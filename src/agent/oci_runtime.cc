@@ -236,7 +236,7 @@ class OciRuntime : public TaskRuntime {
     GP_TRY(MakeMountPoints(in.rootfs, !cuda_cap_.empty()));
     if (!image.host) in.driver_files = MakeFileMountPoints(in.rootfs, driver_files_);
     if (MakeDirMountPoints(in.rootfs, l.binds).size() != l.binds.size()) {
-      return FailedPrecondition("image: cannot make the mount points of the MPS directories in " + in.rootfs);
+      return FailedPrecondition("image: cannot make the mount points of the bound directories (MPS, GPU contention) in " + in.rootfs);
     }
     if (!WriteFile(bundle + "/config.json", BuildOciSpec(l, in).dump(1)) ||
         !WriteFile(bundle + "/meta.json", json{{"job", l.job}, {"replica", l.replica}, {"attempt", l.attempt},

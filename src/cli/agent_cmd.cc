@@ -34,6 +34,7 @@ struct AgentFlags {
   std::string runtime = "auto", oci_runtime, shim, fake_dev_dir, mps_control;
   int64_t pids_limit = 4096;
   bool expose_all_gpu_nodes = false;
+  bool print_devices = false;
 };
 
 std::string WorkDirOf(const AgentFlags& f) {
@@ -82,7 +83,44 @@ AgentOptions OptionsOf(const AgentFlags& f) {
   return o;
 }
 
+// --print-devices: the GPUs as registration would send them, as JSON on
+// stdout ({"backend": ..., "gpus": [...]}); nothing else is started, no
+// server is needed and no device node is made.
+int PrintDevices(const AgentFlags& f) {
+  Result<std::vector<GpuDevice>> gpus;
+  std::string backend = "fake";
+  if (!f.fake_gpus.empty()) {
+    gpus = ParseFakeGpus(f.fake_gpus, f.node.empty() ? "local" : f.node);
+  } else {
+    NvmlOptions o;
+    if (!f.nvml_library.empty()) o.library = f.nvml_library;
+    auto nvml = OpenNvmlBackend(o);
+    if (!nvml) {
+      std::cerr << "error: " << nvml.error().message << "\n";
+      return 1;
+    }
+    backend = (*nvml)->name();
+    gpus = (*nvml)->Discover();
+  }
+  if (!gpus) {
+    std::cerr << "error: " << gpus.error().message << "\n";
+    return 1;
+  }
+  RegisterRequest r;
+  r.gpus = *gpus;
+  std::cout << nlohmann::json{{"backend", backend}, {"gpus", ToJson(r)["gpus"]}}.dump(2) << "\n";
+  return 0;
+}
+
 int RunAgent(const AgentFlags& f) {
+  if (f.print_devices) return PrintDevices(f);
+  for (const auto& [flag, value] : {std::pair{"--server", &f.server}, std::pair{"--token-file", &f.token_file},
+                                    std::pair{"--node", &f.node}}) {
+    if (value->empty()) {
+      std::cerr << flag << " is required\n";
+      return 2;
+    }
+  }
   const sigset_t signals = BlockStopSignals();
   std::ifstream in(f.token_file);
   std::string token;
@@ -208,11 +246,13 @@ int RunDev(const DevFlags& f) {
 void AddAgentCommand(CLI::App& app) {
   auto f = std::make_shared<AgentFlags>();
   CLI::App* cmd = app.add_subcommand("agent", "Run a node agent: register the node, heartbeat, run its tasks");
-  cmd->add_option("--server", f->server, "Server URL, e.g. http://10.0.0.1:7070")->required();
-  cmd->add_option("--token-file", f->token_file, "File holding the node token (POST /v1/nodes/NAME/token)")
-      ->required()
+  // Required unless --print-devices (checked in RunAgent).
+  cmd->add_option("--server", f->server, "Server URL, e.g. http://10.0.0.1:7070 (required)");
+  cmd->add_option("--token-file", f->token_file, "File holding the node token (POST /v1/nodes/NAME/token; required)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--node", f->node, "This node's name (the token's node)")->required();
+  cmd->add_option("--node", f->node, "This node's name (the token's node; required)");
+  cmd->add_flag("--print-devices", f->print_devices,
+                "Discover the GPUs (NVML, or --fake-gpus), print them as JSON as registration sends them, and exit");
   cmd->add_option("--fake-gpus", f->fake_gpus, "Fake GPUs instead of NVML: 4xH100, or a list H100,H100");
   cmd->add_option("--scrub-record", f->scrub_record, "Fake GPUs: append each scrub to this file (JSON lines)");
   cmd->add_option("--nvml-library", f->nvml_library, "NVML library to load (default libnvidia-ml.so.1)");

@@ -15,10 +15,20 @@
  *   kinds         1 GiB through each allocation entry point in turn:
  *                 NAME=CODE lines (alloc, managed, pitch, array, array3d,
  *                 async), then array_destroy, array3d_again, async_ptsz.
- *   pace SECONDS  launches 1-block kernels back to back, alternately through
+ *   pace SECONDS [FLIP_S STATE SETTLE_S]
+ *                 launches 1-block kernels back to back, alternately through
  *                 dlsym (cuLaunchKernel) and cuGetProcAddress (the per-thread
  *                 stream variant), for SECONDS of the fake's simulated time:
- *                 launches=N elapsed_s=E busy_fraction=F.
+ *                 launches=N elapsed_s=E busy_fraction=F. With FLIP_S: at
+ *                 FLIP_S simulated seconds it replaces the file
+ *                 GPUPOOL_CUDA_CONTENTION_FILE names (rename) with
+ *                 "STATE <now + 60 s>", as the agent does, and also prints
+ *                 busy_before=F (start to flip), busy_after=F (flip +
+ *                 SETTLE_S to the end), first_wait_s=W and last_wait_s=L:
+ *                 when, after the flip, the first launch that waited for
+ *                 tokens began and the last one ended (-1: none waited). A
+ *                 launch waited when it took longer than the fake's kernel
+ *                 time (FAKE_CUDA_KERNEL_US, default 1000).
  *   dlnext        dlsym(RTLD_NEXT, "dlsym") == dlsym(RTLD_DEFAULT, "dlsym"),
  *                 as without an interposer: rtld_next_ok=0|1.
  *
@@ -29,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/cuda_cap/cuda_abi.h"
@@ -156,21 +167,70 @@ static int mode_kinds(void) {
   return 0;
 }
 
-static int mode_pace(double seconds) {
+/* Writes "STATE UNTIL_MS" to the contention file as the agent does: a
+ * temporary beside it, then rename. */
+static void write_contention(const char* state) {
+  const char* path = getenv("GPUPOOL_CUDA_CONTENTION_FILE");
+  if (path == NULL || *path == '\0') die("pace with FLIP_S needs GPUPOOL_CUDA_CONTENTION_FILE");
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  FILE* f = fopen(tmp, "w");
+  if (f == NULL) die("cannot write the contention file");
+  fprintf(f, "%s %lld\n", state, (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000 + 60000);
+  if (fclose(f) != 0 || rename(tmp, path) != 0) die("cannot replace the contention file");
+}
+
+struct flip {
+  double at_s, settle_s; /* at_s < 0: no flip */
+  const char* state;
+};
+
+static int mode_pace(double seconds, struct flip flip) {
   __typeof__(&gpupoolFakeCudaNowNs) now = by_dlsym("gpupoolFakeCudaNowNs");
   __typeof__(&gpupoolFakeCudaBusyNs) busy = by_dlsym("gpupoolFakeCudaBusyNs");
   __typeof__(&cuLaunchKernel) launch_direct = by_dlsym("cuLaunchKernel");
   __typeof__(&cuLaunchKernel) launch_proc = by_proc("cuLaunchKernel", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
   CUfunction kernel = (CUfunction)(uintptr_t)0x1000; /* the fake takes any non-null function */
+  const char* kernel_us = getenv("FAKE_CUDA_KERNEL_US");
+  const uint64_t kernel_ns = (kernel_us && *kernel_us ? strtoull(kernel_us, NULL, 10) : 1000) * 1000;
   const uint64_t start = now(), busy_start = busy(), span = (uint64_t)(seconds * 1e9);
+  const uint64_t flip_at = flip.at_s < 0 ? UINT64_MAX : start + (uint64_t)(flip.at_s * 1e9);
+  const uint64_t settle_at = flip.at_s < 0 ? UINT64_MAX : flip_at + (uint64_t)(flip.settle_s * 1e9);
+  uint64_t busy_flip = 0, busy_settle = 0, first_wait = 0, last_wait = 0;
+  int flipped = 0, settled = 0;
   long launches = 0;
   while (now() - start < span && launches < 100000000L) {
+    if (!flipped && now() >= flip_at) {
+      write_contention(flip.state);
+      busy_flip = busy();
+      flipped = 1;
+    }
+    if (!settled && now() >= settle_at) {
+      busy_settle = busy();
+      settled = 1;
+    }
     __typeof__(&cuLaunchKernel) launch = launches % 2 == 0 ? launch_direct : launch_proc;
+    const uint64_t before = now();
     if (launch(kernel, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) != CUDA_SUCCESS) die("cuLaunchKernel failed");
+    const uint64_t after = now();
+    if (flipped && after - before > kernel_ns) {
+      if (first_wait == 0) first_wait = before;
+      last_wait = after;
+    }
     ++launches;
   }
-  const double elapsed = (double)(now() - start), busy_ns = (double)(busy() - busy_start);
+  const uint64_t end = now();
+  const double elapsed = (double)(end - start), busy_ns = (double)(busy() - busy_start);
   printf("launches=%ld elapsed_s=%.4f busy_fraction=%.4f\n", launches, elapsed / 1e9, busy_ns / elapsed);
+  if (flipped && settled) {
+    printf("busy_before=%.4f busy_after=%.4f first_wait_s=%.4f last_wait_s=%.4f\n",
+           (double)(busy_flip - busy_start) / (double)(flip_at - start),
+           (double)(busy() - busy_settle) / (double)(end - settle_at),
+           first_wait ? (double)(first_wait - flip_at) / 1e9 : -1.0,
+           last_wait ? (double)(last_wait - flip_at) / 1e9 : -1.0);
+  }
   return 0;
 }
 
@@ -180,12 +240,14 @@ static int mode_dlnext(void) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 2) die("usage: cap_probe alloc [HOLD] | kinds | pace SECONDS | dlnext");
+  if (argc < 2) die("usage: cap_probe alloc [HOLD] | kinds | pace SECONDS [FLIP_S STATE SETTLE_S] | dlnext");
   if (strcmp(argv[1], "dlnext") == 0) return mode_dlnext();
   setup();
   if (strcmp(argv[1], "alloc") == 0) return mode_alloc(argc > 2 ? atoi(argv[2]) : 0);
   if (strcmp(argv[1], "kinds") == 0) return mode_kinds();
-  if (strcmp(argv[1], "pace") == 0 && argc > 2) return mode_pace(atof(argv[2]));
+  if (strcmp(argv[1], "pace") == 0 && argc == 3) return mode_pace(atof(argv[2]), (struct flip){-1, 0, NULL});
+  if (strcmp(argv[1], "pace") == 0 && argc == 6)
+    return mode_pace(atof(argv[2]), (struct flip){atof(argv[3]), atof(argv[5]), argv[4]});
   die("unknown mode");
   return 2;
 }

@@ -79,10 +79,22 @@ static void read_state(struct cap_config* out) {
   strcpy(out->state_path, text);
 }
 
+static void read_contention(struct cap_config* out) {
+  const char* text = getenv("GPUPOOL_CUDA_CONTENTION_FILE");
+  if (text == NULL || *text == '\0') return;
+  if (strlen(text) >= sizeof out->contention_path) {
+    cap_report("GPUPOOL_CUDA_CONTENTION_FILE is longer than %zu bytes; the compute share is always enforced",
+               sizeof out->contention_path - 1);
+    return;
+  }
+  strcpy(out->contention_path, text);
+}
+
 void cap_config_read(struct cap_config* out) {
   memset(out, 0, sizeof *out);
   out->share = 1;
   read_memory(out);
   read_share(out);
   read_state(out);
+  read_contention(out);
 }

@@ -1,6 +1,15 @@
 /* GPU memory accounting: the task's reserved bytes, one slot per process in
  * a MAP_SHARED state file (or in this process's memory when there is none),
- * and this process's table of allocations (what each free gives back). */
+ * and this process's table of allocations (what each free gives back).
+ *
+ * The usual allocation and free make no system call: the task's total is
+ * an atomic in the state file, reserved with compare-and-swap before the
+ * process's own slot is credited. flock(2) serialises only what changes
+ * the set of slots: claiming one, and pruning dead processes' (which gives
+ * their bytes back to the total), done when an allocation would not fit
+ * and before cuMemGetInfo reports. A process killed between the two steps
+ * leaves its last reservation in the total: the task is over-counted by
+ * at most one allocation, never under-counted. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +27,8 @@
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the state file's atomics must be address-free");
 
-enum { STATE_MAGIC = 0x50435047u /* "GPCP" */, STATE_VERSION = 1 };
+/* "GPC2": the layout with the total (a file of the first layout is refused). */
+enum { STATE_MAGIC = 0x32435047u };
 
 struct slot {
   _Atomic int32_t pid; /* 0: free */
@@ -30,8 +40,9 @@ struct slot {
 /* The state file's layout; all zeroes is a valid empty state. */
 struct state {
   _Atomic uint32_t magic;
-  uint32_t version;
+  uint32_t unused;
   struct cap_bucket bucket;
+  _Atomic uint64_t total; /* the sum of the slots' bytes, reserved before them */
   struct slot slots[CAP_SLOTS];
 };
 
@@ -49,6 +60,7 @@ static struct {
   char path[4096];
   pid_t pid;  /* whose slot `slot` is; 0: none claimed */
   int slot;
+  _Atomic int forked; /* set in a forked child: g.pid is the parent's */
   int live;   /* table entries plus reservations */
   int table_full_reported, slots_full_reported;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .slot = -1};
@@ -148,12 +160,20 @@ static int alive(pid_t pid, uint64_t start) {
   return start == 0 || now == start; /* a different start time: the pid was reused */
 }
 
+/* The total less what was taken (never below zero). */
+static void total_sub(uint64_t bytes) {
+  uint64_t have = atomic_load(&g.state->total);
+  while (!atomic_compare_exchange_weak(&g.state->total, &have, have > bytes ? have - bytes : 0)) {
+  }
+}
+
+/* File locked: a dead process's slot is freed and its bytes leave the total. */
 static void prune_dead(void) {
   for (int i = 0; i < CAP_SLOTS; ++i) {
     struct slot* s = &g.state->slots[i];
     pid_t pid = atomic_load(&s->pid);
     if (pid == 0 || pid == g.pid || alive(pid, atomic_load(&s->start))) continue;
-    atomic_store(&s->bytes, 0);
+    total_sub(atomic_exchange(&s->bytes, 0));
     atomic_store(&s->pid, 0);
   }
 }
@@ -174,23 +194,32 @@ static int claim_slot(pid_t me) {
   return -1;
 }
 
+/* Whether g.pid is this process: after a fork (pthread_atfork's child
+ * handler) it is the parent's. Processes made without fork() (a raw clone)
+ * that call CUDA before exec are not told apart. */
+static int mine(void) { return g.pid != 0 && !atomic_load_explicit(&g.forked, memory_order_relaxed); }
+
 /* Claims this process's slot on first use and again in a forked child (mu
  * held). 0 when every slot is taken by a live process. */
 static int ensure_slot(void) {
-  pid_t me = getpid();
-  if (g.pid == me) return 1;
+  if (mine()) return g.slot >= 0;
   if (g.pid != 0) { /* a forked child: nothing of the parent's is ours */
     reopen_after_fork();
     memset(g_table, 0, sizeof g_table);
     g.live = 0;
-    if (g.state == &g_local) memset(g_local.slots, 0, sizeof g_local.slots);
+    if (g.state == &g_local) {
+      memset(g_local.slots, 0, sizeof g_local.slots);
+      atomic_store(&g_local.total, 0);
+    }
   }
+  pid_t me = getpid();
   g.pid = me;
+  atomic_store(&g.forked, 0);
   lock_file();
   g.slot = claim_slot(me);
   if (g.slot >= 0) {
     struct slot* s = &g.state->slots[g.slot];
-    atomic_store(&s->bytes, 0);
+    total_sub(atomic_exchange(&s->bytes, 0)); /* a predecessor's with our pid */
     atomic_store(&s->start, start_time(me));
     atomic_store(&s->pid, me);
   }
@@ -198,36 +227,38 @@ static int ensure_slot(void) {
   return g.slot >= 0;
 }
 
-static uint64_t sum_slots(void) {
-  uint64_t used = 0;
-  for (int i = 0; i < CAP_SLOTS; ++i)
-    if (atomic_load(&g.state->slots[i].pid) != 0) used += atomic_load(&g.state->slots[i].bytes);
-  return used;
+/* Reserves bytes in the total if the task stays within the limit. */
+static int reserve_total(uint64_t bytes) {
+  if (bytes > g.limit) return 0;
+  uint64_t used = atomic_load(&g.state->total);
+  do {
+    if (used > g.limit - bytes) return 0;
+  } while (!atomic_compare_exchange_weak(&g.state->total, &used, used + bytes));
+  return 1;
 }
 
-static int fits(uint64_t used, uint64_t bytes) { return bytes <= g.limit && used <= g.limit - bytes; }
-
-/* Adds bytes to this process's slot if the task stays within the limit
- * (mu held, slot claimed). Dead processes are pruned only when it would not
- * fit, so the usual allocation costs one flock and no /proc reads. */
+/* Adds bytes to the total and this process's slot if the task stays within
+ * the limit (mu held, slot claimed). Dead processes are pruned only when it
+ * would not fit, so the usual allocation makes no system call. */
 static int add_bytes(uint64_t bytes) {
-  lock_file();
-  int ok = fits(sum_slots(), bytes);
+  int ok = reserve_total(bytes);
   if (!ok) {
+    lock_file();
     prune_dead();
-    ok = fits(sum_slots(), bytes);
+    unlock_file();
+    ok = reserve_total(bytes);
   }
   if (ok) atomic_fetch_add(&g.state->slots[g.slot].bytes, bytes);
-  unlock_file();
   return ok;
 }
 
 static void sub_bytes(uint64_t bytes) {
-  if (g.slot < 0 || g.pid != getpid()) return;
-  _Atomic uint64_t* mine = &g.state->slots[g.slot].bytes;
-  uint64_t have = atomic_load(mine);
-  while (!atomic_compare_exchange_weak(mine, &have, have > bytes ? have - bytes : 0)) {
+  if (g.slot < 0 || !mine()) return;
+  _Atomic uint64_t* slot_bytes = &g.state->slots[g.slot].bytes;
+  uint64_t have = atomic_load(slot_bytes);
+  while (!atomic_compare_exchange_weak(slot_bytes, &have, have > bytes ? have - bytes : 0)) {
   }
+  total_sub(have > bytes ? bytes : have);
 }
 
 /* ---- the allocation table (mu held) ---- */
@@ -270,14 +301,18 @@ static int table_take(enum cap_kind kind, uint64_t key, uint64_t* bytes) {
 /* ---- fork ---- */
 
 static void before_fork(void) { pthread_mutex_lock(&g.mu); }
-static void after_fork(void) { pthread_mutex_unlock(&g.mu); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&g.mu); }
+static void after_fork_child(void) {
+  atomic_store(&g.forked, 1);
+  pthread_mutex_unlock(&g.mu);
+}
 
 /* ---- interface ---- */
 
 void cap_mem_init(const struct cap_config* config) {
   g.state = &g_local;
   g.limit = config->memory_limit;
-  pthread_atfork(before_fork, after_fork, after_fork);
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   if (config->state_path[0] == '\0') return;
   strcpy(g.path, config->state_path);
   if (map_state(g.path) != 0)
@@ -333,7 +368,7 @@ void cap_mem_shrink(uint64_t bytes) {
 int cap_mem_forget(enum cap_kind kind, uint64_t key, uint64_t* bytes) {
   *bytes = 0;
   pthread_mutex_lock(&g.mu);
-  int found = g.pid == getpid() && table_take(kind, key, bytes);
+  int found = mine() && table_take(kind, key, bytes);
   pthread_mutex_unlock(&g.mu);
   return found;
 }
@@ -342,7 +377,7 @@ uint64_t cap_mem_used(void) {
   pthread_mutex_lock(&g.mu);
   lock_file();
   prune_dead();
-  uint64_t used = sum_slots();
+  uint64_t used = atomic_load(&g.state->total);
   unlock_file();
   pthread_mutex_unlock(&g.mu);
   return used;

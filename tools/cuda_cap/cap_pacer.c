@@ -1,8 +1,10 @@
-/* Kernel-launch pacing: a token bucket on device time (see cuda_cap.h). */
+/* Kernel-launch pacing: a work-conserving token bucket on device time (see
+ * cuda_cap.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 
 #include "tools/cuda_cap/cuda_cap.h"
@@ -23,7 +25,11 @@ static struct {
   void (*sleep)(uint64_t ns);
   struct timing ring[CAP_RING];
   int head, pending; /* pending: recorded launches not yet charged, from head */
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  /* The contention signal (mu held): contended until the file says not. */
+  char contention_path[sizeof ((struct cap_config*)0)->contention_path];
+  int contended;
+  uint64_t next_poll_ns; /* on g.now's clock; 0: read at the next launch */
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .contended = 1};
 
 /* ---- time ---- */
 
@@ -39,7 +45,20 @@ static void monotonic_sleep(uint64_t ns) {
   }
 }
 
+/* ---- the contention signal ---- */
+
+/* Rereads the agent's file when CAP_CONTENTION_POLL_MS have passed. */
+static void poll_contention(uint64_t now) {
+  if (g.contention_path[0] == '\0' || now < g.next_poll_ns) return;
+  g.next_poll_ns = now + (uint64_t)CAP_CONTENTION_POLL_MS * 1000000ull;
+  g.contended = cap_contention_read(g.contention_path);
+}
+
 /* ---- the bucket (atomics: it may be shared by the task's processes) ---- */
+
+/* Contended, a launch may leave up to max_debt owing; uncontended nothing is
+ * owed, so that contention, when it comes, starts from an even bucket. */
+static int64_t floor_ns(void) { return g.contended ? -g.max_debt_ns : 0; }
 
 static void clamp_tokens(int64_t low, int64_t high) {
   int64_t t = atomic_load(&g.bucket->tokens_ns);
@@ -57,12 +76,12 @@ static void refill(void) {
     atomic_store(&g.bucket->tokens_ns, g.burst_ns); /* first use: a full bucket */
   else
     atomic_fetch_add(&g.bucket->tokens_ns, (int64_t)(g.share * (double)(now - last)));
-  clamp_tokens(-g.max_debt_ns, g.burst_ns);
+  clamp_tokens(floor_ns(), g.burst_ns);
 }
 
 static void charge(int64_t device_ns) {
   atomic_fetch_sub(&g.bucket->tokens_ns, device_ns);
-  clamp_tokens(-g.max_debt_ns, g.burst_ns);
+  clamp_tokens(floor_ns(), g.burst_ns);
 }
 
 /* ---- timing events ---- */
@@ -82,6 +101,7 @@ static void unrelax(CUstreamCaptureMode mode) {
 /* Charges the oldest pending launches that have finished; with wait, waits
  * for the oldest first (the ring is full). */
 static void collect(int wait) {
+  if (g.pending == 0) return;
   CUstreamCaptureMode mode = relax();
   while (g.pending > 0) {
     struct timing* t = &g.ring[g.head];
@@ -98,15 +118,19 @@ static void collect(int wait) {
   unrelax(mode);
 }
 
-/* Waits until the bucket is not negative. Bounded: the debt is at most
- * max_debt, so the refill takes at most max_debt / share; the deadline stops
- * a clock that does not advance from hanging the launch. */
+/* Waits until the bucket is not negative, or the GPU is no longer
+ * contended. Bounded: the debt is at most max_debt, so the refill takes at
+ * most max_debt / share; the deadline stops a clock that does not advance
+ * from hanging the launch. */
 static void wait_for_tokens(void) {
   const uint64_t deadline = g.now() + (uint64_t)((double)(g.max_debt_ns + g.burst_ns) / g.share) + 1000000000ull;
   for (int i = 0; i < 1000000; ++i) {
     refill();
     int64_t t = atomic_load(&g.bucket->tokens_ns);
-    if (t >= 0 || g.now() >= deadline) return;
+    const uint64_t now = g.now();
+    if (t >= 0 || now >= deadline) return;
+    poll_contention(now);
+    if (!g.contended) return;
     uint64_t ns = (uint64_t)((double)-t / g.share) + 1000;
     g.sleep(ns < CAP_SLEEP_STEP_MS * 1000000ull ? ns : CAP_SLEEP_STEP_MS * 1000000ull);
     collect(0);
@@ -141,7 +165,7 @@ static int capturing(CUstream stream) {
 
 /* ---- interface ---- */
 
-void cap_pacer_init(double share, struct cap_bucket* bucket) {
+void cap_pacer_init(double share, struct cap_bucket* bucket, const char* contention_path) {
   if (share >= 1) return;
   if (!REAL(cuCtxGetCurrent) || !REAL(cuEventCreate) || !REAL(cuEventRecord) || !REAL(cuEventQuery) ||
       !REAL(cuEventSynchronize) || !REAL(cuEventElapsedTime) || !REAL(cuEventDestroy_v2)) {
@@ -155,6 +179,8 @@ void cap_pacer_init(double share, struct cap_bucket* bucket) {
   int fake = REAL(gpupoolFakeCudaNowNs) && REAL(gpupoolFakeCudaSleepNs);
   g.now = fake ? REAL(gpupoolFakeCudaNowNs) : monotonic_now;
   g.sleep = fake ? REAL(gpupoolFakeCudaSleepNs) : monotonic_sleep;
+  if (contention_path != NULL && strlen(contention_path) < sizeof g.contention_path)
+    strcpy(g.contention_path, contention_path);
   g.on = 1;
 }
 
@@ -166,7 +192,11 @@ void cap_pace_begin(struct cap_mark* mark, CUstream stream, int ptsz) {
   pthread_mutex_lock(&g.mu);
   if (capturing(mark->stream)) return; /* recorded into a graph, not run now */
   collect(g.pending == CAP_RING);
-  wait_for_tokens();
+  poll_contention(g.now());
+  if (g.contended)
+    wait_for_tokens();
+  else
+    refill(); /* measured, never waits */
   int slot = (g.head + g.pending) % CAP_RING;
   if (!ensure_events(&g.ring[slot])) return;
   if (REAL(cuEventRecord)(g.ring[slot].start, mark->stream) == CUDA_SUCCESS)

@@ -17,6 +17,9 @@ static const char* const k_real_names[CAP_REAL_COUNT] = {
 static _Atomic(void*) g_real[CAP_REAL_COUNT];
 static _Atomic(cap_dlsym_fn) g_dlsym;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+/* Set once init_once has finished: the usual call's whole cost of cap_init
+ * (an acquire load; the thread-local below costs a __tls_get_addr call). */
+static _Atomic int g_done;
 /* Set while this thread initialises: libcuda's constructors, run by our
  * dlopen, may look symbols up through our dlsym, which must then not wait
  * for the initialisation it is part of. */
@@ -61,11 +64,13 @@ static void init_once(void) {
   cap_config_read(&config);
   resolve_all(open_libcuda());
   cap_mem_init(&config);
-  cap_pacer_init(config.share, cap_mem_bucket());
+  cap_pacer_init(config.share, cap_mem_bucket(), config.contention_path);
   t_initialising = 0;
+  atomic_store_explicit(&g_done, 1, memory_order_release);
 }
 
 void cap_init(void) {
+  if (atomic_load_explicit(&g_done, memory_order_acquire)) return;
   if (!t_initialising) pthread_once(&g_once, init_once);
 }
 

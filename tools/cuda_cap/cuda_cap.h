@@ -16,6 +16,9 @@
  *       MAP_SHARED (created if missing, 0600): the memory accounting and the
  *       token bucket are then the task's, not each process's. Absent: each
  *       process is accounted alone.
+ *   GPUPOOL_CUDA_CONTENTION_FILE   the agent's contention signal for the
+ *       task's GPU (below). Absent: always contended (the share is always
+ *       enforced).
  *
  * A malformed value is reported once on stderr, naming the variable, and
  * that cap is then off (an unusable state file: accounting per process): a
@@ -42,7 +45,7 @@
  * not counted, and memory freed implicitly by cuCtxDestroy stays accounted
  * until the process ends.
  *
- * Compute: a token bucket on device time. cuLaunchKernel(_ptsz),
+ * Compute: a work-conserving token bucket on device time. cuLaunchKernel(_ptsz),
  * cuLaunchKernelEx(_ptsz), cuLaunchCooperativeKernel(_ptsz) and
  * cuGraphLaunch(_ptsz) are timed with a pair of events recorded around the
  * launch on its stream (the kernel's device time; CAP_RING launches may be in
@@ -53,10 +56,37 @@
  * negative first sleeps until it has refilled to zero. Launches into a
  * capturing stream are neither timed nor paced (they do not run).
  *
- * Accuracy: over a window of T seconds of back-to-back launches the busy
- * fraction is share + e with 0 <= e <= (burst + longest kernel) / T: a full
- * bucket at the start and one kernel's overdraft at the end. With share
- * 0.25, 1 ms kernels and T = 10 s: at most 0.0026 above 0.25. Oversleeping
+ * Work conservation: the share is enforced only while the GPU is contended.
+ * The agent writes, per GPU, one line "contended UNIX_MS" or "uncontended
+ * UNIX_MS" (the wall-clock millisecond until which it holds) to the file
+ * GPUPOOL_CUDA_CONTENTION_FILE names, replacing it with rename(2). The
+ * pacer reads it at most every CAP_CONTENTION_POLL_MS of its clock, at a
+ * launch or while a launch waits for tokens (open, one read of at most
+ * CAP_CONTENTION_MAX_BYTES, close: a few microseconds per poll, nothing on
+ * other launches). Only a well-formed "uncontended" line whose time has not
+ * passed and is at most CAP_CONTENTION_MAX_VALID_MS ahead means
+ * uncontended; a missing, unreadable, malformed, oversized or stale file
+ * means contended, the safe default. Uncontended, launches are still timed
+ * and charged (the bucket keeps measuring) but never wait, and the bucket's
+ * floor is 0 instead of -CAP_MAX_DEBT_MS: no debt is run up that would
+ * stall the task once contention starts. Contended, it paces as above;
+ * a launch waiting for tokens stops waiting when the signal turns
+ * uncontended.
+ *
+ * Reaction: the cap follows the file within CAP_CONTENTION_POLL_MS (100 ms)
+ * plus, when contention ends, one sleep step (CAP_SLEEP_STEP_MS); when it
+ * starts, the launches still in flight (at most CAP_RING) are charged as
+ * they finish. The agent's own delay (its sampling interval) comes on top
+ * (docs/agent.md).
+ *
+ * Accuracy: over a contended window of T seconds of back-to-back launches
+ * (from when the pacer saw the signal) the busy fraction is share + e with
+ * 0 <= e <= (burst + longest kernel) / T: at most a full bucket at the start
+ * (also after a switch from uncontended: the floor kept it in [0, burst])
+ * and one kernel's overdraft at the end. With share 0.25, 1 ms kernels and
+ * T = 10 s: at most 0.0026 above 0.25. Launches in flight when contention
+ * starts are charged when they finish, which only errs low. Uncontended,
+ * the task gets what it asks for (1.0 for back-to-back launches). Oversleeping
  * does not bias it (tokens accrue while asleep, below the burst). Device
  * time measured by events includes other tenants' time slices while a kernel
  * waits for the GPU, and overlapping kernels on several streams are each
@@ -92,6 +122,9 @@ enum {
   CAP_BURST_MS = 100,        /* bucket size: CAP_BURST_MS x share of device time */
   CAP_MAX_DEBT_MS = 1000,    /* a launch is charged at most this much debt */
   CAP_SLEEP_STEP_MS = 50,    /* waits are slept in steps of at most this */
+  CAP_CONTENTION_POLL_MS = 100,        /* the contention file is read at most this often */
+  CAP_CONTENTION_MAX_BYTES = 63,       /* a longer contention file is malformed */
+  CAP_CONTENTION_MAX_VALID_MS = 600000, /* "uncontended" further ahead is malformed */
 };
 
 /* ---- configuration (cap_config.c) ---- */
@@ -99,6 +132,7 @@ struct cap_config {
   uint64_t memory_limit; /* bytes; 0: no memory cap */
   double share;          /* (0,1]; 1: no pacing */
   char state_path[4096]; /* "": per-process accounting */
+  char contention_path[4096]; /* "": always contended */
 };
 void cap_config_read(struct cap_config* out);
 void cap_report(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -169,12 +203,21 @@ uint64_t cap_mem_used(void); /* the task's (or process's) reserved bytes */
 /* The token bucket: in the state file when there is one. */
 struct cap_bucket* cap_mem_bucket(void);
 
+/* ---- the contention signal (cap_contention.c) ---- */
+/* 0 when text is a well-formed "uncontended UNIX_MS" line still valid at
+ * now_unix_ms (and not more than CAP_CONTENTION_MAX_VALID_MS ahead); 1
+ * (contended) otherwise. */
+int cap_contention_parse(const char* text, int64_t now_unix_ms);
+/* The file at path parsed against the wall clock; 1 when it cannot be read. */
+int cap_contention_read(const char* path);
+
 /* ---- pacing (cap_pacer.c) ---- */
 struct cap_mark {
   int slot;        /* ring slot timing this launch; -1: not timed */
   CUstream stream; /* the stream the events go on */
 };
-void cap_pacer_init(double share, struct cap_bucket* bucket);
+/* contention_path: the agent's signal ("" or NULL: always contended). */
+void cap_pacer_init(double share, struct cap_bucket* bucket, const char* contention_path);
 int cap_pacer_on(void);
 /* Waits for tokens and records the start event (holds the pacer's lock until
  * cap_pace_end). ptsz: the launch used the per-thread default stream. */
