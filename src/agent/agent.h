@@ -21,8 +21,9 @@
 //    one exits;
 //  - a task the kernel's OOM killer ended is reported as exited with the
 //    reason "out of memory (limit N GiB)";
-//  - a scrub order runs (DeviceBackend::Scrub on each GPU) once no stopping
-//    task holds its GPUs, before any task starts on them;
+//  - a scrub order runs (DeviceBackend::Scrub on each GPU; on a GPU in MIG
+//    mode, on each of its idle instances by UUID) once no stopping task
+//    holds its GPUs, before any task starts on them;
 //  - a new attempt of a replica starts only once the previous attempt's
 //    processes are gone (they share the replica's checkpoint directory);
 //  - an idle notice is appended to $GPUPOOL_NOTICE_FILE when the job looks

@@ -164,7 +164,7 @@ class AgentMigTest : public ::testing::Test {
     o.token = "t";
     o.node = "node-a";
     o.work_dir = dir_ + "/work";
-    o.quiet = getenv("AGENT_MIG_VERBOSE") == nullptr;
+    o.quiet = true;
     o.runtime = "process";
     o.cpu_milli = 4000;
     o.memory_mib = 4096;
