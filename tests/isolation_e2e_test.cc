@@ -182,7 +182,7 @@ TEST_F(IsolationE2eTest, ATaskHasOnlyItsGpusDeviceNodes) {
 // capability nodes (GPU instance, compute instance), allowed, and nothing
 // of other instances.
 TEST_F(IsolationE2eTest, AMigTaskGetsItsInstancesCapabilityNodes) {
-  StartAgent("node-a", "1xH100");
+  StartAgent("node-a", "1xH100:mig");
   CreateTenant("team-a", 1, 1);
   const int64_t id = SubmitAs("team-a", "mig",
                               "echo caps=$(ls /dev/nvidia-caps | tr '\\n' ' ')end; "

@@ -120,6 +120,13 @@ Result<json> Agent::Post(const std::string& path, const json& body, int* status)
 Status Agent::Register() {
   GP_ASSIGN_OR_RETURN(auto gpus, backend_->Discover());
   gpus_ = gpus;
+  // Instances this agent created that are gone (a GPU reset, an operator)
+  // are forgotten.
+  std::set<std::string> present;
+  for (const GpuDevice& g : gpus_) {
+    for (const MigInstance& m : g.mig) present.insert(m.uuid);
+  }
+  if (std::erase_if(mig_created_, [&](const std::string& u) { return !present.count(u); }) > 0) SaveMigCreated();
   RegisterRequest r;
   r.node = options_.node;
   r.backend = backend_->name();
@@ -247,7 +254,7 @@ void Agent::RunScrubs() {
     ScrubReport r;
     r.id = s.id;
     for (int g : s.gpus) {
-      auto done = backend_->Scrub(g, "");
+      auto done = ScrubGpu(g);
       if (!done) {
         r.ok = false;
         r.error = done.error().message;
@@ -305,18 +312,13 @@ Result<TaskLaunch> Agent::LaunchOf(const LocalTask& t, std::string* visible) con
     }
     std::string uuid = gpus_[g].uuid;
     if (o.gpu_mode == "mig") {
-      std::optional<MigInstance> mig;
+      std::optional<MigInstance> mig;  // made by EnsureMigInstance
       for (const MigInstance& m : gpus_[g].mig) {
-        if (m.profile == o.mig_profile && m.start == o.mig_start) mig = m;
+        if (m.uuid == t.mig_uuid) mig = m;
       }
-      if (!mig && backend_->name() != "fake") {
+      if (!mig) {
         return InvalidArgument("GPU " + std::to_string(g) + " has no MIG instance " + o.mig_profile +
-                               " at memory slice " + std::to_string(o.mig_start) +
-                               " (the agent does not create MIG instances)");
-      }
-      if (!mig) {  // the fake backend's instances exist as soon as they are planned
-        mig = MigInstance{"MIG-" + uuid.substr(4) + "-" + o.mig_profile + "-" + std::to_string(o.mig_start),
-                          o.mig_profile, o.mig_start};
+                               " at memory slice " + std::to_string(o.mig_start));
       }
       uuid = mig->uuid;
       if (container) {
@@ -502,7 +504,17 @@ void Agent::StartTask(LocalTask& t) {
   std::error_code ec;
   for (const std::string& d : {t.dir, t.checkpoint_dir, options_.work_dir + "/logs"}) fs::create_directories(d, ec);
   std::string visible;
-  auto launch = LaunchOf(t, &visible);
+  Status mig_ready;
+  if (o.gpu_mode == "mig") {
+    if (o.gpus.size() != 1 || o.gpus[0] < 0 || o.gpus[0] >= static_cast<int>(gpus_.size())) {
+      mig_ready = InvalidArgument("a MIG instance is on one GPU of this node; this task has GPUs " + Join(o.gpus));
+    } else if (auto m = EnsureMigInstance(o, o.gpus[0])) {
+      t.mig_uuid = m->uuid;
+    } else {
+      mig_ready = std::unexpected(m.error());
+    }
+  }
+  auto launch = mig_ready ? LaunchOf(t, &visible) : std::unexpected(mig_ready.error());
   if (launch && o.gpu_mode == "mps") {
     if (auto ok = PrepareMps(o, *launch); !ok) launch = std::unexpected(ok.error());
   }
@@ -517,6 +529,7 @@ void Agent::StartTask(LocalTask& t) {
   }
   t.proc = std::move(*p);
   t.state = LocalTask::State::kRunning;
+  if (!t.mig_uuid.empty()) mig_clean_.erase(t.mig_uuid);  // its memory is the task's now
   Log("start", {{"job", std::to_string(o.job)}, {"replica", std::to_string(o.replica)},
                 {"attempt", std::to_string(o.attempt)}, {"pid", std::to_string(t.proc->pid())},
                 {"tenant", o.tenant}, {"gpus", Join(o.gpus)}, {"gpu_mode", o.gpu_mode},
@@ -566,6 +579,7 @@ void Agent::Step() {
   ReleaseIdleMps();
   mps_->Check();  // a dead daemon comes back before tasks start on it
   RunScrubs();
+  ReleaseIdleMig();  // after the scrubs: an instance they cleaned needs no second one
   for (auto& [key, t] : tasks_) {
     if (!t.desired) continue;
     if (t.order.action == TaskAction::kCheckpoint && !t.checkpoint_done && t.state == LocalTask::State::kWaiting) {
@@ -640,6 +654,11 @@ Status Agent::Heartbeat() {
       x.health_detail = s.error().message;
       r.gpus.push_back(x);
     }
+  }
+  for (GpuDevice& g : gpus_) {
+    if (!g.mig_enabled) continue;
+    RefreshMig(g.index);  // the layout as it is, whatever changed it
+    r.mig[g.index] = g.mig;
   }
   std::vector<TaskProbe> probes;
   for (const auto& [key, t] : tasks_) {
@@ -777,6 +796,12 @@ void Agent::Adopt(LocalTask& t) {
   t.proc = std::move(it->second);
   adoptable_.erase(it);
   t.state = LocalTask::State::kRunning;
+  const TaskOrder& o = t.order;
+  if (o.gpu_mode == "mig" && o.gpus.size() == 1 && o.gpus[0] >= 0 && o.gpus[0] < static_cast<int>(gpus_.size())) {
+    for (const MigInstance& m : gpus_[o.gpus[0]].mig) {
+      if (m.profile == o.mig_profile && m.start == o.mig_start) t.mig_uuid = m.uuid;  // it runs there
+    }
+  }
   t.log_uploaded = 0;  // the server's ack moves it to what the predecessor sent
   Log("adopt", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
                 {"attempt", std::to_string(t.order.attempt)}, {"pid", std::to_string(t.proc->pid())},
@@ -806,6 +831,7 @@ int Agent::Run() {
     return 5;
   }
   adoptable_ = runtime_->Recover();
+  LoadMigCreated();
   mps_ = std::make_unique<MpsDaemons>(MpsOptions());
   mps_->Recover();
   SaveState();

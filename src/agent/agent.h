@@ -21,8 +21,9 @@
 //    one exits;
 //  - a task the kernel's OOM killer ended is reported as exited with the
 //    reason "out of memory (limit N GiB)";
-//  - a scrub order runs (DeviceBackend::Scrub on each GPU) once no stopping
-//    task holds its GPUs, before any task starts on them;
+//  - a scrub order runs (DeviceBackend::Scrub on each GPU; on a GPU in MIG
+//    mode, on each of its idle instances by UUID) once no stopping task
+//    holds its GPUs, before any task starts on them;
 //  - a new attempt of a replica starts only once the previous attempt's
 //    processes are gone (they share the replica's checkpoint directory);
 //  - an idle notice is appended to $GPUPOOL_NOTICE_FILE when the job looks
@@ -32,6 +33,15 @@
 //    cap (gpu_contention.h, WORK/contention/gpu-N/state, valid for three
 //    heartbeat intervals), so that time-sliced shares are held to their
 //    compute share only while others want the GPU.
+//  - MIG (agent_mig.cc): a task on a MIG instance gets the instance the
+//    Engine planned (profile, first memory slice); when the GPU lacks it,
+//    the agent destroys the idle instances overlapping that placement
+//    (scrubbed first) and creates it, and fails the task with the driver's
+//    reason when it cannot (an overlapping instance is in use, the
+//    placement is refused). Instances the agent created are destroyed
+//    (scrubbed first) once no task holds them; those it found are kept
+//    unless a placement needs their slices. MIG mode is never changed.
+//    Heartbeats report each MIG GPU's instances as they are.
 // Reports repeat until the task or order leaves the desired state, so a
 // lost reply or a restarted server heals at the next heartbeat. A
 // restarted agent re-adopts the containers its predecessor left
@@ -63,6 +73,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -138,6 +149,7 @@ class Agent {
     std::chrono::steady_clock::time_point kill_at{};
     bool killed = false;
     bool notice_written = false;
+    std::string mig_uuid;  // the MIG instance it started on
   };
 
   Status Register();
@@ -163,6 +175,16 @@ class Agent {
   // Decides and writes each GPU's contention signal from this heartbeat's samples.
   void PublishContention(const std::vector<GpuSample>& gpus, const std::map<std::string, TaskUsage>& usage);
   void SaveState() const;
+  // MIG lifecycle (agent_mig.cc).
+  Result<MigInstance> EnsureMigInstance(const TaskOrder& o, int gpu);
+  bool MigInstanceBusy(const MigInstance& m) const;
+  bool MigInstanceWanted(int gpu, const MigInstance& m) const;
+  Status DestroyMig(int gpu, const MigInstance& m, const std::string& reason);
+  void ReleaseIdleMig();
+  void RefreshMig(int gpu);
+  void LoadMigCreated();
+  void SaveMigCreated() const;
+  Result<ScrubResult> ScrubGpu(int gpu);
   std::chrono::milliseconds Jittered(std::chrono::milliseconds d);
   void Log(const std::string& action, std::vector<std::pair<std::string, std::string>> fields) const;
   Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body, int* status);
@@ -193,6 +215,11 @@ class Agent {
   bool superseded_ = false;
   bool skip_logs_ = false;  // the last heartbeat was refused: the next one goes without logs
   size_t log_turn_ = 0;     // which task's log goes first
+  // MIG instances this agent created (UUIDs; kept in WORK/mig-created so a
+  // restarted agent still destroys them once idle), those scrubbed since a
+  // task last ran there, and when a failed destroy may be tried again.
+  std::set<std::string> mig_created_, mig_clean_;
+  std::map<std::string, std::chrono::steady_clock::time_point> mig_retry_;
 };
 
 inline constexpr int64_t kLogBudgetBytes = 128 << 10;

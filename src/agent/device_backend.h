@@ -72,6 +72,20 @@ class DeviceBackend {
   // StatMigCapNodes): what a task on that instance needs besides the
   // GPU's own node. An Error says why they cannot be found.
   virtual Result<std::vector<DeviceNode>> MigDeviceNodes(int gpu, const MigInstance& instance) = 0;
+
+  // MIG lifecycle (EXEC-7). The GPU must be in MIG mode already: no backend
+  // ever changes the mode (that needs a GPU reset, an operator's action).
+  //
+  // Creates a GPU instance of `profile` (e.g. "3g.40gb") at memory slice `start` on GPU `gpu`, then its compute instance covering the whole GPU instance; returns it with uuid, gi_id, ci_id and memory. Fails with the driver's error string (e.g. "nvmlDeviceCreateGpuInstanceWithPlacement on GPU 0: Insufficient Resources").
+  virtual Result<MigInstance> CreateMigInstance(int gpu, const std::string& profile, int start) = 0;
+  // Destroys its compute instance, then the GPU instance.
+  // The instance is found by its UUID; a NotFound error says it is gone
+  // already. Fails with the driver's error string (e.g. "In use by another
+  // client" while a process runs there).
+  virtual Status DestroyMigInstance(int gpu, const MigInstance& instance) = 0;
+  // The MIG instances GPU `gpu` has now, by start (empty when it is not in
+  // MIG mode): what heartbeats report.
+  virtual Result<std::vector<MigInstance>> ListMigInstances(int gpu) = 0;
 };
 
 }  // namespace gpupool

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -76,21 +77,39 @@ Result<std::vector<DeviceNode>> StatMigCapNodes(const std::string& proc_dir, con
   return out;
 }
 
-Status MakeFakeMigCapNodes(const std::string& proc_dir, const std::string& dev_dir, int gpu_minor, int gi,
-                           int ci) {
+Status MakeFakeMigCapNode(const std::string& proc_dir, const std::string& dev_dir, int gpu_minor, int gi, int ci) {
   std::error_code ec;
   std::filesystem::create_directories(dev_dir, ec);
   if (ec) return IoError(dev_dir + ": " + ec.message());
-  for (int c : {-1, ci}) {
-    const uint32_t minor_number = static_cast<uint32_t>(1 + gpu_minor * 1000 + gi * 20 + (c + 1));
-    const std::string access = MigAccessFile(proc_dir, gpu_minor, gi, c);
-    std::filesystem::create_directories(std::filesystem::path(access).parent_path(), ec);
-    std::ofstream(access) << "DeviceFileMinor: " << minor_number << "\nDeviceFileMode: 292\nDeviceFileModify: 1\n";
-    if (auto ok = MakeNode(dev_dir + "/nvidia-cap" + std::to_string(minor_number), kFakeCapsMajor, minor_number);
-        !ok) {
-      return ok;
-    }
+  const uint32_t minor_number = static_cast<uint32_t>(1 + gpu_minor * 1000 + gi * 20 + (std::max(ci, -1) + 1));
+  const std::string access = MigAccessFile(proc_dir, gpu_minor, gi, ci);
+  std::filesystem::create_directories(std::filesystem::path(access).parent_path(), ec);
+  std::ofstream(access) << "DeviceFileMinor: " << minor_number << "\nDeviceFileMode: 292\nDeviceFileModify: 1\n";
+  return MakeNode(dev_dir + "/nvidia-cap" + std::to_string(minor_number), kFakeCapsMajor, minor_number);
+}
+
+Status MakeFakeMigCapNodes(const std::string& proc_dir, const std::string& dev_dir, int gpu_minor, int gi,
+                           int ci) {
+  for (int c : {-1, ci}) GP_TRY(MakeFakeMigCapNode(proc_dir, dev_dir, gpu_minor, gi, c));
+  return {};
+}
+
+Status RemoveFakeMigCapNode(const std::string& proc_dir, const std::string& dev_dir, int gpu_minor, int gi, int ci) {
+  const std::string access = MigAccessFile(proc_dir, gpu_minor, gi, std::max(ci, -1));
+  std::error_code ec;
+  if (auto minor_number = ReadDeviceFileMinor(access)) {
+    std::filesystem::remove(dev_dir + "/nvidia-cap" + std::to_string(*minor_number), ec);
+    if (ec) return IoError(dev_dir + "/nvidia-cap" + std::to_string(*minor_number) + ": " + ec.message());
   }
+  const auto dir = std::filesystem::path(access).parent_path();
+  if (ci < 0) {
+    std::filesystem::remove_all(dir, ec);
+  } else {
+    std::filesystem::remove(access, ec);
+    std::error_code ignored;
+    std::filesystem::remove(dir, ignored);  // empty by now
+  }
+  if (ec) return IoError(dir.string() + ": " + ec.message());
   return {};
 }
 

@@ -52,6 +52,13 @@ Result<std::vector<DeviceNode>> StatMigCapNodes(const std::string& proc_dir, con
 // distinct per GPU, GPU instance and compute instance) under `dev_dir`.
 Status MakeFakeMigCapNodes(const std::string& proc_dir, const std::string& dev_dir, int gpu_minor, int gi,
                            int ci);
+// One of them: the GPU instance's when `ci` < 0, else the compute
+// instance's. Existing ones are kept.
+Status MakeFakeMigCapNode(const std::string& proc_dir, const std::string& dev_dir, int gpu_minor, int gi, int ci);
+// Undoes MakeFakeMigCapNode, as the driver does when the instance is
+// destroyed: removes the access file (and, for a GPU instance, its
+// directory) and the node. Missing ones are no error.
+Status RemoveFakeMigCapNode(const std::string& proc_dir, const std::string& dev_dir, int gpu_minor, int gi, int ci);
 
 // Makes nvidia0..nvidia{count-1}, nvidiactl, nvidia-uvm and nvidia-uvm-tools
 // in `dir` (mode 0666; existing ones are kept). Needs CAP_MKNOD.

@@ -1,11 +1,13 @@
 #include "src/agent/fake_backend.h"
 
 #include "src/agent/device_nodes.h"
+#include "src/agent/mig_layout.h"
 
 #include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -15,8 +17,59 @@
 #include "src/base/time_text.h"
 #include "src/model/cluster.h"
 #include "src/model/gpu_catalog.h"
+#include "src/model/mig.h"
 
 namespace gpupool {
+
+namespace {
+
+std::string HashUuid(const std::string& prefix, const std::string& seed) {
+  Sha256 hasher;
+  hasher.Update(seed);
+  const std::string h = hasher.HexDigest();
+  return prefix + h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" +
+         h.substr(20, 12);
+}
+
+// ":mig" or ":mig=P@S/P@S" after a model: MIG mode and the instances there
+// before the agent starts.
+Status ParseMigSuffix(const std::string& whole, const std::string& suffix, GpuDevice& g) {
+  const std::string what = "--fake-gpus: '" + whole + "': ";
+  if (suffix != "mig" && suffix.rfind("mig=", 0) != 0) {
+    return InvalidArgument(what + "unknown suffix ':" + suffix + "' (known: :mig, :mig=PROFILE@START/...)");
+  }
+  const MigTable* table = FindMigTable(g.model);
+  if (!table) return InvalidArgument(what + g.model + " has no MIG mode");
+  g.mig_enabled = true;
+  if (suffix == "mig") return {};
+  std::vector<std::pair<int, uint8_t>> layout;
+  std::stringstream in(suffix.substr(4));
+  for (std::string item; std::getline(in, item, '/');) {
+    const size_t at = item.find('@');
+    const int p = at == std::string::npos ? -1 : MigProfileIndex(*table, item.substr(0, at));
+    const std::string start_text = at == std::string::npos ? "" : item.substr(at + 1);
+    if (p < 0 || start_text.empty() || start_text.size() > 1 || !std::isdigit(static_cast<unsigned char>(start_text[0]))) {
+      return InvalidArgument(what + "'" + item + "' is not PROFILE@START with a " + g.model + " profile");
+    }
+    const int start = start_text[0] - '0';
+    layout.emplace_back(p, static_cast<uint8_t>(start));
+    MigInstance m;
+    m.profile = table->profiles[p].name;
+    m.start = start;
+    m.memory_mib = table->profiles[p].memory_mib;
+    m.gi_id = static_cast<int>(g.mig.size()) + 1;
+    m.ci_id = 0;
+    m.uuid = HashUuid("MIG-", g.uuid + "/" + item);
+    g.mig.push_back(std::move(m));
+  }
+  if (!IsValidLayout(*table, layout)) {
+    return InvalidArgument(what + "not a layout the hardware accepts (documented starts, no overlap)");
+  }
+  std::sort(g.mig.begin(), g.mig.end(), [](const MigInstance& a, const MigInstance& b) { return a.start < b.start; });
+  return {};
+}
+
+}  // namespace
 
 Result<std::vector<GpuDevice>> ParseFakeGpus(const std::string& spec, const std::string& node) {
   std::vector<std::string> models;
@@ -36,26 +89,27 @@ Result<std::vector<GpuDevice>> ParseFakeGpus(const std::string& spec, const std:
     }
   }
   std::vector<GpuDevice> gpus;
+  std::string first_model;
   for (size_t i = 0; i < models.size(); ++i) {
-    const auto id = Catalog::Builtin().Find(models[i]);
+    const size_t colon = models[i].find(':');
+    const std::string model = models[i].substr(0, colon);
+    const auto id = Catalog::Builtin().Find(model);
     if (!id) {
-      return InvalidArgument("--fake-gpus: unknown GPU model '" + models[i] + "' (known: " + Catalog::Builtin().Names() +
+      return InvalidArgument("--fake-gpus: unknown GPU model '" + model + "' (known: " + Catalog::Builtin().Names() +
                              ")");
     }
-    if (i > 0 && models[i] != models[0]) {
-      return InvalidArgument("--fake-gpus: a node holds GPUs of one model (got " + models[0] + " and " + models[i] + ")");
+    if (i == 0) first_model = model;
+    if (model != first_model) {
+      return InvalidArgument("--fake-gpus: a node holds GPUs of one model (got " + first_model + " and " + model + ")");
     }
     const GpuModel& m = Catalog::Builtin().Get(*id);
     GpuDevice g;
     g.index = static_cast<int>(i);
-    Sha256 hasher;
-    hasher.Update(node + "/" + std::to_string(i));
-    const std::string h = hasher.HexDigest();
-    g.uuid = "GPU-" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" +
-             h.substr(20, 12);
+    g.uuid = HashUuid("GPU-", node + "/" + std::to_string(i));
     g.product = "fake " + m.name;
     g.model = m.name;
     g.memory_mib = m.memory_mib;
+    if (colon != std::string::npos) GP_TRY(ParseMigSuffix(models[i], models[i].substr(colon + 1), g));
     gpus.push_back(std::move(g));
   }
   // NVLink-class models get an all-to-all NVLink domain, like an SXM board.
@@ -167,6 +221,15 @@ std::map<std::string, TaskUsage> FakeBackend::SampleTasks(const std::vector<Task
 
 Result<ScrubResult> FakeBackend::Scrub(int gpu, const std::string& mig_uuid) {
   if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) return InvalidArgument("scrub: no GPU " + std::to_string(gpu));
+  // As CUDA: a GPU in MIG mode is reached through its instances only.
+  const GpuDevice& g = gpus_[gpu];
+  if (mig_uuid.empty() && g.mig_enabled) {
+    return FailedPrecondition("scrub: GPU " + std::to_string(gpu) + " is in MIG mode: its instances are scrubbed by UUID");
+  }
+  if (!mig_uuid.empty() &&
+      std::none_of(g.mig.begin(), g.mig.end(), [&](const MigInstance& m) { return m.uuid == mig_uuid; })) {
+    return NotFound("scrub: GPU " + std::to_string(gpu) + " has no MIG device " + mig_uuid);
+  }
   ScrubRecord r{gpu, mig_uuid, ToMillis(WallNow())};
   scrubs_.push_back(r);
   if (!record_file_.empty()) {
@@ -174,7 +237,75 @@ Result<ScrubResult> FakeBackend::Scrub(int gpu, const std::string& mig_uuid) {
     out << "{\"gpu\":" << gpu << ",\"mig_uuid\":\"" << mig_uuid << "\",\"unix_ms\":" << r.unix_ms << "}\n";
     if (!out) return IoError("scrub: cannot append to " + record_file_);
   }
-  return ScrubResult{gpus_[gpu].memory_mib << 20, 0.0};
+  int64_t mib = g.memory_mib;
+  for (const MigInstance& m : g.mig) {
+    if (m.uuid == mig_uuid) mib = m.memory_mib;
+  }
+  return ScrubResult{mib << 20, 0.0};
+}
+
+Result<MigInstance> FakeBackend::CreateMigInstance(int gpu, const std::string& profile, int start) {
+  if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) {
+    return InvalidArgument("create MIG instance: no GPU " + std::to_string(gpu));
+  }
+  GpuDevice& g = gpus_[gpu];
+  const std::string what = "fake GPU " + std::to_string(gpu) + ": cannot create a " + profile +
+                           " GPU instance at memory slice " + std::to_string(start) + ": ";
+  const MigTable* table = FindMigTable(g.model);
+  if (!table || !g.mig_enabled) {
+    return FailedPrecondition(what + "Not Supported (the GPU is not in MIG mode; --fake-gpus " + g.model +
+                              ":mig puts it there)");
+  }
+  const int p = MigProfileIndex(*table, profile);
+  std::vector<std::pair<int, int>> existing;
+  for (const MigInstance& m : g.mig) existing.emplace_back(MigProfileIndex(*table, m.profile), m.start);
+  const MigRefusal refusal = CheckMigPlacement(*table, existing, p, start);
+  if (refusal == MigRefusal::kUnknownProfile || refusal == MigRefusal::kBadPlacement) {
+    return InvalidArgument(what + "Invalid Argument (" + MigRefusalText(refusal) +
+                           (p >= 0 ? "; it starts at " + MigStartsText(*table, p) : "") + ")");
+  }
+  if (refusal != MigRefusal::kNone) return FailedPrecondition(what + "Insufficient Resources (" + MigRefusalText(refusal) + ")");
+  MigInstance m;
+  m.profile = table->profiles[p].name;
+  m.start = start;
+  m.memory_mib = table->profiles[p].memory_mib;
+  m.ci_id = 0;
+  for (m.gi_id = 1; std::any_of(g.mig.begin(), g.mig.end(), [&](const MigInstance& x) { return x.gi_id == m.gi_id; });
+       ++m.gi_id) {
+  }
+  m.uuid = HashUuid("MIG-", g.uuid + "/created/" + std::to_string(++mig_created_));
+  if (!dev_dir_.empty()) {
+    // As the driver makes them. Best effort (mknod needs root): a container
+    // that needs them is refused by MigDeviceNodes, naming what is missing.
+    (void)MakeFakeMigCapNodes(dev_dir_ + "/proc-caps", dev_dir_ + "/nvidia-caps", gpu, m.gi_id, m.ci_id);
+  }
+  g.mig.push_back(m);
+  std::sort(g.mig.begin(), g.mig.end(), [](const MigInstance& a, const MigInstance& b) { return a.start < b.start; });
+  mig_ops_.push_back("create " + std::to_string(gpu) + " " + m.profile + "@" + std::to_string(start) + " " + m.uuid);
+  return m;
+}
+
+Status FakeBackend::DestroyMigInstance(int gpu, const MigInstance& instance) {
+  if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) {
+    return InvalidArgument("destroy MIG instance: no GPU " + std::to_string(gpu));
+  }
+  auto& list = gpus_[gpu].mig;
+  auto it = std::find_if(list.begin(), list.end(), [&](const MigInstance& m) { return m.uuid == instance.uuid; });
+  if (it == list.end()) return NotFound("fake GPU " + std::to_string(gpu) + " has no MIG instance " + instance.uuid);
+  if (!dev_dir_.empty()) {
+    for (int c : {it->ci_id, -1}) {
+      (void)RemoveFakeMigCapNode(dev_dir_ + "/proc-caps", dev_dir_ + "/nvidia-caps", gpu, it->gi_id, c);
+    }
+  }
+  mig_ops_.push_back("destroy " + std::to_string(gpu) + " " + it->profile + "@" + std::to_string(it->start) + " " +
+                     it->uuid);
+  list.erase(it);
+  return {};
+}
+
+Result<std::vector<MigInstance>> FakeBackend::ListMigInstances(int gpu) {
+  if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) return InvalidArgument("no GPU " + std::to_string(gpu));
+  return gpus_[gpu].mig;
 }
 
 }  // namespace gpupool

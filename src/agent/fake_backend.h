@@ -7,14 +7,24 @@
 // node); the models are catalog names (src/model/gpu_catalog.h). UUIDs are
 // derived from the node name and index, so they are stable across restarts.
 //
+// MIG: a model with a MIG table (src/model/mig.h) is put in MIG mode by
+// ":mig" after it ("2xA100-80GB:mig", "H100:mig,H100"), optionally with
+// instances that exist before the agent starts, each PROFILE@START,
+// separated by '/' ("H100:mig=3g.40gb@4/1g.10gb@0"; the layout must be
+// valid). Instances are created and destroyed in memory with the driver's
+// rules (src/agent/mig_layout.h: documented starts, no overlap, instance
+// limits, one +me; refusals read like NVML's, "Insufficient Resources"),
+// each with a fresh UUID, GPU instance id (the lowest free from 1) and
+// compute instance 0. Creating on a GPU not in MIG mode fails ("Not
+// Supported"); the fake never changes the mode either. With a device
+// directory, each instance has the driver's capability listing under
+// DIR/proc-caps and its nodes under DIR/nvidia-caps (device_nodes.h) while
+// it exists. MigOps() lists what was done ("create 0 3g.40gb@4 MIG-...",
+// "destroy 0 3g.40gb@4 MIG-...") for tests.
+//
 // Device nodes: with a directory given, real character devices with the
 // NVIDIA major (device_nodes.h), so that the devices cgroup of a task
-// container can be tested without GPUs. MIG: the fake has no instance
-// table yet (the agent names a planned instance's UUID itself); a MIG
-// instance gets GPU instance id start + 1 (its listed id when it has one)
-// and compute instance 0, with the driver's capability listing written
-// under DIR/proc-caps and its nodes made under DIR/nvidia-caps on first
-// use (device_nodes.h).
+// container can be tested without GPUs.
 //
 // Scrubs are recorded (Scrubs()) and, when a record file is given, appended
 // to it as JSON lines {"gpu":0,"unix_ms":...} for tests and demos.
@@ -51,6 +61,10 @@ class FakeBackend : public DeviceBackend {
   Result<std::vector<DeviceNode>> MigDeviceNodes(int gpu, const MigInstance& instance) override;
   std::string name() const override { return "fake"; }
   Result<std::vector<GpuDevice>> Discover() override { return gpus_; }
+  Result<MigInstance> CreateMigInstance(int gpu, const std::string& profile, int start) override;
+  Status DestroyMigInstance(int gpu, const MigInstance& instance) override;
+  Result<std::vector<MigInstance>> ListMigInstances(int gpu) override;
+  const std::vector<std::string>& MigOps() const { return mig_ops_; }
   Result<std::vector<GpuSample>> Sample() override;
   std::map<std::string, TaskUsage> SampleTasks(const std::vector<TaskProbe>& tasks) override;
   Result<ScrubResult> Scrub(int gpu, const std::string& mig_uuid) override;
@@ -67,6 +81,8 @@ class FakeBackend : public DeviceBackend {
   std::map<std::string, CpuMark> marks_;
   std::vector<double> gpu_util_;  // from the last SampleTasks
   std::vector<ScrubRecord> scrubs_;
+  std::vector<std::string> mig_ops_;
+  uint64_t mig_created_ = 0;  // instances created so far: each gets a new UUID
 };
 
 // CPU seconds (user + system) used so far by the live processes whose

@@ -1,6 +1,8 @@
 #include "src/agent/nvml_backend.h"
 
 #include "src/agent/device_nodes.h"
+#include "src/agent/mig_layout.h"
+#include "src/agent/nvml_mig.h"
 #include "src/agent/proc_stat.h"
 
 #include <dlfcn.h>
@@ -254,7 +256,9 @@ std::string DirectoryOfSelf() {
 class NvmlBackend final : public DeviceBackend {
  public:
   NvmlBackend(void* library, const NvmlApi& api, NvmlOptions options)
-      : library_(library), api_(api), options_(std::move(options)) {}
+      : library_(library), api_(api), options_(std::move(options)) {
+    mig_.Resolve(library_);
+  }
   ~NvmlBackend() override {
     api_.Shutdown();
     dlclose(library_);
@@ -267,6 +271,11 @@ class NvmlBackend final : public DeviceBackend {
   Result<std::vector<GpuSample>> Sample() override;
   std::map<std::string, TaskUsage> SampleTasks(const std::vector<TaskProbe>& tasks) override;
   Result<ScrubResult> Scrub(int gpu, const std::string& mig_uuid) override;
+  // nvml_mig.h: GPU instance with the placement, then its compute instance;
+  // the new MIG device is then found by its GPU and compute instance ids.
+  Result<MigInstance> CreateMigInstance(int gpu, const std::string& profile, int start) override;
+  Status DestroyMigInstance(int gpu, const MigInstance& instance) override;
+  Result<std::vector<MigInstance>> ListMigInstances(int gpu) override;
   // /dev/nvidiaM for the GPU's minor number M (NVML's; its index when the
   // driver does not say), and the control nodes, as the node has them.
   // The node keeps its name in the container: CUDA opens /dev/nvidiaM by
@@ -319,9 +328,13 @@ class NvmlBackend final : public DeviceBackend {
   nvmlReturn_t ProcessUtilization(nvmlDevice_t d, unsigned long long since_us,
                                   std::vector<nvmlProcessUtilizationSample_t>* out) const;
 
+  // The GPU's catalog model and whether it is in MIG mode now.
+  Result<std::pair<std::string, bool>> ModelAndMigMode(nvmlDevice_t h, int gpu) const;
+
   void* library_;
   NvmlApi api_;
   NvmlOptions options_;
+  NvmlMig mig_;
   // Per GPU index, the newest process-utilization sample already read
   // (NVML's lastSeenTimeStamp, CPU microseconds).
   std::map<int, unsigned long long> last_seen_us_;
@@ -763,6 +776,67 @@ Result<ScrubResult> NvmlBackend::Scrub(int gpu, const std::string& mig_uuid) {
                               line.substr(0, 200) + "'");
   }
   return ScrubResult{j["bytes"].get<int64_t>(), j["seconds"].get<double>()};
+}
+
+Result<std::pair<std::string, bool>> NvmlBackend::ModelAndMigMode(nvmlDevice_t h, int gpu) const {
+  GP_ASSIGN_OR_RETURN(auto name, NameOf(h, gpu));
+  nvmlMemory_t mem{};
+  if (const nvmlReturn_t rc = api_.DeviceGetMemoryInfo(h, &mem); rc != NVML_SUCCESS) {
+    return FailedPrecondition(Why("nvmlDeviceGetMemoryInfo", rc, gpu));
+  }
+  unsigned int current = 0, pending = 0;
+  const nvmlReturn_t rc = api_.DeviceGetMigMode(h, &current, &pending);
+  if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) return FailedPrecondition(Why("nvmlDeviceGetMigMode", rc, gpu));
+  return std::pair{CatalogModelForProduct(name, static_cast<int64_t>(mem.total >> 20)),
+                   rc == NVML_SUCCESS && current == NVML_DEVICE_MIG_ENABLE};
+}
+
+Result<std::vector<MigInstance>> NvmlBackend::ListMigInstances(int gpu) {
+  GP_ASSIGN_OR_RETURN(auto h, Handle(gpu));
+  GP_ASSIGN_OR_RETURN(auto mode, ModelAndMigMode(h, gpu));
+  if (!mode.second) return std::vector<MigInstance>{};
+  return MigInstancesOf(h, gpu, mode.first);
+}
+
+Result<MigInstance> NvmlBackend::CreateMigInstance(int gpu, const std::string& profile, int start) {
+  GP_ASSIGN_OR_RETURN(auto h, Handle(gpu));
+  GP_ASSIGN_OR_RETURN(auto mode, ModelAndMigMode(h, gpu));
+  const MigTable* table = FindMigTable(mode.first);
+  if (!table) {
+    return FailedPrecondition("GPU " + std::to_string(gpu) + ": no MIG profiles are known for its model" +
+                              (mode.first.empty() ? "" : " " + mode.first));
+  }
+  const int p = MigProfileIndex(*table, profile);
+  if (p < 0) {
+    return InvalidArgument("GPU " + std::to_string(gpu) + " (" + table->gpu_model + ") has no MIG profile '" +
+                           profile + "'");
+  }
+  if (!mode.second) {
+    return FailedPrecondition("GPU " + std::to_string(gpu) +
+                              " is not in MIG mode: Not Supported (an operator enables it; the agent never does)");
+  }
+  GP_ASSIGN_OR_RETURN(auto created, mig_.Create(h, gpu, *table, p, start, api_.ErrorString));
+  GP_ASSIGN_OR_RETURN(auto all, MigInstancesOf(h, gpu, mode.first));
+  for (const MigInstance& m : all) {
+    if (m.gi_id == created.gi_id && m.ci_id == created.ci_id) return m;
+  }
+  return FailedPrecondition("GPU " + std::to_string(gpu) + ": no MIG device shows the new GPU instance " +
+                            std::to_string(created.gi_id) + " (compute instance " + std::to_string(created.ci_id) +
+                            ")");
+}
+
+Status NvmlBackend::DestroyMigInstance(int gpu, const MigInstance& instance) {
+  GP_ASSIGN_OR_RETURN(auto h, Handle(gpu));
+  GP_ASSIGN_OR_RETURN(auto mode, ModelAndMigMode(h, gpu));
+  // The ids are the driver's as listed now: the UUID names the instance.
+  std::vector<MigInstance> all;
+  if (mode.second) {
+    GP_ASSIGN_OR_RETURN(all, MigInstancesOf(h, gpu, mode.first));
+  }
+  for (const MigInstance& m : all) {
+    if (m.uuid == instance.uuid) return mig_.Destroy(h, gpu, m.gi_id, m.ci_id, api_.ErrorString);
+  }
+  return NotFound("GPU " + std::to_string(gpu) + " has no MIG instance " + instance.uuid);
 }
 
 template <class F>

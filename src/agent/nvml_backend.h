@@ -18,6 +18,9 @@
 //    over each task's process group; device utilization where the driver
 //    keeps no per-process samples (MIG mode, older GPUs).
 //  - Scrub: runs the gpupool-scrub CUDA tool in a child process.
+//  - CreateMigInstance / DestroyMigInstance / ListMigInstances: the MIG
+//    lifecycle (src/agent/nvml_mig.h), on a GPU an operator put in MIG mode
+//    (the mode is never changed here); root, as the driver requires.
 //
 // Thread-safety: none (see DeviceBackend). The agent must run in the host's
 // PID namespace: NVML reports host PIDs and task membership is read from

@@ -60,11 +60,30 @@ constexpr int64_t kMaxShmMib = 64 * 1024;
 constexpr int64_t kMaxCpuMilli = int64_t{1} << 40;
 constexpr int64_t kMaxUid = (int64_t{1} << 31) - 1;
 
-json GpuJson(const GpuDevice& g) {
+json MigJson(const std::vector<MigInstance>& instances) {
   json mig = json::array();
-  for (const MigInstance& m : g.mig) {
+  for (const MigInstance& m : instances) {
     mig.push_back(json{{"uuid", m.uuid}, {"profile", m.profile}, {"start", m.start}, {"memory_mib", m.memory_mib}});
   }
+  return mig;
+}
+
+bool ReadMigList(const FieldReader& f, std::vector<MigInstance>& out, ApiError* err) {
+  return Each(f, "mig", err, [&](const json& m, const std::string& p) {
+    MigInstance mi;
+    FieldReader mf;
+    if (!FieldReader::Open(m, p, {"uuid", "profile", "start", "memory_mib"}, &mf, err) ||
+        !mf.Require("uuid", err) || !mf.String("uuid", mi.uuid, 128, err) || !mf.String("profile", mi.profile, 32, err) ||
+        !IntAs(mf, "start", mi.start, 0, 63, err) || !IntAs(mf, "memory_mib", mi.memory_mib, 0, kMaxMib, err)) {
+      return false;
+    }
+    out.push_back(std::move(mi));
+    return true;
+  });
+}
+
+json GpuJson(const GpuDevice& g) {
+  json mig = MigJson(g.mig);
   return json{{"index", g.index},        {"uuid", g.uuid},
               {"product", g.product},    {"model", g.model},
               {"memory_mib", g.memory_mib}, {"mig_enabled", g.mig_enabled},
@@ -83,17 +102,7 @@ bool ReadGpu(const json& j, const std::string& path, GpuDevice& g, ApiError* err
       !IntList(f, "nvlink_peers", g.nvlink_peers, kMaxGpuIndex, err)) {
     return false;
   }
-  return Each(f, "mig", err, [&](const json& m, const std::string& p) {
-    MigInstance mi;
-    FieldReader mf;
-    if (!FieldReader::Open(m, p, {"uuid", "profile", "start", "memory_mib"}, &mf, err) ||
-        !mf.Require("uuid", err) || !mf.String("uuid", mi.uuid, 128, err) || !mf.String("profile", mi.profile, 32, err) ||
-        !IntAs(mf, "start", mi.start, 0, 63, err) || !IntAs(mf, "memory_mib", mi.memory_mib, 0, kMaxMib, err)) {
-      return false;
-    }
-    g.mig.push_back(std::move(mi));
-    return true;
-  });
+  return ReadMigList(f, g.mig, err);
 }
 
 bool ReadTaskSpec(const json& j, const std::string& path, TaskSpec& t, ApiError* err) {
@@ -171,6 +180,7 @@ json ToJson(const HeartbeatRequest& r) {
                         {"temperature_c", g.temperature_c},
                         {"healthy", g.healthy},
                         {"health_detail", g.health_detail}});
+    if (auto m = r.mig.find(g.index); m != r.mig.end()) gpus.back()["mig"] = MigJson(m->second);
   }
   json tasks = json::array();
   for (const TaskReport& t : r.tasks) {
@@ -218,7 +228,7 @@ ApiResult<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
              GpuSample s;
              FieldReader gf;
              if (!FieldReader::Open(g, path, {"index", "util_pct", "memory_used_mib", "memory_total_mib",
-                                              "temperature_c", "healthy", "health_detail"},
+                                              "temperature_c", "healthy", "health_detail", "mig"},
                                     &gf, err) ||
                  !gf.Require("index", err) || !IntAs(gf, "index", s.index, 0, kMaxGpuIndex, err) ||
                  !gf.Number("util_pct", s.util_pct, 0, 100, err) ||
@@ -227,6 +237,11 @@ ApiResult<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
                  !IntAs(gf, "temperature_c", s.temperature_c, -1, 1000, err) || !gf.Bool("healthy", s.healthy, err) ||
                  !gf.String("health_detail", s.health_detail, 1024, err)) {
                return false;
+             }
+             if (gf.Has("mig")) {
+               std::vector<MigInstance> mig;
+               if (!ReadMigList(gf, mig, err)) return false;
+               r.mig[s.index] = std::move(mig);
              }
              r.gpus.push_back(std::move(s));
              return true;

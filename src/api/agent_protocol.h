@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,10 @@ struct HeartbeatRequest {
   std::vector<TaskReport> tasks;
   std::vector<ScrubReport> scrubs;
   std::vector<LogChunk> logs;
+  // Per GPU index in MIG mode, its MIG instances now (uuid, profile, start,
+  // memory_mib), carried as the optional "mig" of that GPU's sample; GPUs
+  // not in MIG mode have none. Issue 15's field: absent from older agents.
+  std::map<int, std::vector<MigInstance>> mig;
 };
 
 enum class TaskAction : uint8_t {

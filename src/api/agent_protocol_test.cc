@@ -238,5 +238,36 @@ TEST(AgentProtocolTest, SanitizeUtf8KeepsLengthsAndCutsOnlyAnIncompleteTail) {
   EXPECT_NO_THROW((void)json(SanitizeUtf8("\x80\x81\xfe")).dump());
 }
 
+// Issue 15: a heartbeat's GPU sample may carry the GPU's MIG instances; an
+// older agent's heartbeat has none, and a GPU not in MIG mode sends none.
+TEST(AgentProtocolTest, HeartbeatsCarryMigInstancesOptionally) {
+  HeartbeatRequest h;
+  h.node = "n";
+  h.session = "s";
+  h.gpus = {GpuSample{}, GpuSample{}};
+  h.gpus[1].index = 1;
+  h.mig[1] = {MigInstance{"MIG-a", "3g.40gb", 4, 40448}};
+  const json j = ToJson(h);
+  EXPECT_FALSE(j["gpus"][0].contains("mig"));
+  EXPECT_EQ(j["gpus"][1]["mig"][0]["uuid"], "MIG-a");
+  auto back = ParseHeartbeatRequest(j);
+  ASSERT_TRUE(back.ok()) << back.error.message;
+  ASSERT_EQ(back.value->mig.size(), 1u);
+  ASSERT_EQ(back.value->mig.at(1).size(), 1u);
+  EXPECT_EQ(back.value->mig.at(1)[0].profile, "3g.40gb");
+  EXPECT_EQ(back.value->mig.at(1)[0].start, 4);
+  EXPECT_EQ(back.value->mig.at(1)[0].memory_mib, 40448);
+  auto older = ParseHeartbeatRequest(json::parse(R"({"node":"n","session":"s","gpus":[{"index":0}]})"));
+  ASSERT_TRUE(older.ok());
+  EXPECT_TRUE(older.value->mig.empty());
+  auto empty = ParseHeartbeatRequest(json::parse(R"({"node":"n","session":"s","gpus":[{"index":0,"mig":[]}]})"));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty.value->mig.at(0).empty());  // in MIG mode, no instance
+  auto bad = ParseHeartbeatRequest(
+      json::parse(R"({"node":"n","session":"s","gpus":[{"index":0,"mig":[{"uuid":"MIG-a","start":99}]}]})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error.field, "gpus[0].mig[0].start");
+}
+
 }  // namespace
 }  // namespace gpupool

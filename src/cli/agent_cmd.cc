@@ -253,7 +253,8 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--node", f->node, "This node's name (the token's node; required)");
   cmd->add_flag("--print-devices", f->print_devices,
                 "Discover the GPUs (NVML, or --fake-gpus), print them as JSON as registration sends them, and exit");
-  cmd->add_option("--fake-gpus", f->fake_gpus, "Fake GPUs instead of NVML: 4xH100, or a list H100,H100");
+  cmd->add_option("--fake-gpus", f->fake_gpus,
+                  "Fake GPUs instead of NVML: 4xH100, or a list H100,H100; MODEL:mig for MIG mode (docs/agent.md)");
   cmd->add_option("--scrub-record", f->scrub_record, "Fake GPUs: append each scrub to this file (JSON lines)");
   cmd->add_option("--nvml-library", f->nvml_library, "NVML library to load (default libnvidia-ml.so.1)");
   cmd->add_option("--scrub-tool", f->scrub_tool, "gpupool-scrub executable (default: beside this binary)");

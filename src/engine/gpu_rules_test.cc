@@ -220,7 +220,7 @@ JobSpec MigShare(TenantId t, int32_t milli, int32_t memory_mib) {
   return s;
 }
 
-TEST(MigLayoutTest, AReportedModeDecidesWhatAGpuTakes) {
+TEST(EngineMigLayoutTest, AReportedModeDecidesWhatAGpuTakes) {
   EngineHarness h(EngineConfig{});
   const PoolId pool = h.Pool("p");
   const TenantId a = h.Tenant("a", pool, 0, 2);
@@ -246,7 +246,7 @@ TEST(MigLayoutTest, AReportedModeDecidesWhatAGpuTakes) {
   EXPECT_EQ(back->cluster.node(n).mig_reported, 0b11);
 }
 
-TEST(MigLayoutTest, AnExistingLayoutIsAdoptedAndUsedNeverCutInto) {
+TEST(EngineMigLayoutTest, AnExistingLayoutIsAdoptedAndUsedNeverCutInto) {
   EngineHarness h(EngineConfig{});
   const PoolId pool = h.Pool("p");
   const TenantId a = h.Tenant("a", pool, 0, 1);
@@ -275,7 +275,7 @@ TEST(MigLayoutTest, AnExistingLayoutIsAdoptedAndUsedNeverCutInto) {
   h.ExpectSnapshotRoundTrip();
 }
 
-TEST(MigLayoutTest, AnInstanceThatClashesWithThePlanIsAMismatchNamingBoth) {
+TEST(EngineMigLayoutTest, AnInstanceThatClashesWithThePlanIsAMismatchNamingBoth) {
   EngineHarness h(EngineConfig{});
   const PoolId pool = h.Pool("p");
   const TenantId a = h.Tenant("a", pool, 0, 1);
@@ -296,7 +296,7 @@ TEST(MigLayoutTest, AnInstanceThatClashesWithThePlanIsAMismatchNamingBoth) {
   EXPECT_EQ(h.Of<MigLayoutReported>().back().instances, (std::vector<MigSlot>{{"2g.20gb", 4}}));
 }
 
-TEST(MigLayoutTest, BadReportsNameTheField) {
+TEST(EngineMigLayoutTest, BadReportsNameTheField) {
   EngineHarness h(EngineConfig{});
   h.Pool("p");
   const NodeIndex n = h.Node("n0", 1);

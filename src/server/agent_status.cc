@@ -13,6 +13,13 @@ void AgentStatusBoard::Registered(const RegisterRequest& r, int64_t unix_ms) {
   s.heartbeat_ms = unix_ms;
   s.devices = r.gpus;
   s.samples.clear();
+  s.mig.clear();
+}
+
+void AgentStatusBoard::MigReported(const std::string& node, const std::map<int, std::vector<MigInstance>>& mig) {
+  if (mig.empty()) return;
+  std::lock_guard lock(mu_);
+  nodes_[node].mig = mig;
 }
 
 void AgentStatusBoard::Heartbeat(const std::string& node, const std::vector<GpuSample>& gpus, int64_t unix_ms) {
@@ -31,9 +38,13 @@ std::optional<nlohmann::json> AgentStatusBoard::Json(const std::string& node) co
   for (const GpuDevice& d : s.devices) {
     nlohmann::json g{{"index", d.index}, {"uuid", d.uuid}, {"product", d.product}, {"mig_enabled", d.mig_enabled},
                      {"nvlink_peers", d.nvlink_peers}};
-    if (!d.mig.empty()) {
+    const auto reported = s.mig.find(d.index);
+    const std::vector<MigInstance>& instances = reported != s.mig.end() ? reported->second : d.mig;
+    if (!instances.empty() || reported != s.mig.end()) {
       nlohmann::json mig = nlohmann::json::array();
-      for (const MigInstance& m : d.mig) mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"start", m.start}});
+      for (const MigInstance& m : instances) {
+        mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"start", m.start}});
+      }
       g["mig"] = std::move(mig);
     }
     for (const GpuSample& x : s.samples) {

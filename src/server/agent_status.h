@@ -2,7 +2,8 @@
 // shows it as each node's "agent"): the devices they registered (UUIDs,
 // products, MIG instances, NVLink peers), how they run tasks (isolation:
 // "container" or "none") and the last heartbeat's samples (utilization,
-// memory, temperature, health) with its time.
+// memory, temperature, health) with its time; MIG instances as the latest
+// heartbeat reported them.
 //
 // Soft state, kept in memory only: after a server restart it fills again
 // as agents re-register (on their first failed heartbeat) and heartbeat.
@@ -26,6 +27,9 @@ class AgentStatusBoard {
  public:
   void Registered(const RegisterRequest& r, int64_t unix_ms);
   void Heartbeat(const std::string& node, const std::vector<GpuSample>& gpus, int64_t unix_ms);
+  // The MIG instances a heartbeat reported (HeartbeatRequest::mig): they
+  // replace the registered ones of those GPUs until the next registration.
+  void MigReported(const std::string& node, const std::map<int, std::vector<MigInstance>>& mig);
   // The node's status as JSON, or nullopt when no agent spoke for it since the start.
   std::optional<nlohmann::json> Json(const std::string& node) const;
 
@@ -36,6 +40,7 @@ class AgentStatusBoard {
     int64_t registered_ms = 0, heartbeat_ms = 0;
     std::vector<GpuDevice> devices;
     std::vector<GpuSample> samples;
+    std::map<int, std::vector<MigInstance>> mig;  // from the last heartbeat that had any
   };
   mutable std::mutex mu_;
   std::map<std::string, Status, std::less<>> nodes_;  // guarded by mu_

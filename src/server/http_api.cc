@@ -702,12 +702,14 @@ void HttpApi::AgentHeartbeat(const Request& req, Response& res) {
     return SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
   }
   const std::vector<GpuSample> gpus = r.value->gpus;
+  const std::map<int, std::vector<MigInstance>> mig = r.value->mig;
   const Reply reply = core_.Call(AgentHeartbeatCmd{std::move(*r.value)});
   if (ReplyFailed(res, reply)) return;
   for (const GpuSample& g : gpus) {
     core_.metrics().SetGpuUtilization(static_cast<int32_t>(reply.id), g.index, g.util_pct);
   }
   core_.agent_status().Heartbeat(*node, gpus, ToMillis(WallNow()));
+  core_.agent_status().MigReported(*node, mig);
   SendJson(res, 200, reply.detail);
 }
 

@@ -21,7 +21,9 @@
 //     "mig": [{"uuid": "MIG-...", "name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb",
 //              "index": 0,                  // MIG device index; default: position
 //              "gpu_instance_id": 1, "start": 4, "size": 4, "memory_mib": 40192,
-//              "compute_instance_id": 0}],          // default 0
+//              "compute_instance_id": 0,    // default 0
+//              "processes": [{"pid": 7}]}], // running there: its compute instance is in use
+//     "mig_model": "H100",                  // its MIG table (src/model/mig.h); default: from the name
 //     "nvlinks": [{"peer": 1},              // link 0 (position = link number) to device 1
 //                 {"remote_bus_id": "..."}, // or to any PCI address
 //                 {"switch": true},         // or into an NVSwitch
@@ -31,11 +33,31 @@
 //     "remapped_rows": {"pending": false, "failure": false},
 //     "fail": {"nvmlDeviceGetTemperature": 999}  // this device's calls that fail, with the code
 //   }],
-//   "fail": {"nvmlDeviceGetProcessUtilization": 3}  // calls that fail on every device
+//   "fail": {"nvmlDeviceGetProcessUtilization": 3},  // calls that fail on every device
+//   "mig_caps": {"proc_dir": "...", "dev_dir": "..."}  // where instances' capabilities appear
 // }
+//
+// MIG lifecycle (as the driver): GPU instances are created at a placement
+// with the model's table (src/model/mig.h, the same NVIDIA-documented
+// profiles the Engine plans with) and refused as the driver refuses them:
+// not in MIG mode or a profile the GPU lacks -> NVML_ERROR_NOT_SUPPORTED; an
+// unknown profile id, a start that is not one of the profile's documented
+// placements or a wrong size -> NVML_ERROR_INVALID_ARGUMENT; memory slices
+// overlapping an existing GPU instance, the profile's instance limit or a
+// second "+me" instance -> NVML_ERROR_INSUFFICIENT_RESOURCES. A GPU instance
+// with a compute instance, or a compute instance with processes, is not
+// destroyed (NVML_ERROR_IN_USE). Every compute instance is a MIG device with
+// a new UUID at the lowest free MIG device index; GPU instance ids are the
+// lowest free from 1, compute instance ids from 0. Profile ids are those
+// nvidia-smi shows (e.g. 9 for 3g.40gb on an H100), distinct from the
+// NVML_GPU_INSTANCE_PROFILE_* constants that nvmlDeviceGetGpuInstanceProfileInfo
+// takes. With "mig_caps", each instance's capability listing and node
+// appear under proc_dir and dev_dir while it exists (device_nodes.h).
+// Handles of destroyed instances are refused (NVML_ERROR_INVALID_ARGUMENT).
 //
 // Process-utilization samples follow NVML: only samples newer than the
 // caller's lastSeenTimeStamp are returned, NVML_ERROR_NOT_FOUND when none.
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,9 +65,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "src/agent/device_nodes.h"
+#include "src/model/mig.h"
 
 namespace {
 
@@ -57,6 +83,8 @@ constexpr nvmlReturn_t kNotSupported = 3;
 constexpr nvmlReturn_t kNotFound = 6;
 constexpr nvmlReturn_t kInsufficientSize = 7;
 constexpr nvmlReturn_t kDriverNotLoaded = 9;
+constexpr nvmlReturn_t kInUse = 19;
+constexpr nvmlReturn_t kInsufficientResources = 23;
 
 struct nvmlMemory_t {
   unsigned long long total, free, used;
@@ -100,8 +128,21 @@ struct FakeLink {
   bool to_switch = false;
   std::string remote_bus_id;
 };
+struct FakeDevice;
+struct FakeGpuInstance;
+// A compute instance: what a MIG device is.
+struct FakeComputeInstance {
+  FakeGpuInstance* gi = nullptr;
+  unsigned int id = 0, profile_id = 0, slices = 1;
+  unsigned int index = 0;  // its MIG device index on the GPU
+  std::unique_ptr<FakeDevice> device;
+};
 struct FakeGpuInstance {
-  unsigned int id = 0, start = 0, size = 0;
+  FakeDevice* parent = nullptr;
+  unsigned int id = 0, profile_id = 0, start = 0, size = 0;
+  int profile = -1;  // index into the GPU's MIG table; -1: none matches
+  std::string profile_name;
+  std::vector<std::unique_ptr<FakeComputeInstance>> cis;
 };
 
 // A GPU or a MIG device: NVML hands out both as nvmlDevice_t.
@@ -113,9 +154,10 @@ struct FakeDevice {
   unsigned int minor = 0;
   int mig_mode = -1;  // -1: not supported
   unsigned int max_mig_devices = 0;
-  std::map<unsigned int, std::unique_ptr<FakeDevice>> mig;  // by MIG device index
-  FakeGpuInstance gpu_instance;                             // of a MIG device
-  unsigned int compute_instance_id = 0;                     // of a MIG device
+  const gpupool::MigTable* mig_table = nullptr;             // of a GPU
+  std::vector<std::unique_ptr<FakeGpuInstance>> gpu_instances;  // of a GPU
+  std::map<unsigned int, FakeDevice*> mig;  // of a GPU: MIG devices by index (owned by their compute instances)
+  FakeComputeInstance* ci = nullptr;        // of a MIG device
   std::vector<FakeLink> links;
   std::vector<FakeProcess> processes;
   bool remap_pending = false, remap_failure = false;
@@ -125,6 +167,9 @@ struct FakeDevice {
 struct State {
   std::vector<std::unique_ptr<FakeDevice>> devices;
   std::map<std::string, int> fail;
+  std::string caps_proc_dir, caps_dev_dir;  // "mig_caps"; empty: none
+  std::set<const void*> live;               // GPU and compute instance handles that exist
+  unsigned long long mig_created = 0;       // UUIDs of created MIG devices count up
 };
 
 State* g_state = nullptr;
@@ -138,12 +183,157 @@ std::map<std::string, int> FailMap(const nlohmann::json& j) {
   return out;
 }
 
+// The MIG table of a product name, as the driver knows its own GPU.
+std::string MigModelOf(const std::string& name, unsigned long long memory_mib) {
+  for (const char* m : {"H200", "H100", "A30"}) {
+    if (name.find(m) != std::string::npos) return m;
+  }
+  if (name.find("A100") != std::string::npos) return memory_mib >= 60 * 1024 ? "A100-80GB" : "A100-40GB";
+  return "";
+}
+
+// Per table position (src/model/mig.h lists profiles in one order per
+// layout): the NVML_GPU_INSTANCE_PROFILE_* constant and the profile id
+// nvidia-smi shows for it.
+struct ProfileIds {
+  unsigned int constant, id;
+};
+ProfileIds IdsOf(const gpupool::MigTable& t, int p) {
+  // 1g, 1g+me, 1g with 2 memory slices, 2g, 3g, 4g, 7g
+  static constexpr ProfileIds kEight[] = {{0x0, 19}, {0x7, 20}, {0x9, 15}, {0x1, 14}, {0x2, 9}, {0x3, 5}, {0x4, 0}};
+  // A30: 1g, 1g+me, 2g, 2g+me, 4g
+  static constexpr ProfileIds kFour[] = {{0x0, 14}, {0x7, 21}, {0x1, 5}, {0x8, 6}, {0x3, 0}};
+  return t.memory_slices == 8 ? kEight[p] : kFour[p];
+}
+int ProfileByConstant(const gpupool::MigTable* t, unsigned int constant) {
+  for (int p = 0; t && p < static_cast<int>(t->profiles.size()); ++p) {
+    if (IdsOf(*t, p).constant == constant) return p;
+  }
+  return -1;
+}
+int ProfileById(const gpupool::MigTable* t, unsigned int id) {
+  for (int p = 0; t && p < static_cast<int>(t->profiles.size()); ++p) {
+    if (IdsOf(*t, p).id == id) return p;
+  }
+  return -1;
+}
+// NVML_COMPUTE_INSTANCE_PROFILE_* (= the compute profile id here) -> compute
+// slices; 0 for the constants no table profile uses (_1_SLICE_REV1, _7_SLICE_NVL).
+unsigned int ComputeSlicesOf(unsigned int constant) {
+  static constexpr unsigned int kSlices[] = {1, 2, 3, 4, 7, 8, 6, 0, 0};
+  return constant < 9 ? kSlices[constant] : 0;
+}
+unsigned int GpuInstanceSlices(const FakeGpuInstance& gi) {
+  const gpupool::MigTable* t = gi.parent->mig_table;
+  if (t && gi.profile >= 0) return t->profiles[gi.profile].compute_slices;
+  return gi.size >= 8 ? 7 : gi.size;
+}
+
+void MakeCaps(const State& state, const FakeDevice& gpu, unsigned int gi, int ci) {
+  if (state.caps_proc_dir.empty()) return;
+  if (auto ok = gpupool::MakeFakeMigCapNode(state.caps_proc_dir, state.caps_dev_dir, static_cast<int>(gpu.minor),
+                                            static_cast<int>(gi), ci);
+      !ok) {
+    std::fprintf(stderr, "fake NVML: %s\n", ok.error().message.c_str());
+  }
+}
+void RemoveCaps(const State& state, const FakeDevice& gpu, unsigned int gi, int ci) {
+  if (state.caps_proc_dir.empty()) return;
+  if (auto ok = gpupool::RemoveFakeMigCapNode(state.caps_proc_dir, state.caps_dev_dir, static_cast<int>(gpu.minor),
+                                              static_cast<int>(gi), ci);
+      !ok) {
+    std::fprintf(stderr, "fake NVML: %s\n", ok.error().message.c_str());
+  }
+}
+
+// A compute instance on `gi` with its MIG device at `index`.
+FakeComputeInstance& AddComputeInstance(State& state, FakeGpuInstance& gi, unsigned int id, unsigned int slices,
+                                        unsigned int index) {
+  FakeDevice& gpu = *gi.parent;
+  auto ci = std::make_unique<FakeComputeInstance>();
+  ci->gi = &gi;
+  ci->id = id;
+  ci->slices = slices;
+  ci->profile_id = 0;
+  for (unsigned int c = 0; c < 9; ++c) {
+    if (ComputeSlicesOf(c) == slices) ci->profile_id = c;
+  }
+  ci->index = index;
+  ci->device = std::make_unique<FakeDevice>();
+  ci->device->parent = &gpu;
+  ci->device->ci = ci.get();
+  gpu.mig[index] = ci->device.get();
+  state.live.insert(ci.get());
+  gi.cis.push_back(std::move(ci));
+  return *gi.cis.back();
+}
+
+FakeGpuInstance& AddGpuInstance(State& state, FakeDevice& gpu, unsigned int id, unsigned int start,
+                                unsigned int size, int profile) {
+  auto gi = std::make_unique<FakeGpuInstance>();
+  gi->parent = &gpu;
+  gi->id = id;
+  gi->start = start;
+  gi->size = size;
+  gi->profile = profile;
+  if (gpu.mig_table && profile >= 0) {
+    gi->profile_id = IdsOf(*gpu.mig_table, profile).id;
+    gi->profile_name = gpu.mig_table->profiles[profile].name;
+  }
+  state.live.insert(gi.get());
+  gpu.gpu_instances.push_back(std::move(gi));
+  return *gpu.gpu_instances.back();
+}
+
+// A scripted MIG device: its GPU instance (shared by the entries that name
+// the same gpu_instance_id) and its compute instance.
+void LoadMigDevice(State& state, FakeDevice& gpu, const nlohmann::json& m, size_t k) {
+  const unsigned int gi_id = m.value("gpu_instance_id", static_cast<unsigned>(k + 1));
+  FakeGpuInstance* gi = nullptr;
+  for (auto& g : gpu.gpu_instances) {
+    if (g->id == gi_id) gi = g.get();
+  }
+  const std::string name = m.value("name", gpu.name + " MIG 1g.10gb");
+  if (!gi) {
+    const unsigned int size = m.value("size", 1u);
+    int profile = -1;  // the profile named after " MIG " ("1c.3g.40gb": the GPU instance's is 3g.40gb), else by size
+    std::string token = name.find(" MIG ") == std::string::npos ? "" : name.substr(name.rfind(" MIG ") + 5);
+    if (const size_t dot = token.find('.'); dot != std::string::npos && dot > 0 && token[dot - 1] == 'c') {
+      token = token.substr(dot + 1);
+    }
+    for (int p = 0; gpu.mig_table && p < static_cast<int>(gpu.mig_table->profiles.size()); ++p) {
+      const auto& prof = gpu.mig_table->profiles[p];
+      if (prof.name == token || (token.empty() && profile < 0 && !prof.media_extensions && prof.memory_slices == size)) {
+        profile = p;
+      }
+    }
+    gi = &AddGpuInstance(state, gpu, gi_id, m.value("start", 0u), size, profile);
+  }
+  const unsigned int gi_slices = GpuInstanceSlices(*gi);
+  unsigned int slices = gi_slices;
+  if (const size_t c = name.rfind("c."); c != std::string::npos && c > 0 && std::isdigit(static_cast<unsigned char>(name[c - 1]))) {
+    slices = static_cast<unsigned int>(name[c - 1] - '0');
+  }
+  FakeComputeInstance& ci = AddComputeInstance(state, *gi, m.value("compute_instance_id", 0u), slices,
+                                               m.value("index", static_cast<unsigned>(k)));
+  FakeDevice& md = *ci.device;
+  md.uuid = m.value("uuid", gpu.uuid + "-mig-" + std::to_string(k));
+  md.name = name;
+  md.memory_total = m.value("memory_mib", 9728ULL) << 20;
+  for (const auto& p : m.value("processes", nlohmann::json::array())) {
+    md.processes.push_back({p.at("pid").get<unsigned>(), p.value("memory_mib", 0ULL) << 20, 0, 1000000});
+  }
+}
+
 std::unique_ptr<State> Load(const char* path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(std::string("cannot open ") + path);
   const nlohmann::json script = nlohmann::json::parse(in);
   auto state = std::make_unique<State>();
   state->fail = FailMap(script.value("fail", nlohmann::json::object()));
+  const auto caps = script.value("mig_caps", nlohmann::json::object());
+  state->caps_proc_dir = caps.value("proc_dir", std::string());
+  state->caps_dev_dir = caps.value("dev_dir", std::string());
   const auto devices = script.value("devices", nlohmann::json::array());
   std::vector<std::string> bus_ids;
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -164,19 +354,9 @@ std::unique_ptr<State> Load(const char* path) {
     dev->temperature = d.value("temperature_c", 40u);
     dev->mig_mode = d.value("mig_mode", -1);
     dev->max_mig_devices = d.value("max_mig_devices", dev->mig_mode == 1 ? 7u : 0u);
+    dev->mig_table = gpupool::FindMigTable(d.value("mig_model", MigModelOf(dev->name, dev->memory_total >> 20)));
     const auto mig = d.value("mig", nlohmann::json::array());
-    for (size_t k = 0; k < mig.size(); ++k) {
-      const auto& m = mig[k];
-      auto md = std::make_unique<FakeDevice>();
-      md->parent = dev.get();
-      md->uuid = m.value("uuid", dev->uuid + "-mig-" + std::to_string(k));
-      md->name = m.value("name", dev->name + " MIG 1g.10gb");
-      md->memory_total = m.value("memory_mib", 9728ULL) << 20;
-      md->gpu_instance = {m.value("gpu_instance_id", static_cast<unsigned>(k + 1)), m.value("start", 0u),
-                          m.value("size", 1u)};
-      md->compute_instance_id = m.value("compute_instance_id", 0u);
-      dev->mig[m.value("index", static_cast<unsigned>(k))] = std::move(md);
-    }
+    for (size_t k = 0; k < mig.size(); ++k) LoadMigDevice(*state, *dev, mig[k], k);
     for (const auto& l : d.value("nvlinks", nlohmann::json::array())) {
       FakeLink link;
       link.active = l.value("active", true);
@@ -275,6 +455,8 @@ FAKE_NVML_API const char* nvmlErrorString(nvmlReturn_t rc) {
     case 7: return "Insufficient Size";
     case 9: return "Driver Not Loaded";
     case 15: return "GPU is lost";
+    case 19: return "In use by another client";
+    case 23: return "Insufficient Resources";
     default: return "Unknown Error";
   }
 }
@@ -393,29 +575,31 @@ FAKE_NVML_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(void* device, uns
   if (index >= d->max_mig_devices) return kInvalidArgument;
   auto it = d->mig.find(index);
   if (it == d->mig.end()) return kNotFound;
-  *mig = it->second.get();
+  *mig = it->second;
   return kSuccess;
 }
 
 FAKE_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(void* device, unsigned int* id) {
   if (nvmlReturn_t rc = Scripted("nvmlDeviceGetGpuInstanceId", Dev(device)); rc != kSuccess) return rc;
   if (!Dev(device)->parent) return kNotSupported;  // not a MIG device
-  *id = Dev(device)->gpu_instance.id;
+  *id = Dev(device)->ci->gi->id;
   return kSuccess;
 }
 
 FAKE_NVML_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(void* device, unsigned int* id) {
   if (nvmlReturn_t rc = Scripted("nvmlDeviceGetComputeInstanceId", Dev(device)); rc != kSuccess) return rc;
   if (!Dev(device)->parent) return kNotSupported;  // not a MIG device
-  *id = Dev(device)->compute_instance_id;
+  *id = Dev(device)->ci->id;
   return kSuccess;
 }
 
 FAKE_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceById(void* device, unsigned int id, void** gpu_instance) {
   if (nvmlReturn_t rc = Scripted("nvmlDeviceGetGpuInstanceById", Dev(device)); rc != kSuccess) return rc;
-  for (auto& [index, m] : Dev(device)->mig) {
-    if (m->gpu_instance.id == id) {
-      *gpu_instance = m.get();  // a GPU instance handle: the MIG device that holds its facts
+  if (!gpu_instance || Dev(device)->parent) return kInvalidArgument;
+  if (Dev(device)->mig_mode != 1) return kNotSupported;
+  for (auto& gi : Dev(device)->gpu_instances) {
+    if (gi->id == id) {
+      *gpu_instance = gi.get();
       return kSuccess;
     }
   }
@@ -423,12 +607,228 @@ FAKE_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceById(void* device, unsigned i
 }
 
 FAKE_NVML_API nvmlReturn_t nvmlGpuInstanceGetInfo(void* gpu_instance, nvmlGpuInstanceInfo_t* info) {
-  FakeDevice* m = Dev(gpu_instance);
-  if (nvmlReturn_t rc = Scripted("nvmlGpuInstanceGetInfo", m); rc != kSuccess) return rc;
-  info->device = m->parent;
-  info->id = m->gpu_instance.id;
-  info->profileId = 0;
-  info->placement = {m->gpu_instance.start, m->gpu_instance.size};
+  if (!g_state) return kUninitialized;
+  if (!info || !g_state->live.count(gpu_instance)) return kInvalidArgument;
+  const auto* gi = static_cast<FakeGpuInstance*>(gpu_instance);
+  if (nvmlReturn_t rc = Scripted("nvmlGpuInstanceGetInfo", gi->parent); rc != kSuccess) return rc;
+  info->device = gi->parent;
+  info->id = gi->id;
+  info->profileId = gi->profile_id;
+  info->placement = {gi->start, gi->size};
+  return kSuccess;
+}
+
+// --- MIG lifecycle ------------------------------------------------------------
+
+struct nvmlGpuInstanceProfileInfo_t {
+  unsigned int id, isP2pSupported, sliceCount, instanceCount, multiprocessorCount, copyEngineCount, decoderCount,
+      encoderCount, jpegCount, ofaCount;
+  unsigned long long memorySizeMB;
+};
+struct nvmlComputeInstanceProfileInfo_t {
+  unsigned int id, sliceCount, instanceCount, multiprocessorCount, sharedCopyEngineCount, sharedDecoderCount,
+      sharedEncoderCount, sharedJpegCount, sharedOfaCount;
+};
+struct nvmlComputeInstanceInfo_t {
+  FakeDevice* device;
+  void* gpuInstance;
+  unsigned int id, profileId;
+  nvmlGpuInstancePlacement_t placement;  // compute slices within the GPU instance
+};
+
+namespace {
+
+// A GPU in MIG mode that knows its profiles, or the error.
+nvmlReturn_t MigGpu(void* device, const char* call) {
+  if (nvmlReturn_t rc = Scripted(call, Dev(device)); rc != kSuccess) return rc;
+  const FakeDevice* d = Dev(device);
+  if (d->parent) return kInvalidArgument;  // a MIG device
+  if (d->mig_mode != 1 || !d->mig_table) return kNotSupported;
+  return kSuccess;
+}
+
+std::string NewMigUuid(const FakeDevice& gpu) {
+  const unsigned long long n = ++g_state->mig_created;
+  const size_t h = std::hash<std::string>{}(gpu.uuid + "/" + std::to_string(n));
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "MIG-%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(h >> 32),
+                static_cast<unsigned>(h >> 16) & 0xffff, static_cast<unsigned>(h) & 0xffff,
+                static_cast<unsigned>(n >> 48) & 0xffff, n & 0xffffffffffffULL);
+  return buf;
+}
+
+}  // namespace
+
+FAKE_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(void* device, unsigned int profile,
+                                                               nvmlGpuInstanceProfileInfo_t* info) {
+  if (nvmlReturn_t rc = MigGpu(device, "nvmlDeviceGetGpuInstanceProfileInfo"); rc != kSuccess) return rc;
+  if (!info || profile >= 0x12) return kInvalidArgument;  // NVML_GPU_INSTANCE_PROFILE_COUNT
+  const gpupool::MigTable* t = Dev(device)->mig_table;
+  const int p = ProfileByConstant(t, profile);
+  if (p < 0) return kNotSupported;
+  const gpupool::MigProfile& prof = t->profiles[p];
+  *info = {IdsOf(*t, p).id, 0, prof.compute_slices, prof.max_instances, prof.compute_slices * 16u,
+           prof.compute_slices,   prof.media_extensions ? 1u : 0u, 0, prof.media_extensions ? 1u : 0u,
+           prof.media_extensions ? 1u : 0u, static_cast<unsigned long long>(prof.memory_mib)};
+  return kSuccess;
+}
+
+FAKE_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(void* device, unsigned int profile_id,
+                                                                          nvmlGpuInstancePlacement_t* placements,
+                                                                          unsigned int* count) {
+  if (nvmlReturn_t rc = Scripted("nvmlDeviceGetGpuInstancePossiblePlacements_v2", Dev(device)); rc != kSuccess) {
+    return rc;
+  }
+  const FakeDevice* d = Dev(device);
+  if (!count || d->parent) return kInvalidArgument;
+  const int p = ProfileById(d->mig_table, profile_id);
+  if (d->mig_mode < 0 || p < 0) return kNotSupported;  // placements are listed whether MIG is on or not
+  const gpupool::MigProfile& prof = d->mig_table->profiles[p];
+  if (!placements) {
+    *count = static_cast<unsigned int>(prof.starts.size());
+    return kSuccess;
+  }
+  if (*count < prof.starts.size()) return kInsufficientSize;
+  for (size_t i = 0; i < prof.starts.size(); ++i) placements[i] = {prof.starts[i], prof.memory_slices};
+  *count = static_cast<unsigned int>(prof.starts.size());
+  return kSuccess;
+}
+
+FAKE_NVML_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(void* device, unsigned int profile_id,
+                                                                    const nvmlGpuInstancePlacement_t* placement,
+                                                                    void** gpu_instance) {
+  if (nvmlReturn_t rc = MigGpu(device, "nvmlDeviceCreateGpuInstanceWithPlacement"); rc != kSuccess) return rc;
+  FakeDevice& gpu = *Dev(device);
+  const gpupool::MigTable& t = *gpu.mig_table;
+  const int p = ProfileById(&t, profile_id);
+  if (!placement || !gpu_instance || p < 0) return kInvalidArgument;
+  const gpupool::MigProfile& prof = t.profiles[p];
+  bool documented = false;
+  for (uint8_t s : prof.starts) documented |= s == placement->start;
+  if (!documented || placement->size != prof.memory_slices) return kInvalidArgument;
+  const unsigned int mask = ((1u << placement->size) - 1) << placement->start;
+  int same = 0, media = 0;
+  for (const auto& gi : gpu.gpu_instances) {
+    if ((((1u << gi->size) - 1) << gi->start) & mask) return kInsufficientResources;
+    same += gi->profile == p ? 1 : 0;
+    media += gi->profile >= 0 && t.profiles[gi->profile].media_extensions ? 1 : 0;
+  }
+  if (same >= prof.max_instances || (prof.media_extensions && media > 0)) return kInsufficientResources;
+  unsigned int id = 1;
+  for (bool taken = true; taken; ++id) {
+    taken = false;
+    for (const auto& gi : gpu.gpu_instances) taken |= gi->id == id;
+    if (!taken) break;
+  }
+  FakeGpuInstance& gi = AddGpuInstance(*g_state, gpu, id, placement->start, placement->size, p);
+  MakeCaps(*g_state, gpu, gi.id, -1);
+  *gpu_instance = &gi;
+  return kSuccess;
+}
+
+FAKE_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(void* gpu_instance, unsigned int profile,
+                                                                        unsigned int eng_profile,
+                                                                        nvmlComputeInstanceProfileInfo_t* info) {
+  if (!g_state) return kUninitialized;
+  if (!info || !g_state->live.count(gpu_instance) || eng_profile != 0 || profile >= 9) return kInvalidArgument;
+  const auto* gi = static_cast<FakeGpuInstance*>(gpu_instance);
+  if (nvmlReturn_t rc = Scripted("nvmlGpuInstanceGetComputeInstanceProfileInfo", gi->parent); rc != kSuccess) {
+    return rc;
+  }
+  const unsigned int slices = ComputeSlicesOf(profile), gi_slices = GpuInstanceSlices(*gi);
+  if (slices == 0 || slices > gi_slices) return kNotSupported;
+  *info = {profile, slices, gi_slices / slices, slices * 16u, 1, 0, 0, 0, 0};
+  return kSuccess;
+}
+
+FAKE_NVML_API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(void* gpu_instance, unsigned int profile_id,
+                                                                void** compute_instance) {
+  if (!g_state) return kUninitialized;
+  if (!compute_instance || !g_state->live.count(gpu_instance)) return kInvalidArgument;
+  auto* gi = static_cast<FakeGpuInstance*>(gpu_instance);
+  FakeDevice& gpu = *gi->parent;
+  if (nvmlReturn_t rc = Scripted("nvmlGpuInstanceCreateComputeInstance", &gpu); rc != kSuccess) return rc;
+  const unsigned int slices = ComputeSlicesOf(profile_id), gi_slices = GpuInstanceSlices(*gi);
+  if (slices == 0 || slices > gi_slices) return kNotSupported;
+  unsigned int used = 0;
+  for (const auto& ci : gi->cis) used += ci->slices;
+  if (used + slices > gi_slices) return kInsufficientResources;
+  unsigned int index = 0;
+  while (index < gpu.max_mig_devices && gpu.mig.count(index)) ++index;
+  if (index >= gpu.max_mig_devices) return kInsufficientResources;
+  unsigned int id = 0;
+  for (bool taken = true; taken; ++id) {
+    taken = false;
+    for (const auto& ci : gi->cis) taken |= ci->id == id;
+    if (!taken) break;
+  }
+  FakeComputeInstance& ci = AddComputeInstance(*g_state, *gi, id, slices, index);
+  FakeDevice& md = *ci.device;
+  md.uuid = NewMigUuid(gpu);
+  const std::string profile = gi->profile_name.empty() ? std::to_string(gi_slices) + "g" : gi->profile_name;
+  md.name = gpu.name + " MIG " + (slices == gi_slices ? profile : std::to_string(slices) + "c." + profile);
+  md.memory_total = gi->profile >= 0 ? static_cast<unsigned long long>(gpu.mig_table->profiles[gi->profile].memory_mib)
+                                           << 20
+                                     : 0;
+  MakeCaps(*g_state, gpu, gi->id, static_cast<int>(ci.id));
+  *compute_instance = &ci;
+  return kSuccess;
+}
+
+FAKE_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(void* gpu_instance, unsigned int id,
+                                                                 void** compute_instance) {
+  if (!g_state) return kUninitialized;
+  if (!compute_instance || !g_state->live.count(gpu_instance)) return kInvalidArgument;
+  auto* gi = static_cast<FakeGpuInstance*>(gpu_instance);
+  if (nvmlReturn_t rc = Scripted("nvmlGpuInstanceGetComputeInstanceById", gi->parent); rc != kSuccess) return rc;
+  for (auto& ci : gi->cis) {
+    if (ci->id == id) {
+      *compute_instance = ci.get();
+      return kSuccess;
+    }
+  }
+  return kNotFound;
+}
+
+FAKE_NVML_API nvmlReturn_t nvmlComputeInstanceGetInfo_v2(void* compute_instance, nvmlComputeInstanceInfo_t* info) {
+  if (!g_state) return kUninitialized;
+  if (!info || !g_state->live.count(compute_instance)) return kInvalidArgument;
+  const auto* ci = static_cast<FakeComputeInstance*>(compute_instance);
+  if (nvmlReturn_t rc = Scripted("nvmlComputeInstanceGetInfo_v2", ci->gi->parent); rc != kSuccess) return rc;
+  unsigned int start = 0;
+  for (const auto& other : ci->gi->cis) {
+    if (other.get() == ci) break;
+    start += other->slices;
+  }
+  *info = {ci->gi->parent, ci->gi, ci->id, ci->profile_id, {start, ci->slices}};
+  return kSuccess;
+}
+
+FAKE_NVML_API nvmlReturn_t nvmlComputeInstanceDestroy(void* compute_instance) {
+  if (!g_state) return kUninitialized;
+  if (!g_state->live.count(compute_instance)) return kInvalidArgument;
+  auto* ci = static_cast<FakeComputeInstance*>(compute_instance);
+  FakeGpuInstance& gi = *ci->gi;
+  FakeDevice& gpu = *gi.parent;
+  if (nvmlReturn_t rc = Scripted("nvmlComputeInstanceDestroy", &gpu); rc != kSuccess) return rc;
+  if (!ci->device->processes.empty()) return kInUse;
+  RemoveCaps(*g_state, gpu, gi.id, static_cast<int>(ci->id));
+  gpu.mig.erase(ci->index);
+  g_state->live.erase(ci);
+  std::erase_if(gi.cis, [ci](const std::unique_ptr<FakeComputeInstance>& x) { return x.get() == ci; });
+  return kSuccess;
+}
+
+FAKE_NVML_API nvmlReturn_t nvmlGpuInstanceDestroy(void* gpu_instance) {
+  if (!g_state) return kUninitialized;
+  if (!g_state->live.count(gpu_instance)) return kInvalidArgument;
+  auto* gi = static_cast<FakeGpuInstance*>(gpu_instance);
+  FakeDevice& gpu = *gi->parent;
+  if (nvmlReturn_t rc = Scripted("nvmlGpuInstanceDestroy", &gpu); rc != kSuccess) return rc;
+  if (!gi->cis.empty()) return kInUse;  // its compute instances go first
+  RemoveCaps(*g_state, gpu, gi->id, -1);
+  g_state->live.erase(gi);
+  std::erase_if(gpu.gpu_instances, [gi](const std::unique_ptr<FakeGpuInstance>& x) { return x.get() == gi; });
   return kSuccess;
 }
 
