@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "src/agent/dcgm_fields.h"
 #include "src/base/status.h"
 #include "src/model/device.h"
 
@@ -72,6 +73,10 @@ class DeviceBackend {
   // StatMigCapNodes): what a task on that instance needs besides the
   // GPU's own node. An Error says why they cannot be found.
   virtual Result<std::vector<DeviceNode>> MigDeviceNodes(int gpu, const MigInstance& instance) = 0;
+  // The DCGM-named field set (dcgm_fields.h), read now: per GPU and, on a
+  // GPU in MIG mode, per MIG instance; a field the device does not have is
+  // absent. Fails only when the GPUs cannot be listed.
+  virtual Result<std::vector<DcgmEntity>> ReadDcgmFields() = 0;
 };
 
 }  // namespace gpupool

@@ -1,6 +1,7 @@
 #include "src/agent/nvml_backend.h"
 
 #include "src/agent/device_nodes.h"
+#include "src/agent/nvml_fields.h"
 #include "src/agent/proc_stat.h"
 
 #include <dlfcn.h>
@@ -253,9 +254,10 @@ std::string DirectoryOfSelf() {
 
 class NvmlBackend final : public DeviceBackend {
  public:
-  NvmlBackend(void* library, const NvmlApi& api, NvmlOptions options)
-      : library_(library), api_(api), options_(std::move(options)) {}
+  NvmlBackend(void* library, const NvmlApi& api, NvmlOptions options, std::unique_ptr<NvmlFieldReader> fields)
+      : library_(library), api_(api), options_(std::move(options)), fields_(std::move(fields)) {}
   ~NvmlBackend() override {
+    fields_.reset();  // its own NVML reference and event set
     api_.Shutdown();
     dlclose(library_);
   }
@@ -267,6 +269,7 @@ class NvmlBackend final : public DeviceBackend {
   Result<std::vector<GpuSample>> Sample() override;
   std::map<std::string, TaskUsage> SampleTasks(const std::vector<TaskProbe>& tasks) override;
   Result<ScrubResult> Scrub(int gpu, const std::string& mig_uuid) override;
+  Result<std::vector<DcgmEntity>> ReadDcgmFields() override { return fields_->Read(); }
   // /dev/nvidiaM for the GPU's minor number M (NVML's; its index when the
   // driver does not say), and the control nodes, as the node has them.
   // The node keeps its name in the container: CUDA opens /dev/nvidiaM by
@@ -322,6 +325,7 @@ class NvmlBackend final : public DeviceBackend {
   void* library_;
   NvmlApi api_;
   NvmlOptions options_;
+  std::unique_ptr<NvmlFieldReader> fields_;  // the DCGM field set and XIDs (nvml_fields.h)
   // Per GPU index, the newest process-utilization sample already read
   // (NVML's lastSeenTimeStamp, CPU microseconds).
   std::map<int, unsigned long long> last_seen_us_;
@@ -616,6 +620,14 @@ Result<std::vector<GpuSample>> NvmlBackend::Sample() {
       }
     }
   }
+  // Critical XIDs since the agent started (nvml_fields.h).
+  fields_->PollXids();
+  for (GpuSample& s : samples) {
+    if (const std::string why = fields_->XidHealth(s.index); !why.empty()) {
+      s.healthy = false;
+      s.health_detail += (s.health_detail.empty() ? "" : "; ") + why;
+    }
+  }
   return samples;
 }
 
@@ -825,7 +837,13 @@ Result<std::unique_ptr<DeviceBackend>> OpenNvmlBackend(const NvmlOptions& option
     dlclose(library);
     return FailedPrecondition(std::move(message));
   }
-  return std::unique_ptr<DeviceBackend>(std::make_unique<NvmlBackend>(library, api, options));
+  auto fields = NvmlFieldReader::Open(options.library);
+  if (!fields) {
+    api.Shutdown();
+    dlclose(library);
+    return std::unexpected(fields.error());
+  }
+  return std::unique_ptr<DeviceBackend>(std::make_unique<NvmlBackend>(library, api, options, std::move(*fields)));
 }
 
 // Product names seen in the wild: "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe",

@@ -241,7 +241,7 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
   // A new session; the server's start time keeps it unique across restarts.
   static const std::string boot = std::to_string(ToMillis(WallNow()));
   sessions_[node] = boot + "-" + std::to_string(++next_session_);
-  agent_info_[node] = AgentInfo{r.isolation_given, r.isolation};
+  agent_info_[node] = AgentInfo{r.isolation_given, r.isolation, r.metrics_url_given};
   out.reply = Desired(engine.state(), node);
   return out;
 }
@@ -422,6 +422,7 @@ AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
   const Node& n = st.cluster.node(node);
   const auto info = agent_info_.find(node);
   const bool container_fields = info == agent_info_.end() || info->second.container_fields;
+  if (info != agent_info_.end() && info->second.knows_pool && n.pool < st.pools.size()) r.pool = st.pools[n.pool].name;
   for (JobId id : jobs_on_node_[node]) {
     const Job* j = st.find_job(id);
     if (!Live(j) || j->spec.task.empty()) continue;
