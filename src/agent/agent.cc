@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "src/agent/cuda_cap_env.h"
+#include "src/agent/metrics_listener.h"
 #include "src/agent/mps_daemons.h"
 #include "src/agent/oci_runtime.h"
 #include "src/agent/proc_stat.h"
@@ -88,6 +89,45 @@ Agent::Agent(AgentOptions options, std::unique_ptr<DeviceBackend> backend)
 
 Agent::~Agent() = default;
 
+Result<std::string> Agent::StartMetrics() {
+  if (metrics_) return metrics_url_;
+  if (options_.metrics_port < 0) return FailedPrecondition("--metrics-listen: not set");
+  auto l = MetricsListener::Start(options_.metrics_host, options_.metrics_port);
+  if (!l) return IoError("--metrics-listen: " + l.error().message);
+  metrics_ = std::move(*l);
+  std::string host = options_.metrics_host;
+  if (host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]") {
+    char name[256] = {};
+    host = gethostname(name, sizeof(name) - 1) == 0 && name[0] ? name : "localhost";
+  } else if (host.find(':') != std::string::npos && host.front() != '[') {
+    host = "[" + host + "]";  // an IPv6 address
+  }
+  metrics_url_ = "http://" + host + ":" + std::to_string(metrics_->port()) + "/metrics";
+  Log("metrics_listen", {{"url", metrics_url_}});
+  return metrics_url_;
+}
+
+// The labels say which task is on each GPU or MIG instance: the running
+// tasks, by the GPUs (and instance) their orders name.
+void Agent::PublishMetrics() {
+  auto entities = backend_->ReadDcgmFields();
+  if (!entities) {
+    Log("metrics_failed", {{"error", entities.error().message}});
+    return;  // the previous reading stays
+  }
+  DcgmNodeLabels labels;
+  labels.hostname = options_.node;
+  labels.pool = pool_;
+  for (const auto& [key, t] : tasks_) {
+    if (t.state != LocalTask::State::kRunning) continue;
+    for (int g : t.order.gpus) {
+      labels.tasks.push_back(DcgmTaskLabels{g, t.order.gpu_mode == "mig" ? t.order.mig_start : -1, t.order.tenant,
+                                            std::to_string(t.order.job)});
+    }
+  }
+  metrics_->Publish(RenderDcgmMetrics(*entities, labels));
+}
+
 void Agent::Log(const std::string& action, std::vector<std::pair<std::string, std::string>> fields) const {
   json line{{"unix_ms", ToMillis(WallNow())}, {"node", options_.node}, {"action", action}};
   for (auto& [k, v] : fields) line[k] = v;
@@ -138,6 +178,7 @@ Status Agent::Register() {
   r.memory_mib = options_.memory_mib;
   r.gpus = gpus_;
   r.isolation = runtime_->isolation();
+  r.metrics_url = metrics_url_;
   int status = 0;
   auto reply = Post("/v1/agent/register", ToJson(r), &status);
   register_status_ = status;
@@ -159,6 +200,7 @@ Status Agent::Register() {
 
 void Agent::Apply(const AgentReply& reply) {
   interval_ = std::chrono::milliseconds(reply.heartbeat_interval_ms);
+  if (!reply.pool.empty()) pool_ = reply.pool;
   fence_after_ = std::chrono::milliseconds(reply.fence_after_ms);
   std::set<Key> desired;
   for (const TaskOrder& o : reply.tasks) {
@@ -830,6 +872,13 @@ int Agent::Run() {
     std::cerr << "agent: --runtime " << options_.runtime << ": " << ok.error().message << "\n";
     return 5;
   }
+  if (options_.metrics_port >= 0) {
+    if (auto url = StartMetrics(); !url) {
+      Log("metrics_failed", {{"error", url.error().message}});
+      std::cerr << "agent: " << url.error().message << "\n";
+      return 2;
+    }
+  }
   adoptable_ = runtime_->Recover();
   LoadMigCreated();
   mps_ = std::make_unique<MpsDaemons>(MpsOptions());
@@ -837,6 +886,7 @@ int Agent::Run() {
   SaveState();
   auto next_heartbeat = SteadyClock::now();
   auto next_register = SteadyClock::now();
+  auto next_metrics = SteadyClock::now();
   std::chrono::milliseconds backoff(500);
   int rc = 0;
   while (!stop_) {
@@ -868,6 +918,11 @@ int Agent::Run() {
       if (auto ok = Heartbeat(); !ok) Log("heartbeat_failed", {{"error", ok.error().message}});
       next_heartbeat = SteadyClock::now() + Jittered(interval_);
       Step();  // act on the reply at once
+    }
+    // Device metrics at the heartbeat interval, with or without a server.
+    if (metrics_ && SteadyClock::now() >= next_metrics) {
+      PublishMetrics();
+      next_metrics = SteadyClock::now() + interval_;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

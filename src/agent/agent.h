@@ -113,8 +113,13 @@ struct AgentOptions {
   // fake GPUs (a real daemon cannot serve them; tests name the fake). With
   // none, MPS tasks get their limits in the environment only.
   std::string mps_control;
+  // The metrics listener (metrics_listener.h): the DCGM-named device
+  // metrics on HOST:PORT (port 0: any free one); metrics_port < 0: none.
+  std::string metrics_host;
+  int metrics_port = -1;
 };
 
+class MetricsListener;
 class MpsDaemons;
 struct MpsDaemonsOptions;
 
@@ -130,6 +135,11 @@ class Agent {
   // tasks are stopped either way.
   int Run();
   void Stop() { stop_ = true; }
+  // Starts the metrics listener (once; Run starts it too) and returns its
+  // URL, "http://HOST:PORT/metrics", which the registration carries. A host
+  // that names every interface (0.0.0.0, ::, empty) is given as the
+  // machine's host name. Fails with "--metrics-listen: cannot listen on ...".
+  Result<std::string> StartMetrics();
 
  private:
   using Key = std::tuple<JobId, int32_t, int32_t>;  // job, replica, attempt
@@ -188,11 +198,15 @@ class Agent {
   std::chrono::milliseconds Jittered(std::chrono::milliseconds d);
   void Log(const std::string& action, std::vector<std::pair<std::string, std::string>> fields) const;
   Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body, int* status);
+  void PublishMetrics();  // reads the field set and hands it to the listener
 
   AgentOptions options_;
   std::unique_ptr<DeviceBackend> backend_;
   std::unique_ptr<TaskRuntime> runtime_;
   std::unique_ptr<MpsDaemons> mps_;  // made in Run
+  std::unique_ptr<MetricsListener> metrics_;  // StartMetrics
+  std::string metrics_url_;
+  std::string pool_;  // from the last reply that named it
   std::string mps_missing_;          // why there is no MPS daemon (logged at the first MPS task)
   std::unique_ptr<GpuContention> contention_;  // WORK/contention
   std::string contention_error_;               // the last write failure logged (logged once per change)

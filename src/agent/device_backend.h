@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "src/agent/dcgm_fields.h"
 #include "src/base/status.h"
 #include "src/model/device.h"
 
@@ -86,6 +87,10 @@ class DeviceBackend {
   // The MIG instances GPU `gpu` has now, by start (empty when it is not in
   // MIG mode): what heartbeats report.
   virtual Result<std::vector<MigInstance>> ListMigInstances(int gpu) = 0;
+  // The DCGM-named field set (dcgm_fields.h), read now: per GPU and, on a
+  // GPU in MIG mode, per MIG instance; a field the device does not have is
+  // absent. Fails only when the GPUs cannot be listed.
+  virtual Result<std::vector<DcgmEntity>> ReadDcgmFields() = 0;
 };
 
 }  // namespace gpupool

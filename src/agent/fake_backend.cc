@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -154,7 +155,8 @@ double ProcessGroupCpuSeconds(int pgid) {
 
 FakeBackend::FakeBackend(std::vector<GpuDevice> gpus, std::string scrub_record_file, std::string dev_dir)
     : gpus_(std::move(gpus)), record_file_(std::move(scrub_record_file)), dev_dir_(std::move(dev_dir)),
-      gpu_util_(gpus_.size(), 0) {}
+      gpu_util_(gpus_.size(), 0), gpu_task_memory_mib_(gpus_.size(), 0), energy_mj_(gpus_.size(), 0),
+      nvlink_kib_(gpus_.size(), 0), energy_at_(std::chrono::steady_clock::now()) {}
 
 Status FakeBackend::MakeDeviceNodes() {
   if (dev_dir_.empty()) return {};
@@ -190,6 +192,7 @@ Result<std::vector<GpuSample>> FakeBackend::Sample() {
     s.index = g.index;
     s.util_pct = std::min(100.0, gpu_util_[g.index]);
     s.memory_total_mib = g.memory_mib;
+    s.memory_used_mib = std::min(g.memory_mib, kFakeDriverOverheadMib + gpu_task_memory_mib_[g.index]);
     s.temperature_c = 30 + static_cast<int>(s.util_pct / 2);
     out.push_back(s);
   }
@@ -201,6 +204,7 @@ std::map<std::string, TaskUsage> FakeBackend::SampleTasks(const std::vector<Task
   std::map<std::string, TaskUsage> out;
   std::map<std::string, CpuMark> marks;
   std::fill(gpu_util_.begin(), gpu_util_.end(), 0.0);
+  std::fill(gpu_task_memory_mib_.begin(), gpu_task_memory_mib_.end(), 0);
   for (const TaskProbe& t : tasks) {
     const double cpu = ProcessGroupCpuSeconds(t.pid);
     auto it = marks_.find(t.key);
@@ -211,7 +215,9 @@ std::map<std::string, TaskUsage> FakeBackend::SampleTasks(const std::vector<Task
     }
     marks[t.key] = CpuMark{cpu, now};
     for (int g : t.gpus) {
-      if (g >= 0 && g < static_cast<int>(gpu_util_.size())) gpu_util_[g] += u.util_pct;
+      if (g < 0 || g >= static_cast<int>(gpu_util_.size())) continue;
+      gpu_util_[g] += u.util_pct;
+      gpu_task_memory_mib_[g] += u.memory_mib / static_cast<int64_t>(t.gpus.size());
     }
     out[t.key] = u;
   }
@@ -306,6 +312,72 @@ Status FakeBackend::DestroyMigInstance(int gpu, const MigInstance& instance) {
 Result<std::vector<MigInstance>> FakeBackend::ListMigInstances(int gpu) {
   if (gpu < 0 || gpu >= static_cast<int>(gpus_.size())) return InvalidArgument("no GPU " + std::to_string(gpu));
   return gpus_[gpu].mig;
+}
+
+// Plausible readings of an SXM board: idle 70 W rising to 700 W at full
+// utilization, NVLink traffic up to 10 GB/s where the GPU has peers, SM clock 345 MHz idle and 1980 MHz
+// busy, memory clock 2619 MHz, 30 C plus half the utilization.
+Result<std::vector<DcgmEntity>> FakeBackend::ReadDcgmFields() {
+  using F = DcgmField;
+  const auto now = std::chrono::steady_clock::now();
+  const double dt_s = std::chrono::duration<double>(now - energy_at_).count();
+  energy_at_ = now;
+  auto samples = Sample();
+  std::vector<DcgmEntity> out;
+  for (const GpuDevice& g : gpus_) {
+    const GpuSample& s = (*samples)[g.index];
+    const double util = s.util_pct;
+    const double power_w = 70 + (700 - 70) * util / 100;
+    energy_mj_[g.index] += power_w * dt_s * 1000;
+    if (!g.nvlink_peers.empty()) nvlink_kib_[g.index] += util * 1e5 * dt_s;  // up to 10 GB/s
+    DcgmEntity e;
+    e.gpu = g.index;
+    e.uuid = g.uuid;
+    e.model_name = g.product;
+    e.device_minor = g.index;
+    e.Set(F::kGpuUtil, std::round(util));
+    e.Set(F::kMemCopyUtil, std::round(util / 3));
+    e.Set(F::kSmActive, util / 100 * 0.9);
+    e.Set(F::kFbUsed, static_cast<double>(s.memory_used_mib));
+    e.Set(F::kFbFree, static_cast<double>(s.memory_total_mib - s.memory_used_mib));
+    e.Set(F::kFbTotal, static_cast<double>(s.memory_total_mib));
+    e.Set(F::kGpuTemp, s.temperature_c);
+    e.Set(F::kMemoryTemp, s.temperature_c + 4);
+    e.Set(F::kPowerUsage, power_w);
+    e.Set(F::kTotalEnergyConsumption, std::floor(energy_mj_[g.index]));
+    e.Set(F::kSmClock, util > 0 ? 1980 : 345);
+    e.Set(F::kMemClock, 2619);
+    e.Set(F::kEccSbeVolTotal, 0);
+    e.Set(F::kEccDbeVolTotal, 0);
+    e.Set(F::kXidErrors, 0);
+    e.Set(F::kPcieTxBytes, std::round(util * 1e7));  // up to 1 GB/s
+    e.Set(F::kPcieRxBytes, std::round(util * 2e7));
+    e.Set(F::kPcieReplayCounter, 0);
+    if (!g.nvlink_peers.empty()) e.Set(F::kNvlinkBandwidthTotal, std::floor(nvlink_kib_[g.index]));
+    e.Set(F::kEncUtil, 0);
+    e.Set(F::kDecUtil, 0);
+    e.Set(F::kClockThrottleReasons, util > 0 ? 0 : 1);  // nvmlClocksEventReasonGpuIdle
+    e.Set(F::kCorrectableRemappedRows, 0);
+    e.Set(F::kUncorrectableRemappedRows, 0);
+    e.Set(F::kRowRemapFailure, 0);
+    out.push_back(e);
+    for (const MigInstance& m : g.mig) {
+      DcgmEntity x;
+      x.gpu = g.index;
+      x.uuid = g.uuid;
+      x.model_name = g.product;
+      x.device_minor = g.index;
+      x.gpu_instance_id = m.gi_id >= 0 ? m.gi_id : m.start + 1;  // as MigDeviceNodes numbers them
+      x.gpu_instance_profile = m.profile;
+      x.mig_start = m.start;
+      x.Set(F::kFbUsed, 0);
+      x.Set(F::kFbFree, static_cast<double>(m.memory_mib));
+      x.Set(F::kFbTotal, static_cast<double>(m.memory_mib));
+      x.Set(F::kSmActive, 0);
+      out.push_back(std::move(x));
+    }
+  }
+  return out;
 }
 
 }  // namespace gpupool

@@ -26,6 +26,17 @@
 // NVIDIA major (device_nodes.h), so that the devices cgroup of a task
 // container can be tested without GPUs.
 //
+// Device readings (Sample, ReadDcgmFields) are plausible for the model and
+// follow the fake utilization: memory in use is a fixed driver overhead
+// (kFakeDriverOverheadMib) plus what the tasks on the GPU report
+// (SampleTasks), never what the server booked, so a test can tell the two
+// apart; power rises with utilization from an idle draw and its energy
+// counter accumulates it; clocks boost when busy and the throttle reason is
+// "GPU idle" (0x1) when not; ECC, XID, replay and remap counts are 0; the
+// boards are passively cooled (no fan speed) and have no video engines in
+// use (encoder/decoder 0). A GPU's MIG instances, when it has some, report
+// their memory and SM activity.
+//
 // Scrubs are recorded (Scrubs()) and, when a record file is given, appended
 // to it as JSON lines {"gpu":0,"unix_ms":...} for tests and demos.
 #pragma once
@@ -68,6 +79,7 @@ class FakeBackend : public DeviceBackend {
   Result<std::vector<GpuSample>> Sample() override;
   std::map<std::string, TaskUsage> SampleTasks(const std::vector<TaskProbe>& tasks) override;
   Result<ScrubResult> Scrub(int gpu, const std::string& mig_uuid) override;
+  Result<std::vector<DcgmEntity>> ReadDcgmFields() override;
   const std::vector<ScrubRecord>& Scrubs() const { return scrubs_; }
 
  private:
@@ -80,10 +92,17 @@ class FakeBackend : public DeviceBackend {
   std::string dev_dir_;
   std::map<std::string, CpuMark> marks_;
   std::vector<double> gpu_util_;  // from the last SampleTasks
+  std::vector<int64_t> gpu_task_memory_mib_;  // from the last SampleTasks
+  std::vector<double> energy_mj_;             // per GPU, since the backend started
+  std::vector<double> nvlink_kib_;            // per GPU, since the backend started
+  std::chrono::steady_clock::time_point energy_at_{};
   std::vector<ScrubRecord> scrubs_;
   std::vector<std::string> mig_ops_;
   uint64_t mig_created_ = 0;  // instances created so far: each gets a new UUID
 };
+
+// What a fake GPU's driver holds before any task: memory in use with no process.
+inline constexpr int64_t kFakeDriverOverheadMib = 512;
 
 // CPU seconds (user + system) used so far by the live processes whose
 // process group is `pgid`, from /proc, plus the children the group's

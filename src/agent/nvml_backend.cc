@@ -2,6 +2,7 @@
 
 #include "src/agent/device_nodes.h"
 #include "src/agent/mig_layout.h"
+#include "src/agent/nvml_fields.h"
 #include "src/agent/nvml_mig.h"
 #include "src/agent/proc_stat.h"
 
@@ -255,11 +256,12 @@ std::string DirectoryOfSelf() {
 
 class NvmlBackend final : public DeviceBackend {
  public:
-  NvmlBackend(void* library, const NvmlApi& api, NvmlOptions options)
-      : library_(library), api_(api), options_(std::move(options)) {
+  NvmlBackend(void* library, const NvmlApi& api, NvmlOptions options, std::unique_ptr<NvmlFieldReader> fields)
+      : library_(library), api_(api), options_(std::move(options)), fields_(std::move(fields)) {
     mig_.Resolve(library_);
   }
   ~NvmlBackend() override {
+    fields_.reset();  // its own NVML reference and event set
     api_.Shutdown();
     dlclose(library_);
   }
@@ -276,6 +278,7 @@ class NvmlBackend final : public DeviceBackend {
   Result<MigInstance> CreateMigInstance(int gpu, const std::string& profile, int start) override;
   Status DestroyMigInstance(int gpu, const MigInstance& instance) override;
   Result<std::vector<MigInstance>> ListMigInstances(int gpu) override;
+  Result<std::vector<DcgmEntity>> ReadDcgmFields() override { return fields_->Read(); }
   // /dev/nvidiaM for the GPU's minor number M (NVML's; its index when the
   // driver does not say), and the control nodes, as the node has them.
   // The node keeps its name in the container: CUDA opens /dev/nvidiaM by
@@ -335,6 +338,7 @@ class NvmlBackend final : public DeviceBackend {
   NvmlApi api_;
   NvmlOptions options_;
   NvmlMig mig_;
+  std::unique_ptr<NvmlFieldReader> fields_;  // the DCGM field set and XIDs (nvml_fields.h)
   // Per GPU index, the newest process-utilization sample already read
   // (NVML's lastSeenTimeStamp, CPU microseconds).
   std::map<int, unsigned long long> last_seen_us_;
@@ -629,6 +633,14 @@ Result<std::vector<GpuSample>> NvmlBackend::Sample() {
       }
     }
   }
+  // Critical XIDs since the agent started (nvml_fields.h).
+  fields_->PollXids();
+  for (GpuSample& s : samples) {
+    if (const std::string why = fields_->XidHealth(s.index); !why.empty()) {
+      s.healthy = false;
+      s.health_detail += (s.health_detail.empty() ? "" : "; ") + why;
+    }
+  }
   return samples;
 }
 
@@ -899,7 +911,13 @@ Result<std::unique_ptr<DeviceBackend>> OpenNvmlBackend(const NvmlOptions& option
     dlclose(library);
     return FailedPrecondition(std::move(message));
   }
-  return std::unique_ptr<DeviceBackend>(std::make_unique<NvmlBackend>(library, api, options));
+  auto fields = NvmlFieldReader::Open(options.library);
+  if (!fields) {
+    api.Shutdown();
+    dlclose(library);
+    return std::unexpected(fields.error());
+  }
+  return std::unique_ptr<DeviceBackend>(std::make_unique<NvmlBackend>(library, api, options, std::move(*fields)));
 }
 
 // Product names seen in the wild: "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe",

@@ -13,7 +13,10 @@
 //    requires a privileged user (root), as NVML's GPU-instance queries do.
 //  - Sample: utilization, memory, temperature, processes; a GPU whose queries
 //    fail (other than "not supported") is reported unhealthy with the failing
-//    call and NVML's reason, and so is one with pending or failed row remaps.
+//    call and NVML's reason, and so is one with pending or failed row remaps,
+//    or with a critical XID since the agent started (nvml_fields.h).
+//  - ReadDcgmFields: the DCGM-named field set (nvml_fields.h says what each
+//    field reads), through a reader that shares the library and its init.
 //  - SampleTasks: per-process SM utilization since the previous call, summed
 //    over each task's process group; device utilization where the driver
 //    keeps no per-process samples (MIG mode, older GPUs).

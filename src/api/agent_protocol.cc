@@ -134,7 +134,7 @@ json ToJson(const RegisterRequest& r) {
   return json{{"node", r.node},           {"backend", r.backend},       {"class", r.node_class},
               {"region", r.region},       {"zone", r.zone},             {"rack", r.rack},
               {"cpu_milli", r.cpu_milli}, {"memory_mib", r.memory_mib}, {"gpus", std::move(gpus)},
-              {"isolation", r.isolation}};
+              {"isolation", r.isolation}, {"metrics_url", r.metrics_url}};
 }
 
 ApiResult<RegisterRequest> ParseRegisterRequest(const json& j) {
@@ -143,13 +143,19 @@ ApiResult<RegisterRequest> ParseRegisterRequest(const json& j) {
   RegisterRequest r;
   FieldReader f;
   if (!FieldReader::Open(j, "", {"node", "backend", "class", "region", "zone", "rack", "cpu_milli", "memory_mib",
-                                 "gpus", "isolation"},
+                                 "gpus", "isolation", "metrics_url"},
                          &f, err) ||
       !f.Require("node", err) || !f.String("node", r.node, 253, err) || !f.String("backend", r.backend, 16, err) ||
       !f.String("class", r.node_class, 63, err) || !f.String("region", r.region, 63, err) ||
       !f.String("zone", r.zone, 63, err) || !f.String("rack", r.rack, 63, err) || !f.Require("cpu_milli", err) ||
       !IntAs(f, "cpu_milli", r.cpu_milli, 1, int64_t{1} << 40, err) || !f.Require("memory_mib", err) ||
-      !IntAs(f, "memory_mib", r.memory_mib, 1, kMaxMib, err) || !f.String("isolation", r.isolation, 16, err)) {
+      !IntAs(f, "memory_mib", r.memory_mib, 1, kMaxMib, err) || !f.String("isolation", r.isolation, 16, err) ||
+      !f.String("metrics_url", r.metrics_url, 2048, err)) {
+    return out;
+  }
+  r.metrics_url_given = f.Has("metrics_url");
+  if (!r.metrics_url.empty() && !r.metrics_url.starts_with("http://") && !r.metrics_url.starts_with("https://")) {
+    *err = BadField("metrics_url", "'" + r.metrics_url.substr(0, 100) + "' is not an http:// or https:// URL");
     return out;
   }
   // Absent: an agent older than the field, which runs plain processes.
@@ -354,13 +360,15 @@ json ToJson(const AgentReply& r) {
   for (const LogAck& l : r.logs) {
     logs.push_back(json{{"job", l.job}, {"replica", l.replica}, {"attempt", l.attempt}, {"bytes", l.bytes}});
   }
-  return json{{"node_index", r.node_index},
-              {"session", r.session},
-              {"heartbeat_interval_ms", r.heartbeat_interval_ms},
-              {"fence_after_ms", r.fence_after_ms},
-              {"tasks", std::move(tasks)},
-              {"scrubs", std::move(scrubs)},
-              {"logs", std::move(logs)}};
+  json out{{"node_index", r.node_index},
+           {"session", r.session},
+           {"heartbeat_interval_ms", r.heartbeat_interval_ms},
+           {"fence_after_ms", r.fence_after_ms},
+           {"tasks", std::move(tasks)},
+           {"scrubs", std::move(scrubs)},
+           {"logs", std::move(logs)}};
+  if (!r.pool.empty()) out["pool"] = r.pool;  // an older agent refuses the key
+  return out;
 }
 
 ApiResult<AgentReply> ParseAgentReply(const json& j) {
@@ -369,9 +377,10 @@ ApiResult<AgentReply> ParseAgentReply(const json& j) {
   AgentReply r;
   FieldReader f;
   if (!FieldReader::Open(j, "", {"node_index", "session", "heartbeat_interval_ms", "fence_after_ms", "tasks", "scrubs",
-                                 "logs"},
+                                 "logs", "pool"},
                          &f, err) ||
       !IntAs(f, "node_index", r.node_index, 0, INT32_MAX, err) || !f.String("session", r.session, 128, err) ||
+      !f.String("pool", r.pool, 253, err) ||
       !IntAs(f, "heartbeat_interval_ms", r.heartbeat_interval_ms, 1, 86'400'000, err) ||
       !IntAs(f, "fence_after_ms", r.fence_after_ms, 0, INT64_MAX, err)) {
     return out;

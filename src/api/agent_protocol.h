@@ -16,7 +16,8 @@
 // missing one takes its default) and the server sends an agent only the
 // fields its registration showed it knows, so a server may be upgraded
 // before its agents (issue 14's fields: RegisterRequest.isolation, the
-// container fields of TaskOrder).
+// container fields of TaskOrder; issue 15's: RegisterRequest.metrics_url,
+// AgentReply.pool).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,13 @@ struct RegisterRequest {
   // agent's registration has no such key, and its replies get none of them
   // (its parser refuses fields it does not know).
   bool isolation_given = false;
+  // Where the agent serves its DCGM-named device metrics
+  // ("http://node-7:9400/metrics"); empty: no listener (--metrics-listen off).
+  std::string metrics_url;
+  // Set by ParseRegisterRequest when the body has "metrics_url" (ToJson
+  // always writes it): an agent that knows AgentReply.pool. An older one's
+  // replies carry no pool.
+  bool metrics_url_given = false;
 };
 
 enum class TaskPhase : uint8_t {
@@ -154,6 +162,10 @@ struct AgentReply {
   std::vector<TaskOrder> tasks;
   std::vector<ScrubOrder> scrubs;
   std::vector<LogAck> logs;
+  // The node's pool, for the `pool` label of the agent's metrics. Written
+  // only when non-empty, which the server leaves it for an agent that
+  // registered without "metrics_url"; missing: empty.
+  std::string pool;
 };
 
 nlohmann::json ToJson(const RegisterRequest& r);

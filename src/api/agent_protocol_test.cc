@@ -129,6 +129,39 @@ TEST(AgentProtocolTest, IsolationIsReportedAndOptional) {
   EXPECT_NE(bad.error.message.find("known: container, none"), std::string::npos);
 }
 
+TEST(AgentProtocolTest, TheMetricsUrlAndPoolAreOptional) {
+  RegisterRequest r;
+  r.node = "gpu-7";
+  r.cpu_milli = 1000;
+  r.memory_mib = 1024;
+  auto off = ParseRegisterRequest(ToJson(r));  // no listener: an empty URL, still written
+  ASSERT_TRUE(off.ok()) << off.error.message;
+  EXPECT_EQ(off.value->metrics_url, "");
+  EXPECT_TRUE(off.value->metrics_url_given);
+  r.metrics_url = "http://gpu-7:9400/metrics";
+  auto on = ParseRegisterRequest(ToJson(r));
+  ASSERT_TRUE(on.ok()) << on.error.message;
+  EXPECT_EQ(on.value->metrics_url, "http://gpu-7:9400/metrics");
+  auto old = ParseRegisterRequest(json::parse(R"({"node":"n","cpu_milli":1,"memory_mib":1})"));
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old.value->metrics_url_given);
+  auto bad = ParseRegisterRequest(json::parse(R"({"node":"n","cpu_milli":1,"memory_mib":1,"metrics_url":"gpu-7:9400"})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error.field, "metrics_url");
+  EXPECT_NE(bad.error.message.find("not an http:// or https:// URL"), std::string::npos) << bad.error.message;
+
+  AgentReply reply;
+  reply.node_index = 0;
+  EXPECT_FALSE(ToJson(reply).contains("pool"));  // what an older agent can parse
+  reply.pool = "gpu";
+  auto back = ParseAgentReply(ToJson(reply));
+  ASSERT_TRUE(back.ok()) << back.error.message;
+  EXPECT_EQ(back.value->pool, "gpu");
+  auto none = ParseAgentReply(json::parse(R"({"tasks":[]})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none.value->pool, "");
+}
+
 TEST(AgentProtocolTest, TheContainerFieldsRoundTripAndAreOptional) {
   AgentReply a;
   a.node_index = 0;

@@ -35,6 +35,7 @@ struct AgentFlags {
   int64_t pids_limit = 4096;
   bool expose_all_gpu_nodes = false;
   bool print_devices = false;
+  std::string metrics_listen;  // HOST:PORT; empty: no metrics listener
 };
 
 std::string WorkDirOf(const AgentFlags& f) {
@@ -112,6 +113,21 @@ int PrintDevices(const AgentFlags& f) {
   return 0;
 }
 
+// --metrics-listen HOST:PORT into the options; false (with the error
+// printed) when malformed.
+bool SetMetricsListen(const std::string& listen, AgentOptions& o) {
+  if (listen.empty()) return true;
+  auto l = ParseListen(listen);
+  if (!l) {
+    std::cerr << "error: --metrics-listen: expected HOST:PORT such as 0.0.0.0:9400 (port 0 picks a free port), got '"
+              << listen << "'\n";
+    return false;
+  }
+  o.metrics_host = l->first;
+  o.metrics_port = l->second;
+  return true;
+}
+
 int RunAgent(const AgentFlags& f) {
   if (f.print_devices) return PrintDevices(f);
   for (const auto& [flag, value] : {std::pair{"--server", &f.server}, std::pair{"--token-file", &f.token_file},
@@ -135,7 +151,15 @@ int RunAgent(const AgentFlags& f) {
   }
   AgentOptions o = OptionsOf(f);
   o.token = token;
+  if (!SetMetricsListen(f.metrics_listen, o)) return 2;
   Agent agent(o, std::move(*backend));
+  if (o.metrics_port >= 0) {
+    auto url = agent.StartMetrics();
+    if (!url) {
+      std::cerr << "error: " << url.error().message << "\n";
+      return 2;
+    }
+  }
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
@@ -208,7 +232,15 @@ int RunDev(const DevFlags& f) {
   // processes with a warning.
   auto fake = std::make_unique<FakeBackend>(std::move(*gpus), "", (fs::absolute(o.work_dir) / "dev").string());
   if (auto ok = fake->MakeDeviceNodes(); !ok) LogInfo("fake GPUs without device nodes", {{"reason", ok.error().message}});
+  // The agent's device metrics, as the DCGM exporter would serve them.
+  o.metrics_host = "127.0.0.1";
+  o.metrics_port = 0;
   Agent agent(o, std::move(fake));
+  auto metrics_url = agent.StartMetrics();
+  if (!metrics_url) {
+    std::cerr << "error: " << metrics_url.error().message << "\n";
+    return 1;
+  }
 
   std::thread http([&] { api.Serve(); });
   std::thread agent_thread([&] { agent.Run(); });
@@ -219,6 +251,7 @@ int RunDev(const DevFlags& f) {
             << "  team-a token: " << (fs::path(f.data_dir) / "tokens" / "team-a.token").string()
             << " (created with an empty data folder)\n"
             << "  agent log:    " << o.work_dir << "/agent.log\n"
+            << "  metrics:      " << *metrics_url << " (the agent's GPUs, DCGM exporter names)\n"
             << "  try:\n"
             << "    export GPUPOOL_ADDR=" << url << " GPUPOOL_TOKEN=$(cat " << admin << ")\n"
             << "    build/gpupool job submit -f examples/dev-training.yaml\n"
@@ -283,6 +316,9 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--mps-control", f->mps_control,
                   "The MPS control daemon binary, run per GPU for MPS shares (default: nvidia-cuda-mps-control on "
                   "PATH with NVML GPUs; none with fake GPUs, whose MPS tasks get their limits in the environment only)");
+  cmd->add_option("--metrics-listen", f->metrics_listen,
+                  "HOST:PORT to serve the GPUs' DCGM-named metrics on (GET /metrics, like the DCGM exporter; port 0: "
+                  "any free port; default: off)");
   cmd->add_option("--fake-dev-dir", f->fake_dev_dir, "Fake GPUs: where their device nodes are made (default WORK/dev)");
   cmd->add_flag("--test-expose-all-gpu-nodes", f->expose_all_gpu_nodes,
                 "Tests only: bind every GPU's device node into each container (the devices cgroup still denies "

@@ -318,8 +318,8 @@ struct TaskMemoryObserved {
 };
 inline constexpr int64_t kObservedMemoryStepMib = 256;
 // EXEC-7: GPU `gpu` of the node reports its MIG mode and the MIG instances
-// that exist on it: facts of the hardware (only a GPU reset, an operator
-// action, changes the mode). From now on a GPU in MIG mode takes MIG shares
+// that exist on it besides those of jobs the Engine placed there: facts of
+// the hardware (only a GPU reset, an operator action, changes the mode). From now on a GPU in MIG mode takes MIG shares
 // only and one out of it none; placements use an existing instance of
 // their profile first and never cut into one (Node::mig_existing). A
 // reported instance that overlaps an instance the Engine placed a job on,

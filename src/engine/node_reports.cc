@@ -123,16 +123,19 @@ Status Engine::ReportMigLayout(NodeIndex node, int32_t gpu, bool mig_enabled, st
     const int p = FindProfile(*t, m.profile);
     const uint8_t mask = SliceMask(*t, p, static_cast<uint8_t>(m.start));
     std::string clash;
+    bool planned = false;  // the instance of a job the Engine placed: its own, not adopted
     for (JobId id : JobsOnNode(node)) {
       for (const ReplicaPlacement& r : state_.job(id).placements) {
         const Allocation& a = state_.cluster.allocation(r.allocation);
         if (r.node != node || !(a.gpus >> gpu & 1) || a.mig_profile < 0) continue;
         const bool same = a.mig_profile == p && a.mig_start == m.start;
+        planned |= same;
         if (!same && (SliceMask(*t, a.mig_profile, a.mig_start) & mask) != 0 && clash.empty()) {
           clash = t->profiles[a.mig_profile].name + "@" + std::to_string(a.mig_start) + " (job " + std::to_string(id) + ")";
         }
       }
     }
+    if (planned) continue;
     if (clash.empty()) {
       adopted.push_back(m);
       adopted_bytes |= uint64_t(p + 1) << (8 * m.start);

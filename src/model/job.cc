@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "src/model/mig.h"
+#include "src/model/mig_charge.h"
 
 namespace gpupool {
 namespace {

@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "src/model/demand.h"
-#include "src/model/gpu_catalog.h"
 
 namespace gpupool {
 namespace {
@@ -72,20 +71,6 @@ const MigTable* FindMigTable(std::string_view gpu_model) {
 int ComputeSlicesFor(int32_t gpu_milli, int slices) {
   const double exact = static_cast<double>(gpu_milli) * slices / kMilliPerGpu;
   return std::max(1, static_cast<int>(std::ceil(exact - 0.01)));
-}
-
-int32_t MigChargedMilli(int32_t gpu_milli, int32_t gpu_memory_mib, GpuModelMask allowed_models) {
-  int32_t charged = -1;
-  for (const MigTable& t : MigTables()) {
-    const std::optional<GpuModelId> id = Catalog::Builtin().Find(t.gpu_model);
-    if (!id || !(allowed_models >> *id & 1)) continue;
-    const int p = SmallestProfile(t, ComputeSlicesFor(gpu_milli, t.compute_slices), gpu_memory_mib);
-    if (p < 0) continue;
-    const int32_t milli = std::min(kMilliPerGpu - 1, t.profiles[p].compute_slices * kMilliPerGpu / t.compute_slices);
-    if (charged >= 0 && charged != milli) return gpu_milli;  // the models disagree
-    charged = milli;
-  }
-  return charged < 0 ? gpu_milli : charged;
 }
 
 int FindProfile(const MigTable& t, std::string_view name) {

@@ -20,8 +20,6 @@
 #include <string_view>
 #include <vector>
 
-#include "src/model/gpu_catalog.h"
-
 namespace gpupool {
 
 struct MigProfile {
@@ -50,17 +48,6 @@ const MigTable* FindMigTable(std::string_view gpu_model);
 // compute slices: its fraction of a GPU, rounded up, with a hair of
 // tolerance so that 428 or 429 milli on a 7-slice GPU is 3 slices.
 int ComputeSlicesFor(int32_t gpu_milli, int slices);
-
-// What a MIG share is charged in quotas, accounting and its GPU's free
-// compute (PART-2, issue 15): its profile's compute slices over the GPU's,
-// in milli, rounded down so that a full GPU's instances sum to at most
-// 1000 (a 3g instance of a 7-slice GPU is 428, a 1g 142; on the 4-slice A30
-// a 1g is 250; an instance of the whole GPU is 999, so that it stays a
-// share and never reads as a whole GPU). The profile is the one the share gets (SmallestProfile of
-// its compute and memory). Every MIG-capable model `allowed_models` admits
-// must agree on it (A100, H100 and H200 do: 7 slices); where they
-// disagree, or no model has a profile for it, `gpu_milli` as asked.
-int32_t MigChargedMilli(int32_t gpu_milli, int32_t gpu_memory_mib, GpuModelMask allowed_models);
 
 // The index of the profile named `name` in t ("3g.40gb"), or -1.
 int FindProfile(const MigTable& t, std::string_view name);

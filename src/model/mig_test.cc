@@ -6,6 +6,7 @@
 
 #include "src/base/rng.h"
 #include "src/model/cluster.h"
+#include "src/model/mig_charge.h"
 
 namespace gpupool {
 namespace {

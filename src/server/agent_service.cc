@@ -251,7 +251,7 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
   // A new session; the server's start time keeps it unique across restarts.
   static const std::string boot = std::to_string(ToMillis(WallNow()));
   sessions_[node] = boot + "-" + std::to_string(++next_session_);
-  agent_info_[node] = AgentInfo{r.isolation_given, r.isolation};
+  agent_info_[node] = AgentInfo{r.isolation_given, r.isolation, r.metrics_url_given};
   out.reply = Desired(engine.state(), node);
   return out;
 }
@@ -296,6 +296,14 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   }
   (void)engine.Heartbeat(node, now, sink);
   ReportHealth(engine, node, r.gpus, now, sink);
+  // EXEC-7: the instances of its GPUs in MIG mode now (an agent without MIG
+  // reports sends none: registration's stand). A report the Engine refuses
+  // changes nothing; GET /v1/nodes shows what the agent said.
+  for (const auto& [gpu, instances] : r.mig) {
+    std::vector<MigSlot> slots;
+    for (const MigInstance& m : instances) slots.push_back({m.profile, m.start});
+    (void)engine.ReportMigLayout(node, gpu, true, std::move(slots), now, sink);
+  }
   // OPS-2: the GPUs' telemetry feeds hotspot detection (GPUs the node does
   // not have are left out rather than failing the heartbeat).
   if (engine.config().hotspots.enabled && !r.gpus.empty()) {
@@ -462,6 +470,7 @@ AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
   const Node& n = st.cluster.node(node);
   const auto info = agent_info_.find(node);
   const bool container_fields = info == agent_info_.end() || info->second.container_fields;
+  if (info != agent_info_.end() && info->second.knows_pool && n.pool < st.pools.size()) r.pool = st.pools[n.pool].name;
   for (JobId id : jobs_on_node_[node]) {
     const Job* j = st.find_job(id);
     if (!Live(j) || j->spec.task.empty()) continue;

@@ -118,6 +118,7 @@ class AgentService {
   struct AgentInfo {
     bool container_fields = true;
     std::string isolation;
+    bool knows_pool = false;  // it registered with "metrics_url": its replies carry the pool
   };
   std::map<NodeIndex, AgentInfo> agent_info_;
   std::vector<bool> isolation_required_;  // by pool

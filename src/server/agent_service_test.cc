@@ -142,6 +142,22 @@ TEST_F(AgentServiceRegisterTest, AnAgentOlderThanTheContainerFieldsGetsNone) {
   EXPECT_EQ(upgraded.tasks[0].uid, TenantUidRange(1).first);
 }
 
+// The pool label of the agent's metrics: only an agent that registered
+// with metrics_url (one that knows AgentReply.pool) is told its pool.
+TEST_F(AgentServiceRegisterTest, TheReplyNamesThePoolToAnAgentThatKnowsIt) {
+  RegisterRequest old = Node("t4-0", "T4", "none");
+  ASSERT_FALSE(Register(old).error.has_value());
+  EXPECT_EQ(agents.Desired(h.engine->state(), 0).pool, "");
+  EXPECT_FALSE(ToJson(agents.Desired(h.engine->state(), 0)).contains("pool"));
+  RegisterRequest now = old;
+  now.metrics_url = "http://t4-0:9400/metrics";
+  now.metrics_url_given = true;
+  const auto ok = Register(now);
+  ASSERT_FALSE(ok.error.has_value());
+  EXPECT_EQ(ok.reply.pool, "open");
+  EXPECT_EQ(agents.Desired(h.engine->state(), 0).pool, "open");
+}
+
 TEST(ServerConfigTest, DefaultImageAndPoolIsolation) {
   constexpr const char* kText = R"(name: c
 pools:

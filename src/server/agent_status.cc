@@ -9,6 +9,7 @@ void AgentStatusBoard::Registered(const RegisterRequest& r, int64_t unix_ms) {
   Status& s = nodes_[r.node];
   s.backend = r.backend;
   s.isolation = r.isolation;
+  s.metrics_url = r.metrics_url;
   s.registered_ms = unix_ms;
   s.heartbeat_ms = unix_ms;
   s.devices = r.gpus;
@@ -61,7 +62,8 @@ std::optional<nlohmann::json> AgentStatusBoard::Json(const std::string& node) co
                      {"registered_at", FormatRfc3339(InstantFromMillis(s.registered_ms))},
                      {"last_heartbeat_at", FormatRfc3339(InstantFromMillis(s.heartbeat_ms))},
                      {"gpus", std::move(gpus)}};
-  if (!s.isolation.empty()) out["isolation"] = s.isolation;  // known once it registered since the server started
+  if (!s.isolation.empty()) out["isolation"] = s.isolation;
+  if (!s.metrics_url.empty()) out["metrics_url"] = s.metrics_url;  // known once it registered since the server started
   return out;
 }
 

@@ -1,9 +1,9 @@
 // What agents last said about their nodes, for operators (GET /v1/nodes
 // shows it as each node's "agent"): the devices they registered (UUIDs,
 // products, MIG instances, NVLink peers), how they run tasks (isolation:
-// "container" or "none") and the last heartbeat's samples (utilization,
-// memory, temperature, health) with its time; MIG instances as the latest
-// heartbeat reported them.
+// "container" or "none"), where it serves its device metrics (metrics_url)
+// and the last heartbeat's samples (utilization, memory, temperature,
+// health) with its time; MIG instances as the latest heartbeat reported them.
 //
 // Soft state, kept in memory only: after a server restart it fills again
 // as agents re-register (on their first failed heartbeat) and heartbeat.
@@ -37,6 +37,7 @@ class AgentStatusBoard {
   struct Status {
     std::string backend;
     std::string isolation;  // as registered: "container" or "none"
+    std::string metrics_url;  // as registered; empty: no metrics listener
     int64_t registered_ms = 0, heartbeat_ms = 0;
     std::vector<GpuDevice> devices;
     std::vector<GpuSample> samples;

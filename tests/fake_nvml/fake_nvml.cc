@@ -1,9 +1,10 @@
 // A scripted stand-in for libnvidia-ml, for the NVML backend's tests.
 //
 // Built as a shared library (target fake_nvml) that exports, with the same C
-// signatures, exactly the NVML symbols src/agent/nvml_backend.cc resolves,
-// so the real backend code loads it through dlopen/dlsym. Everything else is
-// hidden (the target builds with hidden visibility).
+// signatures, exactly the NVML symbols src/agent/nvml_backend.cc,
+// src/agent/nvml_mig.cc and src/agent/nvml_fields.cc resolve, so the real
+// backend code loads it through dlopen/dlsym. Everything else is hidden (the
+// target builds with hidden visibility).
 //
 // nvmlInit_v2 reads the JSON file named by GPUPOOL_FAKE_NVML_SCRIPT (when not
 // already initialised: like NVML, the fake is process-wide and counts inits,
@@ -30,7 +31,10 @@
 //                 {"peer": 2, "active": false}],
 //     "processes": [{"pid": 123, "memory_mib": 500,
 //                    "sm_util": 40, "timestamp_us": 1000000}],  // util sample (when sm_util > 0)
-//     "remapped_rows": {"pending": false, "failure": false},
+//     "memory_util_pct": 12,                // nvmlDeviceGetUtilizationRates' memory (default 0)
+//     "remapped_rows": {"pending": false, "failure": false,
+//                       "correctable": 0, "uncorrectable": 0},
+//     ...                                   // the DCGM field set's keys: fake_nvml_fields.cc
 //     "fail": {"nvmlDeviceGetTemperature": 999}  // this device's calls that fail, with the code
 //   }],
 //   "fail": {"nvmlDeviceGetProcessUtilization": 3},  // calls that fail on every device
@@ -55,9 +59,15 @@
 // appear under proc_dir and dev_dir while it exists (device_nodes.h).
 // Handles of destroyed instances are refused (NVML_ERROR_INVALID_ARGUMENT).
 //
+// fake_nvml_fields.cc serves the DCGM field set's calls and XID events from
+// the same devices' objects (fake_nvml_state.h).
+//
 // Process-utilization samples follow NVML: only samples newer than the
 // caller's lastSeenTimeStamp are returned, NVML_ERROR_NOT_FOUND when none.
+#include "tests/fake_nvml/fake_nvml_state.h"
+
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -162,6 +172,7 @@ struct FakeDevice {
   std::vector<FakeProcess> processes;
   bool remap_pending = false, remap_failure = false;
   std::map<std::string, int> fail;
+  nlohmann::json script = nlohmann::json::object();  // its object in the script (fake_nvml_fields.cc reads it)
 };
 
 struct State {
@@ -174,6 +185,7 @@ struct State {
 
 State* g_state = nullptr;
 int g_init_count = 0;
+uint64_t g_generation = 0;  // scripts loaded so far
 
 std::map<std::string, int> FailMap(const nlohmann::json& j) {
   std::map<std::string, int> out;
@@ -317,6 +329,7 @@ void LoadMigDevice(State& state, FakeDevice& gpu, const nlohmann::json& m, size_
   FakeComputeInstance& ci = AddComputeInstance(state, *gi, m.value("compute_instance_id", 0u), slices,
                                                m.value("index", static_cast<unsigned>(k)));
   FakeDevice& md = *ci.device;
+  md.script = m;
   md.uuid = m.value("uuid", gpu.uuid + "-mig-" + std::to_string(k));
   md.name = name;
   md.memory_total = m.value("memory_mib", 9728ULL) << 20;
@@ -373,6 +386,7 @@ std::unique_ptr<State> Load(const char* path) {
     dev->remap_pending = rows.value("pending", false);
     dev->remap_failure = rows.value("failure", false);
     dev->fail = FailMap(d.value("fail", nlohmann::json::object()));
+    dev->script = d;
     state->devices.push_back(std::move(dev));
   }
   return state;
@@ -427,6 +441,7 @@ FAKE_NVML_API nvmlReturn_t nvmlInit_v2() {
     if (auto it = state->fail.find("nvmlInit_v2"); it != state->fail.end()) return it->second;
     delete g_state;
     g_state = state.release();
+    ++g_generation;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fake NVML: script %s: %s\n", path, e.what());
     return kDriverNotLoaded;
@@ -514,7 +529,7 @@ FAKE_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(void* device, nvmlPciInfo_t* 
 FAKE_NVML_API nvmlReturn_t nvmlDeviceGetUtilizationRates(void* device, nvmlUtilization_t* utilization) {
   if (nvmlReturn_t rc = Scripted("nvmlDeviceGetUtilizationRates", Dev(device)); rc != kSuccess) return rc;
   utilization->gpu = Dev(device)->utilization;
-  utilization->memory = 0;
+  utilization->memory = Dev(device)->script.value("memory_util_pct", 0u);
   return kSuccess;
 }
 
@@ -860,8 +875,61 @@ FAKE_NVML_API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(void* device, uns
 FAKE_NVML_API nvmlReturn_t nvmlDeviceGetRemappedRows(void* device, unsigned int* corrected, unsigned int* uncorrected,
                                                      unsigned int* pending, unsigned int* failure) {
   if (nvmlReturn_t rc = Scripted("nvmlDeviceGetRemappedRows", Dev(device)); rc != kSuccess) return rc;
-  *corrected = *uncorrected = 0;
+  const auto rows = Dev(device)->script.value("remapped_rows", nlohmann::json::object());
+  *corrected = rows.value("correctable", 0u);
+  *uncorrected = rows.value("uncorrectable", 0u);
   *pending = Dev(device)->remap_pending ? 1 : 0;
   *failure = Dev(device)->remap_failure ? 1 : 0;
   return kSuccess;
 }
+
+// For fake_nvml_fields.cc, which serves the DCGM field set's calls from the
+// same script (hidden like everything but the NVML symbols).
+namespace fake_nvml {
+
+bool Initialised() { return g_state != nullptr; }
+uint64_t Generation() { return g_generation; }
+
+// The script object of `handle` (a GPU or MIG device of the loaded script), or null.
+const nlohmann::json* DeviceScript(const void* handle) {
+  if (!g_state || !handle) return nullptr;
+  for (const auto& d : g_state->devices) {
+    if (d.get() == handle) return &d->script;
+    for (const auto& [index, m] : d->mig) {
+      if (m == handle) return &m->script;
+    }
+  }
+  return nullptr;
+}
+
+// The GPU a MIG device belongs to; null for a GPU (or an unknown handle).
+void* ParentOf(const void* handle) {
+  if (!DeviceScript(handle)) return nullptr;
+  return static_cast<const FakeDevice*>(handle)->parent;
+}
+
+// The GPU-instance id of the MIG device `handle`; -1 for a GPU.
+int GpuInstanceIdOf(const void* handle) {
+  if (!DeviceScript(handle)) return -1;
+  const FakeDevice* d = static_cast<const FakeDevice*>(handle);
+  return d->parent && d->ci && d->ci->gi ? static_cast<int>(d->ci->gi->id) : -1;
+}
+
+// The MIG device of GPU `parent` with GPU instance `gi`, or null.
+void* MigDeviceOf(const void* parent, unsigned int gi) {
+  if (!DeviceScript(parent)) return nullptr;
+  for (const auto& [index, m] : static_cast<const FakeDevice*>(parent)->mig) {
+    if (m->ci && m->ci->gi && m->ci->gi->id == gi) return m;
+  }
+  return nullptr;
+}
+
+int MigModeOf(const void* handle) {
+  return DeviceScript(handle) ? static_cast<const FakeDevice*>(handle)->mig_mode : -1;
+}
+
+nvmlReturn_t ScriptedFailure(const char* call, const void* handle) {
+  return Scripted(call, DeviceScript(handle) ? static_cast<const FakeDevice*>(handle) : nullptr);
+}
+
+}  // namespace fake_nvml
