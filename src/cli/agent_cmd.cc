@@ -175,7 +175,8 @@ struct DevFlags {
   std::string data_dir = "gpupool-dev";
   std::string listen = "127.0.0.1:7070";
   std::string config;
-  std::string fake_gpus = "4xH100";
+  // Three plain GPUs and one in MIG mode, so that every sharing mode runs.
+  std::string fake_gpus = "H100,H100,H100,H100:mig";
   std::string node = "dev-node-0";
 };
 
