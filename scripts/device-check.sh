@@ -221,11 +221,14 @@ check_mig() {
     skip mig "GPU not in MIG mode (mig.mode.current: ${mode:-unknown})"
     return
   fi
-  # To be written with the agent's MIG create/destroy API (issue 15, "MIG
-  # lifecycle in the agent"): create the smallest profile's GPU and compute
-  # instance at a free placement, check its UUID in nvidia-smi -L, scrub it,
-  # destroy it, and check it is gone.
-  echo "TODO mig: GPU 0 is in MIG mode; the create/destroy step needs the agent's MIG create/destroy API"
+  # The agent's own MIG code on the real driver: the smallest profile at its
+  # first free placement, created, listed, destroyed, gone (src/agent/mig_check.h).
+  local out
+  if out=$(timeout 120 "$BUILD/gpupool" agent --mig-check 0 2>&1); then
+    pass mig "$out"
+  else
+    fail mig "$out"
+  fi
 }
 
 if [ "$BUILT" = 1 ]; then

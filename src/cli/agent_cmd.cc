@@ -12,6 +12,7 @@
 
 #include "src/agent/agent.h"
 #include "src/agent/fake_backend.h"
+#include "src/agent/mig_check.h"
 #include "src/agent/nvml_backend.h"
 #include "src/cli/serve_common.h"
 #include "src/server/auth.h"
@@ -35,6 +36,7 @@ struct AgentFlags {
   int64_t pids_limit = 4096;
   bool expose_all_gpu_nodes = false;
   bool print_devices = false;
+  int mig_check = -1;  // a GPU index: --mig-check
   std::string metrics_listen;  // HOST:PORT; empty: no metrics listener
 };
 
@@ -128,8 +130,28 @@ bool SetMetricsListen(const std::string& listen, AgentOptions& o) {
   return true;
 }
 
+// --mig-check GPU: RunMigCheck (src/agent/mig_check.h) on that GPU, its
+// result as JSON on stdout; exit 1 with the reason when it fails.
+int MigCheck(const AgentFlags& f) {
+  AgentFlags local = f;
+  if (local.node.empty()) local.node = "local";
+  auto backend = MakeBackend(local);
+  if (!backend) {
+    std::cerr << "error: " << backend.error().message << "\n";
+    return 1;
+  }
+  auto r = RunMigCheck(**backend, f.mig_check);
+  if (!r) {
+    std::cerr << "error: " << r.error().message << "\n";
+    return 1;
+  }
+  std::cout << r->dump() << "\n";
+  return 0;
+}
+
 int RunAgent(const AgentFlags& f) {
   if (f.print_devices) return PrintDevices(f);
+  if (f.mig_check >= 0) return MigCheck(f);
   for (const auto& [flag, value] : {std::pair{"--server", &f.server}, std::pair{"--token-file", &f.token_file},
                                     std::pair{"--node", &f.node}}) {
     if (value->empty()) {
@@ -287,6 +309,10 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--node", f->node, "This node's name (the token's node; required)");
   cmd->add_flag("--print-devices", f->print_devices,
                 "Discover the GPUs (NVML, or --fake-gpus), print them as JSON as registration sends them, and exit");
+  cmd->add_option("--mig-check", f->mig_check,
+                  "Create, list and destroy one MIG instance on this GPU (already in MIG mode), print the result as "
+                  "JSON, and exit (scripts/device-check.sh)")
+      ->check(CLI::Range(0, kMaxGpusPerNode - 1));
   cmd->add_option("--fake-gpus", f->fake_gpus,
                   "Fake GPUs instead of NVML: 4xH100, or a list H100,H100; MODEL:mig for MIG mode (docs/agent.md)");
   cmd->add_option("--scrub-record", f->scrub_record, "Fake GPUs: append each scrub to this file (JSON lines)");
