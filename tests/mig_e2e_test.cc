@@ -110,6 +110,59 @@ TEST_F(MigE2eTest, ARegistrationWithAPreexistingLayoutIsReportedAndKept) {
   EXPECT_EQ(MigOf("node-b"), before);
 }
 
+// A re-cut through the real Engine: a waiting 3g.40gb finds both halves of
+// the GPU blocked by 1g tasks (slices 2 and 6); the Engine checkpoints one, the agent
+// destroys its instance, creates the 3g, and the moved task comes back on
+// a new instance: checkpoint, destroy, create, in the plan's order.
+TEST_F(MigE2eTest, AReCutCheckpointsDestroysAndCreatesInThePlannedOrder) {
+  AgentProcess& agent = StartAgent("node-r", "1xA100-80GB:mig");
+  CreateTenant("team-a", 1, 1);
+  auto submit = [&](const std::string& name, double fraction, int memory_gib, bool lasts) {
+    const std::string body = lasts ? "trap 'touch \"$GPUPOOL_CHECKPOINT_DIR/ack\"; echo got-checkpoint' USR1; "
+                                     "echo uuid=$CUDA_VISIBLE_DEVICES end; while :; do :; done"
+                                   : "echo uuid=$CUDA_VISIBLE_DEVICES end; end=$(($(date +%s)+8)); "
+                                     "while [ $(date +%s) -lt $end ]; do :; done";
+    json r = {{"name", name},     {"tenant", "team-a"},        {"gpu_fraction", fraction},
+              {"sharing", "mig"}, {"gpu_memory_gib", memory_gib}, {"command", {"sh", "-c", body}}};
+    if (lasts) r["checkpointable"] = true;
+    const int64_t id = Submit(r);
+    EXPECT_TRUE(WaitFor([&] { return !UuidIn(id).empty(); }, std::chrono::seconds(20))) << Job(id).dump();
+    return id;
+  };
+  // 2g@0, 1g@2, 1g@3, 2g@4, 1g@6 by first fit; all but the 1g at 2 and 6 end.
+  const int64_t short_a = submit("short-a", 0.25, 10, false);
+  const int64_t moved = submit("small-1", 0.1, 5, true);
+  const int64_t short_c = submit("short-c", 0.1, 5, false);
+  const int64_t short_b = submit("short-b", 0.25, 10, false);
+  const int64_t stays = submit("small-2", 0.1, 5, true);
+  for (int64_t s : {short_a, short_b, short_c}) ASSERT_TRUE(WaitState(s, "succeeded", std::chrono::seconds(30)));
+  const std::string moved_uuid = UuidIn(moved);
+  // Slices 0, 1, 3, 4, 5 and 7 are free, but a 3g needs 0-3 or 4-7.
+  const int64_t big = submit("big", 0.4, 30, false);
+  // Its log holds both attempts' lines: the second names a new instance.
+  auto attempts = [&] {
+    const std::string out = Logs(moved);
+    size_t n = 0;
+    for (size_t at = out.find("uuid="); at != std::string::npos; at = out.find("uuid=", at + 1)) ++n;
+    return n;
+  };
+  ASSERT_TRUE(WaitFor([&] { return Job(moved)["state"] == "running" && attempts() == 2; }, std::chrono::seconds(30)))
+      << Job(moved).dump() << agent.action_log();
+  EXPECT_EQ(Job(stays)["preemptions"], 0) << "one move is enough";
+  EXPECT_EQ(Job(moved)["preemptions"], 1);
+  const std::string log = agent.action_log();
+  const size_t checkpoint = log.find("\"action\":\"checkpoint\"");
+  const size_t destroy = log.find("\"uuid\":\"" + moved_uuid + "\"", log.find("\"action\":\"mig_destroy\""));
+  const size_t create = log.find("\"profile\":\"3g.40gb\"");
+  ASSERT_NE(checkpoint, std::string::npos) << log;
+  ASSERT_NE(destroy, std::string::npos) << log;
+  ASSERT_NE(create, std::string::npos) << log;
+  EXPECT_LT(checkpoint, destroy) << log;
+  EXPECT_LT(destroy, create) << log;
+  EXPECT_NE(Logs(moved).find("got-checkpoint"), std::string::npos) << Logs(moved);
+  ASSERT_TRUE(WaitState(big, "succeeded", std::chrono::seconds(30))) << Job(big).dump();
+}
+
 // A GPU the operator has not put in MIG mode: the Engine places no MIG job
 // there (the registration said so), and the agent never switches the mode.
 TEST_F(MigE2eTest, AMigJobWaitsForAGpuInMigMode) {
