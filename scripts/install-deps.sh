@@ -19,6 +19,7 @@ PACKAGES=(
   libsqlite3-dev            # the server's durable state: event journal and snapshots (WAL)
   libcpp-httplib-dev        # the server's REST API and the CLI client (HTTP/1.1, thread pool)
   prometheus-cpp-dev        # /metrics: Prometheus registry and text exposition
+  prometheus                # promtool: the tests lint the agent's DCGM-named exposition with it
   runc                      # the agent's OCI runtime: every task runs as an isolated container
 )
 
