@@ -2,6 +2,7 @@
 
 #include "src/agent/device_nodes.h"
 #include "src/agent/mig_layout.h"
+#include "src/agent/nvml_abi.h"
 #include "src/agent/nvml_fields.h"
 #include "src/agent/nvml_mig.h"
 #include "src/agent/proc_stat.h"
@@ -39,33 +40,11 @@ namespace gpupool {
 namespace {
 
 // ---------------------------------------------------------------------------
-// The slice of NVML's C ABI this backend uses, declared here so that nothing
-// at build time depends on nvml.h. Values and layouts are those of NVIDIA's
-// NVML API reference; C enums are passed as int (same size and calling
-// convention on the platforms the driver supports).
+// The slice of NVML's C ABI this backend uses: the shared part in
+// nvml_abi.h, the rest here (values and layouts of NVIDIA's NVML API
+// reference).
+using namespace nvml_abi;
 
-using nvmlReturn_t = int;
-constexpr nvmlReturn_t NVML_SUCCESS = 0;
-constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
-constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
-constexpr nvmlReturn_t NVML_ERROR_NO_PERMISSION = 4;
-constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
-constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
-
-struct nvmlDevice_st;
-using nvmlDevice_t = nvmlDevice_st*;
-struct nvmlGpuInstance_st;
-using nvmlGpuInstance_t = nvmlGpuInstance_st*;
-
-struct nvmlMemory_t {
-  unsigned long long total;
-  unsigned long long free;
-  unsigned long long used;
-};
-struct nvmlUtilization_t {
-  unsigned int gpu;
-  unsigned int memory;
-};
 struct nvmlPciInfo_t {
   char busIdLegacy[16];  // NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE
   unsigned int domain;
@@ -90,17 +69,6 @@ struct nvmlProcessUtilizationSample_t {
   unsigned int encUtil;
   unsigned int decUtil;
 };
-struct nvmlGpuInstancePlacement_t {
-  unsigned int start;  // first memory slice
-  unsigned int size;   // memory slices
-};
-struct nvmlGpuInstanceInfo_t {
-  nvmlDevice_t device;
-  unsigned int id;
-  unsigned int profileId;
-  nvmlGpuInstancePlacement_t placement;
-};
-
 constexpr int NVML_TEMPERATURE_GPU = 0;               // nvmlTemperatureSensors_t
 constexpr int NVML_FEATURE_ENABLED = 1;               // nvmlEnableState_t
 constexpr unsigned int NVML_DEVICE_MIG_ENABLE = 1;

@@ -8,43 +8,22 @@
 #include <map>
 #include <utility>
 
+#include "src/agent/nvml_abi.h"
 #include "src/agent/nvml_backend.h"
 #include "src/base/time_text.h"
 
 namespace gpupool {
 namespace {
 
-// The slice of NVML's C ABI the reader uses (values and layouts of NVIDIA's
-// NVML API reference; enums passed as int), declared here so that the
-// build needs no nvml.h.
-using nvmlReturn_t = int;
-constexpr nvmlReturn_t NVML_SUCCESS = 0;
-constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
-constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
-constexpr nvmlReturn_t NVML_ERROR_TIMEOUT = 10;
+// The slice of NVML's C ABI the reader uses: the shared part in
+// nvml_abi.h, the rest here (values and layouts of NVIDIA's NVML API
+// reference; enums passed as int).
+using namespace nvml_abi;
 
-struct nvmlDevice_st;
-using nvmlDevice_t = nvmlDevice_st*;
 struct nvmlEventSet_st;
 using nvmlEventSet_t = nvmlEventSet_st*;
 struct nvmlGpmSample_st;
 using nvmlGpmSample_t = nvmlGpmSample_st*;
-struct nvmlGpuInstance_st;
-using nvmlGpuInstance_t = nvmlGpuInstance_st*;
-struct nvmlGpuInstanceInfo_t {
-  nvmlDevice_t device;
-  unsigned int id, profileId;
-  struct {
-    unsigned int start, size;
-  } placement;
-};
-
-struct nvmlMemory_t {
-  unsigned long long total, free, used;
-};
-struct nvmlUtilization_t {
-  unsigned int gpu, memory;
-};
 struct nvmlEventData_t {
   nvmlDevice_t device;
   unsigned long long eventType;

@@ -394,15 +394,14 @@ class Engine {
   // give back the replicas they grew beyond their minimum, when that leaves
   // room for j. True when any did.
   bool YieldElastic(const Job& j, PoolId p, Instant now, const Sink& sink);
-  // EXEC-7 (src/engine/node_reports.cc): per (node, GPU), the last MIG
-  // report and the clashes it had (soft state: a restart decides once more).
-  struct MigReportMemo {
-    bool seen = false;
-    bool enabled = false;
-    uint64_t bytes = 0;
-    std::vector<std::string> clashes;
-  };
-  std::map<std::pair<NodeIndex, int32_t>, MigReportMemo> mig_reports_;
+  // Running jobs with a replica on node n's GPUs `gpus` that can move off
+  // them (elastic ones above their minimum, checkpointable ones, stateless
+  // online inference), by id; and moving one (`where` explains a shrink):
+  // a shrink when it is elastic, else PreemptionStarted for `reason`,
+  // checkpointed when it can be (src/engine/hotspot.cc).
+  std::vector<const Job*> MovableJobsOn(NodeIndex n, GpuMask gpus) const;
+  void MoveOff(const Job& j, NodeIndex n, PreemptReason reason, const std::string& where, Instant now,
+               const Sink& sink);
   // EXEC-11 (src/engine/node_reports.cc): moves what can move off node n's
   // GPUs `gpus`, which just turned unhealthy.
   void MoveOffUnhealthyGpus(NodeIndex n, GpuMask gpus, Instant now, const Sink& sink);
@@ -464,6 +463,14 @@ class Engine {
   // OPS-2, per node: since when its reports have had an over GPU, and its
   // last detection.
   std::unordered_map<NodeIndex, Instant> hot_since_, hot_detected_;
+  // EXEC-7, per (node, GPU): the last MIG report and the clashes it had.
+  struct MigReportMemo {
+    bool seen = false;
+    bool enabled = false;
+    uint64_t bytes = 0;
+    std::vector<std::string> clashes;
+  };
+  std::map<std::pair<NodeIndex, int32_t>, MigReportMemo> mig_reports_;
   bool any_elastic_ = false;  // an elastic job was submitted (SCALE-7 work is skipped until then)
   std::unordered_map<JobId, int> low_polls_;
   std::vector<Instant> last_heartbeat_;

@@ -62,6 +62,8 @@ TEST(MpsTenantRuleTest, AnotherTenantsMpsShareTakesAnotherGpu) {
   // Time-sliced shares are not bound to a tenant by MPS: they may share.
   JobSpec ts = MpsShare(b, 300);
   ts.demand.mode = ShareMode::kTimeSlice;
+  ts.demand.mps_tenant = b;  // as if scoped before its mode changed
+  ScopeMpsShares(ts);
   EXPECT_EQ(ts.demand.mps_tenant, -1);
 }
 

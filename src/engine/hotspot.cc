@@ -90,20 +90,36 @@ Status Engine::ReportNodeTelemetry(NodeIndex node, const std::vector<GpuTelemetr
   return {};
 }
 
-void Engine::ActOnHotspot(NodeIndex n, GpuMask gpus, const std::string& reason, Instant now, const Sink& sink) {
-  const std::string where = "hotspot on node " + state_.cluster.node_name(n) + ": " + reason;
-  // Movable jobs on the hot GPUs, lowest priority first.
+std::vector<const Job*> Engine::MovableJobsOn(NodeIndex n, GpuMask gpus) const {
   std::vector<const Job*> movable;
   for (JobId id : JobsOnNode(n)) {
     const Job& j = state_.job(id);
     if (j.state != JobState::kRunning || j.stopping != Job::Stop::kNone) continue;
-    bool on_hot = false;
-    for (const ReplicaPlacement& r : j.placements) on_hot |= r.node == n && (r.gpus & gpus) != 0;
-    if (!on_hot) continue;
+    bool on = false;
+    for (const ReplicaPlacement& r : j.placements) on |= r.node == n && (r.gpus & gpus) != 0;
+    if (!on) continue;
     const bool shrinks = j.spec.elastic() && j.spec.replicas > j.spec.min_replicas;
     if (!shrinks && !j.spec.checkpointable && j.spec.kind != JobKind::kOnlineInference) continue;
     movable.push_back(&j);
   }
+  return movable;
+}
+
+void Engine::MoveOff(const Job& j, NodeIndex n, PreemptReason reason, const std::string& where, Instant now,
+                     const Sink& sink) {
+  if (ShrinkElastic(j, n, where, now, sink)) return;
+  const JobId id = j.id;
+  const bool checkpoint = j.spec.checkpointable;
+  low_polls_.erase(id);
+  planned_moves_.erase(id);
+  Emit(PreemptionStarted{id, -1, reason, checkpoint}, now, sink);
+  if (!checkpoint) Emit(JobPreempted{id, Duration(0)}, now, sink);  // stateless: nothing to lose
+}
+
+void Engine::ActOnHotspot(NodeIndex n, GpuMask gpus, const std::string& reason, Instant now, const Sink& sink) {
+  const std::string where = "hotspot on node " + state_.cluster.node_name(n) + ": " + reason;
+  // Movable jobs on the hot GPUs, lowest priority first.
+  std::vector<const Job*> movable = MovableJobsOn(n, gpus);
   std::sort(movable.begin(), movable.end(), [](const Job* a, const Job* b) {
     return std::make_tuple(a->spec.priority, a->id) < std::make_tuple(b->spec.priority, b->id);
   });
@@ -111,13 +127,7 @@ void Engine::ActOnHotspot(NodeIndex n, GpuMask gpus, const std::string& reason, 
   for (const Job* j : movable) {
     if (moved >= config_.hotspots.max_moves) break;
     ++moved;
-    if (ShrinkElastic(*j, n, where, now, sink)) continue;
-    const JobId id = j->id;
-    const bool checkpoint = j->spec.checkpointable;
-    low_polls_.erase(id);
-    planned_moves_.erase(id);
-    Emit(PreemptionStarted{id, -1, PreemptReason::kHotspot, checkpoint}, now, sink);
-    if (!checkpoint) Emit(JobPreempted{id, Duration(0)}, now, sink);  // stateless: nothing to lose
+    MoveOff(*j, n, PreemptReason::kHotspot, where, now, sink);
   }
   if (moved > 0) return;
   // Nothing can move: more capacity, when the pool scales.

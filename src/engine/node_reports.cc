@@ -29,27 +29,7 @@ Status Engine::ReportGpuHealth(NodeIndex node, GpuMask unhealthy, std::string re
 
 void Engine::MoveOffUnhealthyGpus(NodeIndex n, GpuMask gpus, Instant now, const Sink& sink) {
   const std::string where = "node " + state_.cluster.node_name(n) + " GPU unhealthy";
-  std::vector<const Job*> movable;
-  for (JobId id : JobsOnNode(n)) {
-    const Job& j = state_.job(id);
-    if (j.state != JobState::kRunning || j.stopping != Job::Stop::kNone) continue;
-    bool on_bad = false;
-    for (const ReplicaPlacement& r : j.placements) on_bad |= r.node == n && (r.gpus & gpus) != 0;
-    if (!on_bad) continue;
-    const bool shrinks = j.spec.elastic() && j.spec.replicas > j.spec.min_replicas;
-    if (!shrinks && !j.spec.checkpointable && j.spec.kind != JobKind::kOnlineInference) continue;
-    movable.push_back(&j);
-  }
-  std::sort(movable.begin(), movable.end(), [](const Job* a, const Job* b) { return a->id < b->id; });
-  for (const Job* j : movable) {
-    if (ShrinkElastic(*j, n, where, now, sink)) continue;
-    const JobId id = j->id;
-    const bool checkpoint = j->spec.checkpointable;
-    low_polls_.erase(id);
-    planned_moves_.erase(id);
-    Emit(PreemptionStarted{id, -1, PreemptReason::kGpuUnhealthy, checkpoint}, now, sink);
-    if (!checkpoint) Emit(JobPreempted{id, Duration(0)}, now, sink);  // stateless: nothing to lose
-  }
+  for (const Job* j : MovableJobsOn(n, gpus)) MoveOff(*j, n, PreemptReason::kGpuUnhealthy, where, now, sink);
 }
 
 Status Engine::ReportTaskMemory(JobId job, int32_t replica, int64_t used_mib, Instant now, const Sink& sink) {
@@ -105,7 +85,7 @@ Status Engine::ReportMigLayout(NodeIndex node, int32_t gpu, bool mig_enabled, st
     }
     layout.emplace_back(p, static_cast<uint8_t>(m.start));
   }
-  if (!IsValidLayout(*(t ? t : &MigTables()[0]), layout)) {
+  if (t && !IsValidLayout(*t, layout)) {
     return InvalidArgument(where + ".mig: the instances overlap or exceed their profiles' limits");
   }
   // The same report as last time, when nothing clashed then (the common
@@ -114,31 +94,41 @@ Status Engine::ReportMigLayout(NodeIndex node, int32_t gpu, bool mig_enabled, st
   for (const auto& [p, start] : layout) bytes |= uint64_t(p + 1) << (8 * start);
   MigReportMemo& memo = mig_reports_[{node, gpu}];
   if (memo.seen && memo.enabled == mig_enabled && memo.bytes == bytes && memo.clashes.empty()) return {};
-  // The instances the Engine placed jobs on: a reported instance that
-  // overlaps one of them without being it is not adopted.
+  // The instances of jobs the Engine placed on this GPU: a reported one
+  // equal to one of them is the Engine's own (not adopted); one that
+  // overlaps one of them without being it clashes.
+  struct Planned {
+    int profile;
+    uint8_t start;
+    JobId job;
+  };
+  std::vector<Planned> planned;
+  for (JobId id : JobsOnNode(node)) {
+    for (const ReplicaPlacement& r : state_.job(id).placements) {
+      const Allocation& a = state_.cluster.allocation(r.allocation);
+      if (r.node == node && (a.gpus >> gpu & 1) && a.mig_profile >= 0) planned.push_back({a.mig_profile, a.mig_start, id});
+    }
+  }
   std::vector<MigSlot> adopted;
   std::vector<std::string> clashes;
   uint64_t adopted_bytes = 0;
-  for (const MigSlot& m : instances) {
-    const int p = FindProfile(*t, m.profile);
-    const uint8_t mask = SliceMask(*t, p, static_cast<uint8_t>(m.start));
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const auto [p, start] = layout[i];
+    const MigSlot& m = instances[i];
+    const uint8_t mask = SliceMask(*t, p, start);
+    bool own = false;
     std::string clash;
-    bool planned = false;  // the instance of a job the Engine placed: its own, not adopted
-    for (JobId id : JobsOnNode(node)) {
-      for (const ReplicaPlacement& r : state_.job(id).placements) {
-        const Allocation& a = state_.cluster.allocation(r.allocation);
-        if (r.node != node || !(a.gpus >> gpu & 1) || a.mig_profile < 0) continue;
-        const bool same = a.mig_profile == p && a.mig_start == m.start;
-        planned |= same;
-        if (!same && (SliceMask(*t, a.mig_profile, a.mig_start) & mask) != 0 && clash.empty()) {
-          clash = t->profiles[a.mig_profile].name + "@" + std::to_string(a.mig_start) + " (job " + std::to_string(id) + ")";
-        }
+    for (const Planned& x : planned) {
+      const bool same = x.profile == p && x.start == start;
+      own |= same;
+      if (!same && (SliceMask(*t, x.profile, x.start) & mask) != 0 && clash.empty()) {
+        clash = t->profiles[x.profile].name + "@" + std::to_string(x.start) + " (job " + std::to_string(x.job) + ")";
       }
     }
-    if (planned) continue;
+    if (own) continue;
     if (clash.empty()) {
       adopted.push_back(m);
-      adopted_bytes |= uint64_t(p + 1) << (8 * m.start);
+      adopted_bytes |= uint64_t(p + 1) << (8 * start);
       continue;
     }
     // Said once per clash, not at every heartbeat while it lasts.

@@ -10,6 +10,13 @@
 namespace gpupool {
 namespace {
 
+// What the Engine takes of a node's MIG instances: profile and first slice.
+std::vector<MigSlot> SlotsOf(const std::vector<MigInstance>& instances) {
+  std::vector<MigSlot> slots;
+  for (const MigInstance& m : instances) slots.push_back({m.profile, m.start});
+  return slots;
+}
+
 constexpr size_t kMaxScrubsPerNode = 64;
 constexpr size_t kMaxEndedPlacements = 200000;
 
@@ -239,9 +246,8 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
   }
   // EXEC-7: the MIG modes and instances the hardware has.
   for (size_t i = 0; i < r.gpus.size(); ++i) {
-    std::vector<MigSlot> slots;
-    for (const MigInstance& m : r.gpus[i].mig) slots.push_back({m.profile, m.start});
-    auto ok = engine.ReportMigLayout(node, static_cast<int32_t>(i), r.gpus[i].mig_enabled, std::move(slots), now, sink);
+    auto ok = engine.ReportMigLayout(node, static_cast<int32_t>(i), r.gpus[i].mig_enabled, SlotsOf(r.gpus[i].mig), now,
+                                     sink);
     if (!ok) {
       out.error = BadField("gpus[" + std::to_string(i) + "].mig", ok.error().message);
       return out;
@@ -299,11 +305,7 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   // EXEC-7: the instances of its GPUs in MIG mode now (an agent without MIG
   // reports sends none: registration's stand). A report the Engine refuses
   // changes nothing; GET /v1/nodes shows what the agent said.
-  for (const auto& [gpu, instances] : r.mig) {
-    std::vector<MigSlot> slots;
-    for (const MigInstance& m : instances) slots.push_back({m.profile, m.start});
-    (void)engine.ReportMigLayout(node, gpu, true, std::move(slots), now, sink);
-  }
+  for (const auto& [gpu, instances] : r.mig) (void)engine.ReportMigLayout(node, gpu, true, SlotsOf(instances), now, sink);
   // OPS-2: the GPUs' telemetry feeds hotspot detection (GPUs the node does
   // not have are left out rather than failing the heartbeat).
   if (engine.config().hotspots.enabled && !r.gpus.empty()) {

@@ -10,6 +10,14 @@
 namespace gpupool {
 namespace {
 
+// The index of the node named `name` (names are unique), or -1.
+NodeIndex NodeNamed(const Cluster& cluster, const std::string& name) {
+  for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
+    if (cluster.node_name(n) == name) return n;
+  }
+  return -1;
+}
+
 double Ms(Duration d) { return static_cast<double>(ToMillis(d)); }
 
 bool Overlaps(const std::vector<PlacedReplica>& a, const std::vector<PlacedReplica>& b) {
@@ -533,10 +541,7 @@ Status Simulator::ScheduleGpuFaults() {
   const Cluster& cluster = engine_->state().cluster;
   gpu_unhealthy_.assign(cluster.node_count(), 0);
   for (const GpuFaultSpec& f : options_.gpu_faults) {
-    NodeIndex node = -1;
-    for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
-      if (cluster.node_name(n) == f.node) node = n;
-    }
+    const NodeIndex node = NodeNamed(cluster, f.node);
     if (node < 0) return NotFound("gpu_faults: unknown node '" + f.node + "'");
     if (f.gpu < 0 || f.gpu >= cluster.node(node).gpu_count) {
       return InvalidArgument("gpu_faults: node '" + f.node + "' has no GPU " + std::to_string(f.gpu));
@@ -580,10 +585,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
   metrics_.Observe(kTimeOrigin);
   const Duration heartbeat_timeout = engine_->config().heartbeat_timeout;
   for (const FaultSpec& f : options_.faults) {
-    NodeIndex node = -1;
-    for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
-      if (cluster.node_name(n) == f.node) node = n;
-    }
+    const NodeIndex node = NodeNamed(cluster, f.node);
     if (node < 0) return NotFound("faults: unknown node '" + f.node + "'");
     if (heartbeat_timeout <= Duration(0)) {
       return InvalidArgument("faults: need a heartbeat timeout above 0 (failure detection is off)");
@@ -603,10 +605,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
   };
   std::vector<Spell> spells;
   for (const HotSpell& h : options_.hot_spells) {
-    NodeIndex node = -1;
-    for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
-      if (cluster.node_name(n) == h.node) node = n;
-    }
+    const NodeIndex node = NodeNamed(cluster, h.node);
     if (node < 0) return NotFound("hot_spells: unknown node '" + h.node + "'");
     spells.push_back({node, kTimeOrigin + h.at, kTimeOrigin + h.at + h.hot_for, h.temperature_c});
   }
