@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "src/sim/alibaba_gpu_trace.h"
+#include "src/config/alibaba_gpu_trace.h"
 
 namespace gpupool::bench {
 

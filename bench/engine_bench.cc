@@ -13,7 +13,7 @@
 
 #include "bench/bench_inputs.h"
 #include "src/sim/scenario_runner.h"
-#include "src/sim/traces_dir.h"
+#include "src/config/traces_dir.h"
 
 namespace gpupool {
 namespace {
@@ -31,10 +31,10 @@ Scenario ReplayScenario(int64_t jobs) {
   s.name = "replay-" + std::to_string(jobs);
   s.seed = 11;
   s.engine.policy = "best";
-  s.nodes.push_back(ScenarioNodeGroup{750, "a100", "A100-80GB", 8, 128000, 1 << 20, "r", "z", 25, ""});
-  s.nodes.push_back(ScenarioNodeGroup{500, "h100", "H100", 8, 192000, 2 << 20, "r", "z", 25, ""});
-  s.pools.push_back(ScenarioPool{"a100", {"A100-80GB"}, {}, {}});
-  s.pools.push_back(ScenarioPool{"h100", {"H100"}, {}, {}});
+  s.nodes.push_back(NodeGroupConfig{750, "a100", "A100-80GB", 8, 128000, 1 << 20, "r", "z", 25, ""});
+  s.nodes.push_back(NodeGroupConfig{500, "h100", "H100", 8, 192000, 2 << 20, "r", "z", 25, ""});
+  s.pools.push_back(PoolConfig{"a100", {"A100-80GB"}, {}, {}});
+  s.pools.push_back(PoolConfig{"h100", {"H100"}, {}, {}});
   // Load: E[GPUs per job] = (1 + 0.15 x 8 x 1.5 + 0.6 x 0.25 + 0.1) / 1.85
   // = 1.65 and E[run time] = 0.5 h x e^(1/2) = 0.82 h: 1.36 GPU-hours per
   // job; arrivals are set for 90% of the 10,000 GPUs.
@@ -61,8 +61,8 @@ Scenario ReplayScenario(int64_t jobs) {
   urgent.priority = "high";
   for (int t = 0; t < 10; ++t) {
     const std::string name = "tenant-" + std::to_string(t);
-    s.tenants.push_back(ScenarioTenant{name, {{"a100", ScenarioQuota{400, 2000, 1, false}},
-                                              {"h100", ScenarioQuota{300, 1500, 1, false}}}});
+    s.tenants.push_back(TenantConfig{name, {{"a100", QuotaConfig{400, 2000, 1, false}},
+                                              {"h100", QuotaConfig{300, 1500, 1, false}}}});
     ArrivalProcess a{ArrivalProcess::Kind::kPoisson, rate_per_hour / 10, 0.5, 14, 0s, stop};
     s.workloads.push_back(TenantWorkload{name, a, {one, eight, share, urgent}});
   }
@@ -137,8 +137,8 @@ void BM_OpenbReplay(benchmark::State& state) {
   Scenario s;
   s.name = "openb-default-real-times";
   s.trace_nodes_path = nodes;
-  s.pools.push_back(ScenarioPool{"all", {}, {}, {}});
-  s.tenants.push_back(ScenarioTenant{"alibaba", {{"all", ScenarioQuota{0, 1e6, 1, false}}}});
+  s.pools.push_back(PoolConfig{"all", {}, {}, {}});
+  s.tenants.push_back(TenantConfig{"alibaba", {{"all", QuotaConfig{0, 1e6, 1, false}}}});
   s.trace = TraceWorkload{pods, "alibaba", "normal", std::nullopt};
   s.horizon = 150 * 24h;
   s.sample_every = 1h;

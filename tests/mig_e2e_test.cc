@@ -135,7 +135,9 @@ TEST_F(MigE2eTest, AReCutCheckpointsDestroysAndCreatesInThePlannedOrder) {
   const int64_t short_c = submit("short-c", 0.1, 5, false);
   const int64_t short_b = submit("short-b", 0.25, 10, false);
   const int64_t stays = submit("small-2", 0.1, 5, true);
-  for (int64_t s : {short_a, short_b, short_c}) ASSERT_TRUE(WaitState(s, "succeeded", std::chrono::seconds(30)));
+  for (int64_t s : {short_a, short_b, short_c}) {
+    ASSERT_TRUE(WaitState(s, "succeeded", std::chrono::seconds(30))) << Job(s).dump() << Logs(s);
+  }
   const std::string moved_uuid = UuidIn(moved);
   // Slices 0, 1, 3, 4, 5 and 7 are free, but a 3g needs 0-3 or 4-7.
   const int64_t big = submit("big", 0.4, 30, false);

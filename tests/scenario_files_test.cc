@@ -11,7 +11,7 @@
 #include "src/sim/scenario.h"
 #include "src/sim/runtime_samples.h"
 #include "src/sim/scenario_runner.h"
-#include "src/sim/traces_dir.h"
+#include "src/config/traces_dir.h"
 #include "tests/run_binary.h"
 
 namespace gpupool {

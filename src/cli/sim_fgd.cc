@@ -14,7 +14,7 @@
 #include "src/cli/parse.h"
 #include "src/sim/fgd_protocol.h"
 #include "src/sim/fgd_reference.h"
-#include "src/sim/alibaba_gpu_trace.h"
+#include "src/config/alibaba_gpu_trace.h"
 #include "src/sim/synthetic.h"
 
 namespace gpupool {

@@ -4,7 +4,7 @@
 
 #include "src/api/tenant_ids.h"
 #include "src/model/gpu_catalog.h"
-#include "src/sim/scenario.h"
+#include "src/server/server_config.h"
 #include "tests/engine_harness.h"
 
 namespace gpupool {
@@ -169,7 +169,7 @@ pools:
 server:
   default_image: /srv/images/base
 )";
-  auto s = ParseScenario(kText, "cfg.yaml", ".", /*server=*/true);
+  auto s = ParseServerConfig(kText, "cfg.yaml", ".");
   ASSERT_TRUE(s.has_value()) << s.error().message;
   EXPECT_EQ(s->server.default_image, "/srv/images/base");
   ASSERT_EQ(s->pools.size(), 3u);
@@ -179,7 +179,7 @@ server:
   auto error = [&](const std::string& from, const std::string& to) {
     std::string text = kText;
     text.replace(text.find(from), from.size(), to);
-    auto r = ParseScenario(text, "cfg.yaml", ".", true);
+    auto r = ParseServerConfig(text, "cfg.yaml", ".");
     return r ? std::string("(parsed)") : r.error().message;
   };
   EXPECT_EQ(error("/srv/images/base", "host"), "(parsed)");
@@ -188,7 +188,7 @@ server:
   EXPECT_NE(error("isolation: required", "isolation: maybe").find("pools[0].isolation: unknown isolation 'maybe'"),
             std::string::npos);
   // Without it, no default image.
-  auto none = ParseScenario("name: c\npools:\n  - name: p\n", "cfg.yaml", ".", true);
+  auto none = ParseServerConfig("name: c\npools:\n  - name: p\n", "cfg.yaml", ".");
   ASSERT_TRUE(none.has_value()) << none.error().message;
   EXPECT_EQ(none->server.default_image, "");
   EXPECT_FALSE(none->pools[0].isolation_required);

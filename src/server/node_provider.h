@@ -53,7 +53,7 @@
 #include "src/engine/event.h"
 #include "src/engine/scaling.h"
 #include "src/engine/state.h"
-#include "src/sim/scenario.h"
+#include "src/server/server_config.h"
 
 namespace gpupool {
 

@@ -56,7 +56,7 @@ server:
 )";
 
 TEST(ServerConfigTest, ScalingRegionsAndTheProvider) {
-  auto s = ParseScenario(kServerConfig, "cfg.yaml", ".", /*server=*/true);
+  auto s = ParseServerConfig(kServerConfig, "cfg.yaml", ".");
   ASSERT_TRUE(s.has_value()) << s.error().message;
   EXPECT_EQ(s->server.provider.create, "/opt/create-node.sh --fast");
   EXPECT_EQ(s->server.provider.remove, "/opt/delete-node.sh");
@@ -68,7 +68,7 @@ TEST(ServerConfigTest, ScalingRegionsAndTheProvider) {
 
   auto error = [](std::string text, const std::string& from, const std::string& to) {
     text.replace(text.find(from), from.size(), to);
-    auto r = ParseScenario(text, "cfg.yaml", ".", true);
+    auto r = ParseServerConfig(text, "cfg.yaml", ".");
     return r ? std::string("(parsed)") : r.error().message;
   };
   EXPECT_EQ(error(kServerConfig, "    timeout: 90s", "    timeout: 0s"),

@@ -15,7 +15,7 @@
 #include "src/engine/snapshot.h"
 #include "src/server/default_config.h"
 #include "src/server/log.h"
-#include "src/sim/scenario_runner.h"
+#include "src/config/world.h"
 
 namespace gpupool {
 namespace {
@@ -27,12 +27,12 @@ double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 
 // The workload the FGD-family policies assume before any job is known: the
 // typical shapes of a shared GPU cluster (shares, whole GPUs, gangs).
-Result<TargetWorkload> DefaultTarget(const Scenario& s) {
+Result<TargetWorkload> DefaultTarget(const ServerConfig& s) {
   std::vector<Demand> demands;
   for (int32_t milli : {250, 500}) demands.push_back(Demand{4000, 16384, 1, milli});
   for (int32_t gpus : {1, 1, 2, 4, 8}) demands.push_back(Demand{8000 * gpus, 65536LL * gpus, gpus, kMilliPerGpu});
   int64_t cpu = 0, gpu = 0;
-  for (const ScenarioNodeGroup& g : s.nodes) {
+  for (const NodeGroupConfig& g : s.nodes) {
     cpu += int64_t{g.count} * g.cpu_milli;
     gpu += int64_t{g.count} * g.gpus * kMilliPerGpu;
   }
@@ -80,7 +80,7 @@ Status SyncDirectory(const std::string& dir) {
 
 // The names behind the numeric ids that events carry for node classes and
 // requirements (their order in the configuration).
-std::string AttributeNames(const Scenario& s) {
+std::string AttributeNames(const ServerConfig& s) {
   nlohmann::json j{{"node_classes", nlohmann::json::array()}, {"requirements", nlohmann::json::array()}};
   for (const NodeAttributes& c : s.node_classes) j["node_classes"].push_back(c.name);
   for (const Requirement& r : s.requirements) j["requirements"].push_back(r.name);
@@ -102,19 +102,14 @@ Status WriteFileAtomic(const std::string& path, const std::string& text, mode_t 
 Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& options) {
   std::unique_ptr<ServerCore> core(new ServerCore());
   core->options_ = options;
-  Result<Scenario> config = options.config_path.empty()
-                                ? ParseScenario(options.config_text.empty() ? kDefaultServerConfig : options.config_text,
-                                                "embedded configuration", ".", true)
-                                : [&]() -> Result<Scenario> {
-    std::ifstream in(options.config_path);
-    if (!in) return IoError(options.config_path + ": cannot open");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string dir = std::filesystem::path(options.config_path).parent_path().string();
-    return ParseScenario(text, options.config_path, dir.empty() ? "." : dir, true);
-  }();
+  Result<ServerConfig> config =
+      options.config_path.empty()
+          ? ParseServerConfig(options.config_text.empty() ? kDefaultServerConfig : options.config_text,
+                              "embedded configuration", ".")
+          : LoadServerConfig(options.config_path);
   if (!config) return std::unexpected(config.error());
   core->config_ = std::move(*config);
-  const Scenario& s = core->config_;
+  const ServerConfig& s = core->config_;
 
   GP_ASSIGN_OR_RETURN(auto journal, OpenSqliteJournal(options.data_dir));  // creates the directory
   core->journal_ = std::move(journal);
@@ -122,14 +117,14 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
   core->admin_token_ = token;
   core->auth_.SetAdmin(token);
 
-  for (const ScenarioPool& p : s.pools) core->names_.pools.push_back(p.name);
+  for (const PoolConfig& p : s.pools) core->names_.pools.push_back(p.name);
   core->names_.priorities = s.priorities;
   core->names_.max_replicas = s.engine.max_replicas;
   core->names_.default_image = s.server.default_image;
   core->logs_ = std::make_unique<LogStore>(options.data_dir + "/logs");
   core->agents_ = std::make_unique<AgentService>(s.engine.reclaim.poll, s.engine.heartbeat_timeout, core->logs_.get());
   std::vector<bool> isolation_required;
-  for (const ScenarioPool& p : s.pools) isolation_required.push_back(p.isolation_required);
+  for (const PoolConfig& p : s.pools) isolation_required.push_back(p.isolation_required);
   core->agents_->set_isolation_required(std::move(isolation_required));
   if (!s.engine.scaling.empty()) {
     // The provider's answers are commands like any other: applied on the
@@ -149,10 +144,11 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
 
 Status ServerCore::Recover() {
   const auto started = Clock::now();
-  const Scenario& s = config_;
-  AttributeTable attributes;
-  for (const NodeAttributes& c : s.node_classes) node_classes_[c.name] = attributes.AddNodeClass(c);
-  for (const Requirement& r : s.requirements) names_.requirements[r.name] = attributes.AddRequirement(r);
+  const ServerConfig& s = config_;
+  WorldAttributes world = BuildAttributes(s);
+  node_classes_ = world.classes;
+  names_.requirements = world.requirements;
+  AttributeTable attributes = std::move(world.table);
   GP_ASSIGN_OR_RETURN(auto target, DefaultTarget(s));
 
   GP_ASSIGN_OR_RETURN(auto snapshot, journal_->LatestSnapshot("engine"));
@@ -228,7 +224,7 @@ Status ServerCore::Recover() {
     if (!same) {
       std::string have, want;
       for (const Pool& p : pools) have += (have.empty() ? "" : ", ") + p.name;
-      for (const ScenarioPool& p : s.pools) want += (want.empty() ? "" : ", ") + p.name;
+      for (const PoolConfig& p : s.pools) want += (want.empty() ? "" : ", ") + p.name;
       return FailedPrecondition("configuration pools [" + want + "] differ from the pools of " + options_.data_dir +
                                 " [" + have + "]; pools cannot change once the server has state");
     }
@@ -259,7 +255,7 @@ Status ServerCore::Recover() {
 }
 
 Status ServerCore::Bootstrap() {
-  const Scenario& s = config_;
+  const ServerConfig& s = config_;
   const Instant now = WallNow();
   JournalBatch batch;
   std::vector<Event> events;
@@ -273,7 +269,7 @@ Status ServerCore::Bootstrap() {
   GP_ASSIGN_OR_RETURN(auto plan, PlanNodes(s, node_classes_));
   if (auto ok = BuildWorld(s, plan, *engine_, now, sink); !ok) return ok;
   std::vector<std::pair<std::string, std::string>> token_files;  // tenant, token
-  for (const ScenarioTenant& t : s.tenants) {
+  for (const TenantConfig& t : s.tenants) {
     const std::string token = NewToken();
     batch.tokens.push_back(TokenRecord{HashToken(token), t.name, ToMillis(now)});
     token_files.emplace_back(t.name, token);

@@ -40,7 +40,7 @@
 #include "src/server/metrics.h"
 #include "src/server/node_provider.h"
 #include "src/server/read_model.h"
-#include "src/sim/scenario.h"
+#include "src/server/server_config.h"
 
 namespace gpupool {
 
@@ -174,7 +174,7 @@ class ServerCore {
   std::shared_ptr<const EngineSummary> Summarize() const;
   void CommitOrDie(const JournalBatch& batch);
 
-  Scenario config_;
+  ServerConfig config_;
   ServerOptions options_;
   ApiNames names_;
   std::map<std::string, uint16_t> node_classes_;

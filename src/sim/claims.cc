@@ -10,7 +10,7 @@
 #include "src/sim/scenario.h"
 #include "src/sim/scenario_runner.h"
 #include "src/sim/serving_trace.h"
-#include "src/sim/traces_dir.h"
+#include "src/config/traces_dir.h"
 
 namespace gpupool {
 namespace {
@@ -292,9 +292,9 @@ Result<nlohmann::json> ScalingFigures(const Scenario& s, double skip_h, nlohmann
   fixed.engine.scaling.clear();
   const int fixed_nodes = static_cast<int>(std::ceil(peak));
   int initial = 0;
-  for (const ScenarioNodeGroup& g : fixed.nodes) initial += g.count;
+  for (const NodeGroupConfig& g : fixed.nodes) initial += g.count;
   if (fixed_nodes > initial) {
-    ScenarioNodeGroup extra = fixed.nodes.front();
+    NodeGroupConfig extra = fixed.nodes.front();
     extra.count = fixed_nodes - initial;
     extra.name_prefix += "-fixed";
     fixed.nodes.push_back(extra);
@@ -460,7 +460,7 @@ Result<ClaimResult> RunRegion(const Scenario& s) {
     Outcome out;
     std::map<JobId, std::pair<std::string, bool>> jobs;  // tenant name, online
     std::vector<std::string> tenant_names;
-    for (const ScenarioTenant& t : x.tenants) tenant_names.push_back(t.name);
+    for (const TenantConfig& t : x.tenants) tenant_names.push_back(t.name);
     RunOptions o;
     o.on_event = [&](const Event& e) {
       if (const auto* sub = std::get_if<JobSubmitted>(&e.body)) {
@@ -482,7 +482,7 @@ Result<ClaimResult> RunRegion(const Scenario& s) {
       }
     };
     GP_ASSIGN_OR_RETURN(auto r, RunScenario(x, o));
-    for (const ScenarioPool& pool : x.pools) {
+    for (const PoolConfig& pool : x.pools) {
       for (const RegionInfo& info : x.engine.regions.regions) {
         if (pool.regions.size() == 1 && pool.regions[0] == info.name) {
           out.cost += r.pools.at(pool.name).gpu_hours_used * info.price_per_gpu_hour;

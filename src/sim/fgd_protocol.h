@@ -37,7 +37,7 @@
 #include "src/sched/policy.h"
 #include "src/sched/scheduler.h"
 #include "src/sched/target_workload.h"
-#include "src/sim/alibaba_gpu_trace.h"
+#include "src/config/alibaba_gpu_trace.h"
 
 namespace gpupool {
 

@@ -1,10 +1,13 @@
-// Scenario files: a cluster, its pools, tenants and quotas, a workload and
-// an engine configuration, in YAML, for `gpupool sim run`. The format is
-// documented in docs/scenarios.md; scenarios/ holds examples and the claims.
+// Scenario files for `gpupool sim run`: a cluster configuration
+// (src/config/cluster_config.h: pools, tenants, quotas, nodes, the engine's
+// settings) plus what only a simulation has: a workload, injected faults, a
+// provider model, sharing costs and a horizon. The format is documented in
+// docs/scenarios.md; scenarios/ holds examples and the claims.
 //
-// LoadScenario validates everything before returning: an unknown key, a
-// wrong type, a negative size or an unknown name is an Error naming the file,
-// line, column and the key's path (e.g.
+// LoadScenario validates everything before returning (src/config/
+// yaml_reader.h): an unknown key, a wrong type, a negative size or an
+// unknown name is an Error naming the file, line, column and the key's path
+// (e.g.
 // "claims/C-LEND.yaml:12:7: tenants[1].quota.a100.guaranteed_gpus: must not
 // be negative").
 #pragma once
@@ -17,47 +20,13 @@
 
 #include "src/base/status.h"
 #include "src/base/time.h"
+#include "src/config/cluster_config.h"
 #include "src/engine/engine.h"
 #include "src/model/job.h"
 #include "src/sched/attributes.h"
 #include "src/sched/comm_model.h"
 
 namespace gpupool {
-
-struct ScenarioNodeGroup {
-  int count = 0;
-  std::string name_prefix;  // default: model name, lower case
-  std::string model;        // a catalog name
-  int gpus = 0;
-  int64_t cpu_milli = 0;
-  int64_t memory_mib = 0;
-  std::string region = "region-1", zone = "zone-1";
-  int racks = 1;            // nodes are spread round-robin over this many racks
-  std::string attributes;   // a node class name, or empty
-};
-
-struct ScenarioPool {
-  std::string name;
-  std::vector<std::string> models;  // empty = any model
-  std::vector<std::string> regions;
-  std::vector<std::string> dedicated_to;
-  // `isolation: required` (servers; EXEC-1): only nodes whose agent runs
-  // tasks in containers take work here (an agent that reports isolation
-  // none is refused at registration). Default `optional`.
-  bool isolation_required = false;
-};
-
-struct ScenarioQuota {
-  double guaranteed_gpus = 0;
-  double limit_gpus = 0;
-  double weight = 1;
-  bool reserved = false;
-};
-
-struct ScenarioTenant {
-  std::string name;
-  std::map<std::string, ScenarioQuota> quota;  // by pool name
-};
 
 // A distribution of job durations.
 struct DurationModel {
@@ -215,28 +184,6 @@ struct SharingCosts {
   LinkBandwidths links;                // TOPO-1 communication model
 };
 
-// Settings of `gpupool server` (the `server` section of a server
-// configuration; see docs/server.md).
-// The daemon's command node provider (SCALE-1, `server.provider`; see
-// src/server/node_provider.h): shell command lines run with /bin/sh -c to
-// create and delete a node. Configured exactly when `scaling` is.
-struct CommandProviderSettings {
-  std::string create;  // empty: no provider
-  std::string remove;  // `delete`; empty: removed nodes are not deleted
-  Duration timeout{std::chrono::minutes(10)};  // per command; then it is killed
-};
-
-struct ServerSettings {
-  Duration tick{std::chrono::seconds(1)};  // how often the control loops run
-  int64_t snapshot_every_events = 20000;    // a snapshot after this many events
-  int64_t max_body_bytes = 1 << 20;         // larger request bodies are refused
-  int64_t http_threads = 64;                // concurrent HTTP connections served
-  CommandProviderSettings provider;
-  // The image of a job that runs a command and names none: "host" or an
-  // absolute path on the nodes; empty: such a job is refused (EXEC-1).
-  std::string default_image;
-};
-
 // The simulated node provider (SCALE-1, SCALE-5): how long a node takes to
 // join after a scale-out asks for it, cold (booted, driver and image
 // loaded) or from the warm pool (pre-initialised), and what nodes cost.
@@ -249,33 +196,20 @@ struct ProviderModel {
   double warm_price_fraction = 0.1;
 };
 
-struct Scenario {
+struct Scenario : ClusterConfig {
   std::string path;         // where it was loaded from
-  std::string name;
-  std::string description;
-  uint64_t seed = 1;
   Duration horizon{std::chrono::hours(24)};  // the simulation stops here (running jobs are counted as unfinished)
-  EngineConfig engine;
+  // engine.tick, engine.start_latency, engine.sample_every, engine.costs:
+  // simulator settings kept in the engine section.
   Duration tick{std::chrono::seconds(30)};
   Duration start_latency{std::chrono::seconds(10)};
   Duration sample_every{std::chrono::minutes(5)};
-  std::map<std::string, int32_t> priorities = {{"low", 0}, {"normal", 100}, {"high", 1000}};
-  std::vector<NodeAttributes> node_classes;
-  std::vector<Requirement> requirements;
-  std::vector<ScenarioNodeGroup> nodes;
-  std::vector<ScenarioPool> pools;
-  std::vector<ScenarioTenant> tenants;
   std::vector<TenantWorkload> workloads;
   std::optional<TraceWorkload> trace;
   std::vector<FaultSpec> faults;
   std::vector<HotSpell> hot_spells;  // needs engine.hotspots
   std::vector<GpuFaultSpec> gpu_faults;
   SharingCosts costs;
-  // Optional: the openb node list to build the cluster from instead of
-  // `nodes` (every node into the pools by model).
-  std::string trace_nodes_path;
-  int trace_nodes_every = 1;  // only every N-th node of the list (a sample of the cluster)
-  ServerSettings server;  // server configurations only
   ProviderModel provider;  // for engine.scaling
 };
 
@@ -283,11 +217,6 @@ struct Scenario {
 Result<Scenario> LoadScenario(const std::string& path);
 // Parses scenario text; `source` names it in messages, `base_dir` resolves
 // relative trace paths.
-// With `server`, the text is a server configuration instead: the same
-// schema without horizon, workload, trace, faults and provider, with
-// tenants and cluster optional and a `server` section (ServerSettings);
-// `scaling` there requires `server.provider`.
-Result<Scenario> ParseScenario(std::string_view text, std::string_view source, const std::string& base_dir,
-                               bool server = false);
+Result<Scenario> ParseScenario(std::string_view text, std::string_view source, const std::string& base_dir);
 
 }  // namespace gpupool

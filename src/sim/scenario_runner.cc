@@ -5,74 +5,14 @@
 #include <cmath>
 #include <filesystem>
 
-#include "src/sim/alibaba_gpu_trace.h"
+#include "src/config/alibaba_gpu_trace.h"
 #include "src/sim/runtime_samples.h"
 #include "src/sim/serving_trace.h"
 #include "src/sim/simulator.h"
-#include "src/sim/traces_dir.h"
+#include "src/config/traces_dir.h"
 #include "src/sim/workload.h"
 
 namespace gpupool {
-
-Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::string, uint16_t>& classes) {
-  std::vector<NodePlan> plan;
-  if (!s.trace_nodes_path.empty()) {
-    GP_ASSIGN_OR_RETURN(auto nodes, LoadOpenbNodesFile(s.trace_nodes_path, Catalog::Builtin()));
-    for (size_t i = 0; i < nodes.size(); i += static_cast<size_t>(s.trace_nodes_every)) {
-      plan.push_back({std::move(nodes[i]), "region-1", "zone-1", "rack-1"});
-    }
-  }
-  for (const ScenarioNodeGroup& g : s.nodes) {
-    std::string prefix = g.name_prefix;
-    if (prefix.empty()) {
-      prefix = g.model.empty() ? "cpu" : g.model;
-      std::transform(prefix.begin(), prefix.end(), prefix.begin(), [](unsigned char c) { return std::tolower(c); });
-    }
-    const GpuModelId model = g.model.empty() ? kNoGpuModel : *Catalog::Builtin().Find(g.model);
-    const uint16_t attr = g.attributes.empty() ? 0 : classes.at(g.attributes);
-    for (int i = 0; i < g.count; ++i) {
-      NodeSpec spec{prefix + "-" + std::to_string(i), g.cpu_milli, g.memory_mib, g.gpus, model, 0, attr};
-      plan.push_back({std::move(spec), g.region, g.zone, g.zone + "-rack-" + std::to_string(i % std::max(1, g.racks))});
-    }
-  }
-  return plan;
-}
-
-Status BuildWorld(const Scenario& s, const std::vector<NodePlan>& nodes, Engine& e, Instant now,
-                  const Engine::Sink& sink) {
-  std::map<std::string, TenantId> tenants;
-  for (const ScenarioTenant& t : s.tenants) {
-    GP_ASSIGN_OR_RETURN(auto id, e.AddTenant(t.name, now, sink));
-    tenants[t.name] = id;
-  }
-  std::map<std::string, PoolId> pools;
-  for (const ScenarioPool& p : s.pools) {
-    PoolSelector sel;
-    if (!p.models.empty()) {
-      sel.models = 0;
-      for (const std::string& m : p.models) sel.models |= GpuModelMask{1} << *Catalog::Builtin().Find(m);
-    }
-    sel.regions = p.regions;
-    std::vector<TenantId> dedicated;
-    for (const std::string& t : p.dedicated_to) dedicated.push_back(tenants.at(t));
-    GP_ASSIGN_OR_RETURN(auto id, e.AddPool(p.name, sel, dedicated, now, sink));
-    pools[p.name] = id;
-  }
-  for (const NodePlan& n : nodes) {
-    GP_TRY(e.AddNode(n.spec, n.region, n.zone, n.rack, now, sink));
-  }
-  for (const ScenarioTenant& t : s.tenants) {
-    for (const auto& [pool, q] : t.quota) {
-      const Quota quota{std::llround(q.guaranteed_gpus * kMilliPerGpu), std::llround(q.limit_gpus * kMilliPerGpu),
-                        q.weight, q.reserved};
-      if (auto ok = e.SetQuota(tenants.at(t.name), pools.at(pool), quota, now, sink); !ok) {
-        return std::unexpected(Error{ok.error().code, "tenant '" + t.name + "', pool '" + pool + "': " +
-                                                          ok.error().message});
-      }
-    }
-  }
-  return {};
-}
 
 namespace {
 
@@ -114,10 +54,8 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   }
   // Ids follow declaration order.
   WorkloadIds ids;
-  AttributeTable attributes;
-  std::map<std::string, uint16_t> classes;
-  for (const NodeAttributes& c : s.node_classes) classes[c.name] = attributes.AddNodeClass(c);
-  for (const Requirement& r : s.requirements) ids.requirements[r.name] = attributes.AddRequirement(r);
+  WorldAttributes world = BuildAttributes(s);
+  ids.requirements = world.requirements;
   for (size_t t = 0; t < s.tenants.size(); ++t) ids.tenants[s.tenants[t].name] = static_cast<TenantId>(t);
   for (size_t p = 0; p < s.pools.size(); ++p) ids.pools[s.pools[p].name] = static_cast<PoolId>(p);
 
@@ -179,7 +117,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
     GP_ASSIGN_OR_RETURN(auto policy, FindModePolicy(s.engine.sharing_policy));
     for (SimJob& j : jobs) ApplySharingBaseline(options.sharing, policy, j.spec);
   }
-  GP_ASSIGN_OR_RETURN(auto plan, PlanNodes(s, classes));
+  GP_ASSIGN_OR_RETURN(auto plan, PlanNodes(s, world.classes));
   int64_t cpu = 0, gpu = 0;
   for (const NodePlan& n : plan) {
     cpu += n.spec.cpu_milli;
@@ -196,7 +134,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   if (options.policy) config.policy = *options.policy;
   if (options.lending) config.lending.enabled = *options.lending;
   if (options.reclaim_idle) config.reclaim.idle = *options.reclaim_idle;
-  GP_ASSIGN_OR_RETURN(auto engine, Engine::Create(config, std::move(target), std::move(attributes)));
+  GP_ASSIGN_OR_RETURN(auto engine, Engine::Create(config, std::move(target), std::move(world.table)));
 
   SimOptions sim_options;
   sim_options.tick = s.tick;

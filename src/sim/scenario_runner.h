@@ -1,5 +1,6 @@
-// Builds the world a scenario describes (attribute table, engine, pools,
-// tenants, nodes, quotas, jobs) and runs it through the simulator.
+// Builds the world a scenario describes (src/config/world.h: attribute
+// table, engine, pools, tenants, nodes, quotas), submits its jobs and runs
+// it through the simulator.
 #pragma once
 
 #include <map>
@@ -9,7 +10,7 @@
 #include <string>
 
 #include "src/base/status.h"
-#include "src/engine/engine.h"
+#include "src/config/world.h"
 #include "src/engine/engine.h"
 #include "src/sim/metrics.h"
 #include "src/sim/scenario.h"
@@ -39,21 +40,5 @@ struct RunOptions {
 };
 
 Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options);
-
-// The nodes a scenario's cluster section describes, named and placed
-// (region, zone, rack), in declaration order; `classes` maps node class
-// names to attribute-table ids.
-struct NodePlan {
-  NodeSpec spec;
-  std::string region, zone, rack;
-};
-Result<std::vector<NodePlan>> PlanNodes(const Scenario& s, const std::map<std::string, uint16_t>& classes);
-
-// Sets up what a scenario declares in a fresh engine, in this order:
-// tenants, pools, `nodes` (from PlanNodes), quotas. Tenant and pool ids
-// follow declaration order. Used by the simulator and by the server's
-// bootstrap of an empty data directory.
-Status BuildWorld(const Scenario& s, const std::vector<NodePlan>& nodes, Engine& e, Instant now,
-                  const Engine::Sink& sink);
 
 }  // namespace gpupool

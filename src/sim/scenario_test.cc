@@ -208,12 +208,12 @@ TEST(ScenarioTest, ParsesAFullScenario) {
 
   ASSERT_EQ(s.tenants.size(), 2u);
   EXPECT_EQ(s.tenants[0].name, "research");
-  const ScenarioQuota& rq = s.tenants[0].quota.at("a100");
+  const QuotaConfig& rq = s.tenants[0].quota.at("a100");
   EXPECT_EQ(rq.guaranteed_gpus, 64);
   EXPECT_EQ(rq.limit_gpus, 128);
   EXPECT_EQ(rq.weight, 1);
   EXPECT_FALSE(rq.reserved);
-  const ScenarioQuota& pq = s.tenants[1].quota.at("a100");
+  const QuotaConfig& pq = s.tenants[1].quota.at("a100");
   EXPECT_EQ(pq.guaranteed_gpus, 32.5);
   EXPECT_EQ(pq.limit_gpus, 32.5);  // defaults to the guarantee
   EXPECT_EQ(pq.weight, 2);

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "src/sim/traces_dir.h"
+#include "src/config/traces_dir.h"
 
 namespace gpupool {
 namespace {

@@ -28,10 +28,10 @@ Scenario TwoTeams(uint64_t seed, double rate_per_hour = 20) {
   s.seed = seed;
   s.horizon = 12h;
   s.engine.policy = "best";
-  s.nodes.push_back(ScenarioNodeGroup{8, "", "A100-80GB", 8, 128000, 1 << 20, "r", "z", 2, ""});
-  s.pools.push_back(ScenarioPool{"a100", {"A100-80GB"}, {}, {}});
-  s.tenants.push_back(ScenarioTenant{"research", {{"a100", ScenarioQuota{32, 64, 1, false}}}});
-  s.tenants.push_back(ScenarioTenant{"product", {{"a100", ScenarioQuota{16, 64, 1, false}}}});
+  s.nodes.push_back(NodeGroupConfig{8, "", "A100-80GB", 8, 128000, 1 << 20, "r", "z", 2, ""});
+  s.pools.push_back(PoolConfig{"a100", {"A100-80GB"}, {}, {}});
+  s.tenants.push_back(TenantConfig{"research", {{"a100", QuotaConfig{32, 64, 1, false}}}});
+  s.tenants.push_back(TenantConfig{"product", {{"a100", QuotaConfig{16, 64, 1, false}}}});
   JobTemplate train;
   train.name = "train";
   train.kind = JobKind::kTraining;

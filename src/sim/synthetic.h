@@ -14,7 +14,7 @@
 
 #include "src/model/cluster.h"
 #include "src/model/gpu_catalog.h"
-#include "src/sim/alibaba_gpu_trace.h"
+#include "src/config/alibaba_gpu_trace.h"
 
 namespace gpupool {
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "src/sim/traces_dir.h"
+#include "src/config/traces_dir.h"
 
 namespace gpupool {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "src/sim/alibaba_gpu_trace.h"
+#include "src/config/alibaba_gpu_trace.h"
 
 namespace gpupool {
 namespace {

@@ -1,4 +1,4 @@
-#include "src/sim/alibaba_gpu_trace.h"
+#include "src/config/alibaba_gpu_trace.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "src/sim/traces_dir.h"
+#include "src/config/traces_dir.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,0 +1,104 @@
+#include "src/server/server_config.h"
+
+#include <filesystem>
+
+#include "src/config/cluster_reader.h"
+
+namespace gpupool {
+namespace {
+
+class ServerConfigReader : public ClusterReader {
+ public:
+  ServerConfigReader(std::string_view source, std::string base_dir)
+      : ClusterReader(source, std::move(base_dir), ClusterReadOptions{.server = true}) {}
+
+  Result<ServerConfig> Parse(const YAML::Node& root);
+
+ private:
+  Status ParseServer(const YAML::Node& n, const std::string& path, ServerSettings& c) const;
+  Status ParseProvider(const YAML::Node& n, const std::string& path, CommandProviderSettings& c) const;
+};
+
+Result<ServerConfig> ServerConfigReader::Parse(const YAML::Node& root) {
+  ServerConfig s;
+  if (root.IsNull() || !root.IsDefined()) {
+    return Fail(root, "", "empty configuration (expected a map with at least 'name')");
+  }
+  YamlFields f;
+  GP_ASSIGN_OR_RETURN(f, Map(root, "",
+                             {"name", "description", "seed", "engine", "priorities", "node_classes", "requirements",
+                              "cluster", "pools", "tenants", "server", "scaling", "regions"}));
+  GP_TRY(ReadSections(f, s));
+  if (auto* n = f.Find("server")) GP_TRY(ParseServer(*n, "server", s.server));
+  if (auto* n = f.Find("regions")) GP_TRY(ReadRegions(*n, "regions", s));
+  if (auto* n = f.Find("scaling")) {
+    GP_TRY(ReadScaling(*n, "scaling", s));
+    // Scale-outs are only requests: without a provider nothing would
+    // ever create the nodes.
+    if (s.server.provider.create.empty()) {
+      return Fail(*n, "scaling", "needs server.provider (the commands that create and delete nodes)");
+    }
+  }
+  // Agents heartbeat every reclaim.poll: a node silent for six of them
+  // (30 s by default) is down, unless the configuration says otherwise
+  // (0s: no failure detection, e.g. nodes without agents).
+  const YAML::Node* engine = f.Find("engine");
+  if (!engine || !(*engine)["heartbeat_timeout"]) s.engine.heartbeat_timeout = 6 * s.engine.reclaim.poll;
+  return s;
+}
+
+Status ServerConfigReader::ParseServer(const YAML::Node& n, const std::string& path, ServerSettings& c) const {
+  YamlFields f;
+  GP_ASSIGN_OR_RETURN(
+      f,
+      Map(n, path, {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "provider", "default_image"}));
+  if (const YAML::Node* i = f.Find("default_image")) {
+    // As a job's `image` (src/api/task_request.h, ImageProblem).
+    GP_TRY(StringField(f, "default_image", c.default_image));
+    if (c.default_image != "host" && (c.default_image[0] != '/' || c.default_image.size() > 4096 ||
+                                      c.default_image.find('\0') != std::string::npos)) {
+      return Fail(*i, f.PathOf("default_image"),
+                  "expected \"host\" or an absolute path to an image on the nodes (at most 4096 bytes, without NUL)");
+    }
+  }
+  GP_TRY(DurationField(f, "tick", c.tick, PositiveDuration));
+  GP_TRY(IntField(f, "snapshot_every_events", c.snapshot_every_events, IntRange(1, INT64_MAX)));
+  GP_TRY(IntField(f, "max_body_bytes", c.max_body_bytes, IntRange(1024, 1 << 30)));
+  GP_TRY(IntField(f, "http_threads", c.http_threads, IntRange(1, 1024)));
+  if (const YAML::Node* p = f.Find("provider")) GP_TRY(ParseProvider(*p, f.PathOf("provider"), c.provider));
+  return {};
+}
+
+// The command node provider (src/server/node_provider.h).
+Status ServerConfigReader::ParseProvider(const YAML::Node& n, const std::string& path,
+                                         CommandProviderSettings& c) const {
+  YamlFields f;
+  GP_ASSIGN_OR_RETURN(f, Map(n, path, {"create", "delete", "timeout"}));
+  if (n.IsNull()) return Fail(n, path, "expected a map with create (and delete, timeout)");
+  GP_TRY(Require(f, "create"));
+  GP_TRY(StringField(f, "create", c.create));
+  GP_TRY(StringField(f, "delete", c.remove));
+  GP_TRY(DurationField(f, "timeout", c.timeout, [](Duration d) -> std::string {
+    return d >= std::chrono::seconds(1) ? "" : "must be at least 1s";
+  }));
+  return {};
+}
+
+}  // namespace
+
+Result<ServerConfig> ParseServerConfig(std::string_view text, std::string_view source, const std::string& base_dir) {
+  GP_ASSIGN_OR_RETURN(const YAML::Node root, ParseOneYamlDocument(text, source));
+  try {
+    return ServerConfigReader(source, base_dir).Parse(root);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(YamlWhere(source, e.mark) + "YAML error: " + e.msg);
+  }
+}
+
+Result<ServerConfig> LoadServerConfig(const std::string& path) {
+  GP_ASSIGN_OR_RETURN(const std::string text, ReadConfigFile(path));
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return ParseServerConfig(text, path, dir.empty() ? "." : dir);
+}
+
+}  // namespace gpupool

@@ -1,0 +1,80 @@
+#include "src/server/server_config.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "src/server/default_config.h"
+
+namespace gpupool {
+namespace {
+
+TEST(ServerConfigTest, TheEmbeddedDefaultParses) {
+  auto c = ParseServerConfig(kDefaultServerConfig, "embedded configuration", ".");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->name, "default");
+  ASSERT_EQ(c->pools.size(), 1u);
+  EXPECT_TRUE(c->tenants.empty());  // optional in a server configuration
+  EXPECT_TRUE(c->nodes.empty());
+  EXPECT_EQ(c->server.tick, Duration(std::chrono::seconds(1)));
+  // Six missed heartbeats (reclaim.poll, 5 s) by default.
+  EXPECT_EQ(c->engine.heartbeat_timeout, Duration(std::chrono::seconds(30)));
+}
+
+TEST(ServerConfigTest, ReadsTheServerSection) {
+  auto c = ParseServerConfig(
+      "name: s\npools: [{name: p}]\nengine: {heartbeat_timeout: 0s}\n"
+      "server: {tick: 250ms, http_threads: 8, default_image: host, provider: {create: ./up, timeout: 2m}}\n"
+      "scaling:\n  - pool: p\n    node: {model: H100, gpus: 8, cpu_cores: 96, memory_gib: 1024}\n    max_nodes: 4\n",
+      "s.yaml", ".");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->server.tick, Duration(std::chrono::milliseconds(250)));
+  EXPECT_EQ(c->server.http_threads, 8);
+  EXPECT_EQ(c->server.default_image, "host");
+  EXPECT_EQ(c->server.provider.create, "./up");
+  EXPECT_EQ(c->server.provider.timeout, Duration(std::chrono::minutes(2)));
+  EXPECT_EQ(c->engine.heartbeat_timeout, Duration(0));
+  ASSERT_EQ(c->engine.scaling.size(), 1u);
+}
+
+TEST(ServerConfigTest, RefusesWhatOnlyASimulationHas) {
+  struct Case {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"name: s\npools: [{name: p}]\nhorizon: 1h\n", "s.yaml:3:1: horizon: unknown key 'horizon'"},
+      {"name: s\npools: [{name: p}]\nworkload: []\n", "s.yaml:3:1: workload: unknown key 'workload'"},
+      // The simulator's settings in the engine section: the server's tick is server.tick.
+      {"name: s\npools: [{name: p}]\nengine: {tick: 1s}\n", "s.yaml:3:10: engine.tick: unknown key 'tick'"},
+      {"name: s\npools: [{name: p}]\nengine: {costs: {}}\n", "s.yaml:3:10: engine.costs: unknown key 'costs'"},
+      {"name: s\npools: [{name: p}]\nserver: {tick: 0s}\n", "s.yaml:3:16: server.tick: must be positive"},
+      {"name: s\npools: [{name: p}]\nserver: {default_image: rel/path}\n",
+       "s.yaml:3:25: server.default_image: expected \"host\" or an absolute path"},
+      {"name: s\npools: [{name: p}]\nscaling:\n  - pool: p\n    node: {model: H100, gpus: 8, cpu_cores: 1, "
+       "memory_gib: 1}\n",
+       "s.yaml:4:3: scaling: needs server.provider"},
+      {"", "embedded:1:1: empty configuration"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseServerConfig(c.text, c.text[0] ? "s.yaml" : "embedded", ".");
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_EQ(r.error().message.rfind(c.message, 0), 0u) << r.error().message;
+  }
+}
+
+TEST(ServerConfigTest, LoadNamesAMissingFile) {
+  auto r = LoadServerConfig("/nonexistent/gpupool.yaml");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("/nonexistent/gpupool.yaml: cannot open"), std::string::npos);
+  const std::string dir = testing::TempDir() + "/server_config_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/c.yaml") << "name: s\npools: [{name: p}]\n";
+  auto ok = LoadServerConfig(dir + "/c.yaml");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->name, "s");
+}
+
+}  // namespace
+}  // namespace gpupool
