@@ -513,23 +513,19 @@ std::string JobProblem(const EngineState& s, const Job& j, std::vector<uint8_t>&
   return "";
 }
 
-Status ReadState(Reader& r, EngineState& s) {
-  auto check = [&]() -> Status {
-    if (!r.ok()) return std::unexpected(r.error());
-    return {};
-  };
-  auto fail = [&](const std::string& why) -> Status {
-    return InvalidArgument("snapshot: " + why);
-  };
+// The snapshot's sections, in their order; each stops at the first
+// malformed field (the Reader remembers it) and checks what it read against
+// what came before.
+Status ReaderStatus(const Reader& r) {
+  if (!r.ok()) return std::unexpected(r.error());
+  return {};
+}
 
-  r.At("state");
-  s.next_job_id = r.S("next_job_id");
-  s.last_seq = r.S("last_seq");
-  s.now = r.Time("now");
-  s.capacity_epoch = r.U("capacity_epoch");
+std::unexpected<Error> SnapshotFail(const std::string& why) { return InvalidArgument("snapshot: " + why); }
 
+Status ReadPools(Reader& r, EngineState& s) {
   const size_t pools = r.Count("pools", 5);
-  if (pools > static_cast<size_t>(kMaxPools)) return fail("more than " + std::to_string(kMaxPools) + " pools");
+  if (pools > static_cast<size_t>(kMaxPools)) return SnapshotFail("more than " + std::to_string(kMaxPools) + " pools");
   for (size_t i = 0; i < pools && r.ok(); ++i) {
     r.At("pool", static_cast<int64_t>(i));
     Pool p;
@@ -552,17 +548,19 @@ Status ReadState(Reader& r, EngineState& s) {
     t.unavailable_gpu_milli = r.S("unavailable_gpu_milli");
     s.pool_totals.push_back(t);
   }
-  if (auto ok = check(); !ok) return ok;
+  return ReaderStatus(r);
+}
 
+Status ReadTenants(Reader& r, EngineState& s) {
   r.At("tenants");
-  const size_t tenants = r.Count("tenants", 3 + pools * 12);
+  const size_t tenants = r.Count("tenants", 3 + s.pools.size() * 12);
   for (size_t i = 0; i < tenants && r.ok(); ++i) {
     r.At("tenant", static_cast<int64_t>(i));
     Tenant t;
     t.id = r.Int<TenantId>("id");
     t.name = r.T("name");
     const size_t tp_count = r.Count("pools", 12);
-    if (r.ok() && (t.id != static_cast<TenantId>(i) || tp_count != pools)) {
+    if (r.ok() && (t.id != static_cast<TenantId>(i) || tp_count != s.pools.size())) {
       r.Fail("id", "tenant ids must be 0, 1, 2, ... in order, each with one entry per pool");
     }
     for (size_t p = 0; p < tp_count && r.ok(); ++p) {
@@ -585,15 +583,18 @@ Status ReadState(Reader& r, EngineState& s) {
     }
     s.tenants.push_back(std::move(t));
   }
-  if (auto ok = check(); !ok) return ok;
+  GP_TRY(ReaderStatus(r));
   for (const Pool& p : s.pools) {
     for (TenantId t : p.dedicated_to) {
       if (t < 0 || static_cast<size_t>(t) >= s.tenants.size()) {
-        return fail("pool " + std::to_string(p.id) + ": dedicated_to names unknown tenant " + std::to_string(t));
+        return SnapshotFail("pool " + std::to_string(p.id) + ": dedicated_to names unknown tenant " + std::to_string(t));
       }
     }
   }
+  return ReaderStatus(r);
+}
 
+Status ReadCluster(Reader& r, EngineState& s) {
   Cluster::Image image;
   r.At("nodes");
   const size_t nodes = r.Count("nodes", kNodeMinBytes);
@@ -611,7 +612,7 @@ Status ReadState(Reader& r, EngineState& s) {
     std::vector<int32_t> counts;
     for (size_t k = 0; k < labels && r.ok(); ++k) counts.push_back(r.Int<int32_t>("label_counts"));
     s.node_label_counts.push_back(std::move(counts));
-    if (r.ok() && image.nodes.back().pool >= pools) r.Fail("pool", "unknown pool");
+    if (r.ok() && image.nodes.back().pool >= s.pools.size()) r.Fail("pool", "unknown pool");
   }
   r.At("allocations");
   const size_t allocations = r.Count("allocations");
@@ -639,11 +640,14 @@ Status ReadState(Reader& r, EngineState& s) {
   for (size_t i = 0; i < free_ids && r.ok(); ++i) {
     image.free_allocation_ids.push_back(r.Int<AllocationId>("free_allocation_ids"));
   }
-  if (auto ok = check(); !ok) return ok;
+  GP_TRY(ReaderStatus(r));
   auto cluster = Cluster::FromImage(std::move(image));
-  if (!cluster) return fail(cluster.error().message);
+  if (!cluster) return SnapshotFail(cluster.error().message);
   s.cluster = std::move(*cluster);
+  return ReaderStatus(r);
+}
 
+Status ReadJobs(Reader& r, EngineState& s) {
   // Jobs, ascending ids (so unique), each checked before it is indexed.
   r.At("jobs");
   const size_t jobs = r.Count("jobs", kJobMinBytes);
@@ -653,22 +657,26 @@ Status ReadState(Reader& r, EngineState& s) {
   for (size_t i = 0; i < jobs && r.ok(); ++i) {
     r.At("job", static_cast<int64_t>(i));
     Job j = ReadJob(r);
-    if (auto ok = check(); !ok) return ok;
+    GP_TRY(ReaderStatus(r));
     if (j.id <= last_id || j.id >= s.next_job_id) {
-      return fail("job " + std::to_string(j.id) + ": ids must ascend and stay below next_job_id");
+      return SnapshotFail("job " + std::to_string(j.id) + ": ids must ascend and stay below next_job_id");
     }
     last_id = j.id;
     if (std::string why = JobProblem(s, j, allocation_used); !why.empty()) {
-      return fail("job " + std::to_string(j.id) + ": " + why);
+      return SnapshotFail("job " + std::to_string(j.id) + ": " + why);
     }
     s.jobs.emplace(j.id, std::move(j));
   }
-  if (auto ok = check(); !ok) return ok;
+  GP_TRY(ReaderStatus(r));
   if (static_cast<size_t>(std::count(allocation_used.begin(), allocation_used.end(), 1)) !=
       static_cast<size_t>(s.cluster.live_allocations())) {
-    return fail("live allocations that no job holds");
+    return SnapshotFail("live allocations that no job holds");
   }
+  return ReaderStatus(r);
+}
 
+// Nominated preemptors, gang reservations and MIG re-cut moves.
+Status ReadHolds(Reader& r, EngineState& s) {
   r.At("nominated");
   const size_t nominated = r.Count("nominated", 4);
   for (size_t i = 0; i < nominated && r.ok(); ++i) {
@@ -699,10 +707,10 @@ Status ReadState(Reader& r, EngineState& s) {
     reserved_nodes += held.size();
     if (r.ok() && !s.reservations.emplace(job, std::move(held)).second) r.Fail("job", "listed twice");
   }
-  if (auto ok = check(); !ok) return ok;
+  GP_TRY(ReaderStatus(r));
   size_t marked = 0;
   for (const Node& n : s.cluster.nodes()) marked += n.reserved_for >= 0;
-  if (marked != reserved_nodes) return fail("nodes reserved for jobs that hold no reservation");
+  if (marked != reserved_nodes) return SnapshotFail("nodes reserved for jobs that hold no reservation");
 
   r.At("re-cuts");
   const size_t recuts = r.Count("recut_moved", 2);
@@ -711,9 +719,10 @@ Status ReadState(Reader& r, EngineState& s) {
     const JobId beneficiary = r.S("beneficiary");
     if (r.ok() && !s.recut_moved.emplace(moved, beneficiary).second) r.Fail("moved", "listed twice");
   }
-  if (auto ok = check(); !ok) return ok;
+  return ReaderStatus(r);
+}
 
-  // The indexes that are functions of the live jobs, as Apply keeps them.
+void IndexJobs(EngineState& s) {
   for (auto& [id, j] : s.jobs) {
     if (j.state == JobState::kPending) {
       s.queue.Add(j);
@@ -724,6 +733,9 @@ Status ReadState(Reader& r, EngineState& s) {
     if (j.spec.deadline) s.running_deadlines.insert({ToMillis(*j.spec.deadline), id});
   }
 
+}
+
+Status ReadBlockedGroups(Reader& r, EngineState& s) {
   r.At("blocked groups");
   const size_t blocked = r.Count("blocked", 2);
   for (size_t i = 0; i < blocked && r.ok(); ++i) {
@@ -742,8 +754,11 @@ Status ReadState(Reader& r, EngineState& s) {
     }
     g.blocked_epoch = epoch;
   }
-  if (auto ok = check(); !ok) return ok;
+  return ReaderStatus(r);
+}
 
+// Requested and warm nodes per pool, drains, hot and lent nodes.
+Status ReadScalingState(Reader& r, EngineState& s) {
   r.At("scaling");
   s.pool_scaling.assign(s.pools.size(), {});
   for (EngineState::PoolScaling& p : s.pool_scaling) {
@@ -789,6 +804,10 @@ Status ReadState(Reader& r, EngineState& s) {
       break;
     }
   }
+  return ReaderStatus(r);
+}
+
+Status ReadRegions(Reader& r, EngineState& s) {
   r.At("regions");
   if (r.Bool("regions")) {
     RegionPolicy p;
@@ -820,9 +839,27 @@ Status ReadState(Reader& r, EngineState& s) {
     }
     s.regions = std::move(p);
   }
-  if (auto ok = check(); !ok) return ok;
+  return ReaderStatus(r);
+}
+
+Status ReadState(Reader& r, EngineState& s) {
+  r.At("state");
+  s.next_job_id = r.S("next_job_id");
+  s.last_seq = r.S("last_seq");
+  s.now = r.Time("now");
+  s.capacity_epoch = r.U("capacity_epoch");
+  GP_TRY(ReadPools(r, s));
+  GP_TRY(ReadTenants(r, s));
+  GP_TRY(ReadCluster(r, s));
+  GP_TRY(ReadJobs(r, s));
+  GP_TRY(ReadHolds(r, s));
+  // The indexes that are functions of the live jobs, as Apply keeps them.
+  IndexJobs(s);
+  GP_TRY(ReadBlockedGroups(r, s));
+  GP_TRY(ReadScalingState(r, s));
+  GP_TRY(ReadRegions(r, s));
   for (const Node& n : s.cluster.nodes()) s.removed_nodes += n.condition == NodeCondition::kRemoved;
-  if (!r.at_end()) return fail("bytes left after the last section");
+  if (!r.at_end()) return SnapshotFail("bytes left after the last section");
   return {};
 }
 
@@ -856,21 +893,10 @@ uint64_t LegacySnapshotChecksum(std::string_view payload) {
   return h;
 }
 
-std::string EncodeSnapshot(const EngineState& s) { return EncodeSnapshotAs(s, kSnapshotVersion); }
+namespace {
 
-std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
-  GP_CHECK(version == 6 || version == kSnapshotVersion) << "snapshot version " << version;
-  const Cluster& c = s.cluster;
-  Writer w(kSnapshotHeaderBytes + 256 + c.nodes().size() * 160 + c.allocation_slots().size() * 32 +
-               s.jobs.size() * 96,
-           version);
-  w.out().append(kSnapshotHeaderBytes, '\0');  // the header, filled in at the end
-
-  w.S(s.next_job_id);
-  w.S(s.last_seq);
-  w.Time(s.now);
-  w.U(s.capacity_epoch);
-
+// The sections ReadState reads, in the same order.
+void WritePools(Writer& w, const EngineState& s) {
   w.U(s.pools.size());
   for (const Pool& p : s.pools) {
     w.U(p.id);
@@ -887,7 +913,9 @@ std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
     w.S(t.memory_mib);
     w.S(t.unavailable_gpu_milli);
   }
+}
 
+void WriteTenants(Writer& w, const EngineState& s) {
   w.U(s.tenants.size());
   for (const Tenant& t : s.tenants) {
     w.S(t.id);
@@ -907,7 +935,10 @@ std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
       w.S(tp.usage.over_limit_milli);
     }
   }
+}
 
+void WriteCluster(Writer& w, const EngineState& s) {
+  const Cluster& c = s.cluster;
   w.U(c.node_count());
   for (NodeIndex i = 0; i < c.node_count(); ++i) {
     w.T(c.node_name(i));
@@ -932,14 +963,18 @@ std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
   }
   w.U(c.free_allocation_ids().size());
   for (AllocationId id : c.free_allocation_ids()) w.S(id);
+}
 
+void WriteJobs(Writer& w, const EngineState& s) {
   std::vector<const Job*> jobs;
   jobs.reserve(s.jobs.size());
   for (const auto& [id, j] : s.jobs) jobs.push_back(&j);
   std::sort(jobs.begin(), jobs.end(), [](const Job* a, const Job* b) { return a->id < b->id; });
   w.U(jobs.size());
   for (const Job* j : jobs) WriteJob(w, *j);
+}
 
+void WriteHolds(Writer& w, const EngineState& s) {
   w.U(s.nominated.size());
   for (const QueueKey& k : s.nominated) {
     w.S(k.neg_priority);
@@ -958,7 +993,10 @@ std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
     w.S(moved);
     w.S(beneficiary);
   }
-  // Blocked groups, by tenant, then group order.
+}
+
+void WriteBlockedGroups(Writer& w, const EngineState& s) {
+  // By tenant, then group order.
   std::vector<std::pair<JobId, uint64_t>> blocked;
   for (TenantId t : s.queue.tenants()) {
     for (const auto& [key, group] : s.queue.find_tenant(t)->groups) {
@@ -970,6 +1008,9 @@ std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
     w.S(job);
     w.U(epoch);
   }
+}
+
+void WriteScalingState(Writer& w, const EngineState& s) {
   for (const EngineState::PoolScaling& p : s.pool_scaling) {
     w.S(p.requested_nodes);
     w.S(p.warm_nodes);
@@ -983,6 +1024,9 @@ std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
     w.S(n);
     w.B(home);
   }
+}
+
+void WriteRegions(Writer& w, const EngineState& s) {
   w.Bool(s.regions.has_value());
   if (s.regions) {
     w.B(static_cast<uint8_t>(s.regions->kind));
@@ -1003,6 +1047,33 @@ std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
       w.F(u.latency_budget_ms);
     }
   }
+}
+
+}  // namespace
+
+std::string EncodeSnapshot(const EngineState& s) { return EncodeSnapshotAs(s, kSnapshotVersion); }
+
+std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
+  GP_CHECK(version == 6 || version == kSnapshotVersion) << "snapshot version " << version;
+  const Cluster& c = s.cluster;
+  Writer w(kSnapshotHeaderBytes + 256 + c.nodes().size() * 160 + c.allocation_slots().size() * 32 +
+               s.jobs.size() * 96,
+           version);
+  w.out().append(kSnapshotHeaderBytes, '\0');  // the header, filled in at the end
+
+  w.S(s.next_job_id);
+  w.S(s.last_seq);
+  w.Time(s.now);
+  w.U(s.capacity_epoch);
+
+  WritePools(w, s);
+  WriteTenants(w, s);
+  WriteCluster(w, s);
+  WriteJobs(w, s);
+  WriteHolds(w, s);
+  WriteBlockedGroups(w, s);
+  WriteScalingState(w, s);
+  WriteRegions(w, s);
 
   std::string& out = w.out();
   const std::string_view payload(out.data() + kSnapshotHeaderBytes, out.size() - kSnapshotHeaderBytes);

@@ -266,6 +266,14 @@ std::string ReadModel::Encode() const {
   w.Put(kMagic);
   w.Put(kVersion);
   w.Put(last_seq_);
+  EncodeV2(w);
+  EncodeV3(w);
+  EncodeV4(w);
+  return std::move(w.bytes());
+}
+
+// Version 2: pools, tenants and quotas, nodes, jobs.
+void ReadModel::EncodeV2(ByteWriter& w) const {
   w.Put<uint64_t>(pools_.size());
   for (const Pool& p : pools_) {
     w.Put(p.id);
@@ -322,7 +330,10 @@ std::string ReadModel::Encode() const {
     w.Put(j.interruptions);
     w.PutString(j.reason);
   }
-  // Version 3.
+}
+
+// Version 3: the region table set at runtime, hotspots, elastic bounds, lent nodes.
+void ReadModel::EncodeV3(ByteWriter& w) const {
   w.Put<uint8_t>(set_regions_.has_value());
   if (set_regions_) {
     w.Put(static_cast<uint8_t>(set_regions_->kind));
@@ -371,7 +382,10 @@ std::string ReadModel::Encode() const {
     w.Put(static_cast<NodeIndex>(i));
     w.Put(nodes_[i].home_pool);
   }
-  // Version 4: tasks' container fields (EXEC-1..6).
+}
+
+// Version 4: tasks' container fields (EXEC-1..6).
+void ReadModel::EncodeV4(ByteWriter& w) const {
   auto has_container = [](const JobRecord& j) {
     const TaskSpec& t = j.spec.task;
     return j.id >= 0 && (!t.image.empty() || t.shm_mib != TaskSpec{}.shm_mib || t.network_isolated);
@@ -384,7 +398,6 @@ std::string ReadModel::Encode() const {
     w.Put(j.spec.task.shm_mib);
     w.Put<uint8_t>(j.spec.task.network_isolated);
   }
-  return std::move(w.bytes());
 }
 
 Status ReadModel::Decode(std::string_view bytes) {
@@ -397,6 +410,25 @@ Status ReadModel::Decode(std::string_view bytes) {
   }
   ReadModel m;
   m.last_seq_ = r.Get<int64_t>();
+  DecodeV2(r, m);
+  if (version >= 3 && !r.failed()) DecodeV3(r, m);
+  if (version >= 4 && !r.failed()) DecodeV4(r, m);
+  if (r.failed() || r.remaining() != 0) return InvalidArgument("read-model snapshot: truncated or corrupt");
+  last_seq_ = m.last_seq_;
+  jobs_ = std::move(m.jobs_);
+  jobs_by_tenant_ = std::move(m.jobs_by_tenant_);
+  pools_ = std::move(m.pools_);
+  tenant_names_ = std::move(m.tenant_names_);
+  tenant_ids_ = std::move(m.tenant_ids_);
+  quotas_ = std::move(m.quotas_);
+  nodes_ = std::move(m.nodes_);
+  node_ids_ = std::move(m.node_ids_);
+  set_regions_ = std::move(m.set_regions_);
+  return {};
+}
+
+// Each stops at the first malformed field (the ByteReader remembers it).
+void ReadModel::DecodeV2(ByteReader& r, ReadModel& m) {
   const uint64_t pools = r.GetCount(8);
   for (uint64_t i = 0; i < pools && !r.failed(); ++i) {
     Pool p;
@@ -469,102 +501,92 @@ Status ReadModel::Decode(std::string_view bytes) {
     j.reason = r.GetString();
     m.jobs_by_tenant_[j.spec.tenant].push_back(j.id);
   }
-  if (version >= 3 && !r.failed()) {
-    if (r.Get<uint8_t>()) {
-      RegionPolicy p;
-      const uint8_t kind = r.Get<uint8_t>();
-      if (kind > static_cast<uint8_t>(RegionPolicy::Kind::kNearest)) r.Fail();
-      p.kind = static_cast<RegionPolicy::Kind>(kind);
-      const uint64_t regions = r.GetCount(16);
-      for (uint64_t i = 0; i < regions && !r.failed(); ++i) {
-        RegionInfo info;
-        info.name = r.GetString();
-        info.price_per_gpu_hour = r.Get<double>();
-        const uint64_t latencies = r.GetCount(16);
-        for (uint64_t k = 0; k < latencies && !r.failed(); ++k) {
-          std::string location = r.GetString();
-          info.latency_ms[std::move(location)] = r.Get<double>();
-        }
-        p.regions.push_back(std::move(info));
+}
+
+void ReadModel::DecodeV3(ByteReader& r, ReadModel& m) {
+  if (r.Get<uint8_t>()) {
+    RegionPolicy p;
+    const uint8_t kind = r.Get<uint8_t>();
+    if (kind > static_cast<uint8_t>(RegionPolicy::Kind::kNearest)) r.Fail();
+    p.kind = static_cast<RegionPolicy::Kind>(kind);
+    const uint64_t regions = r.GetCount(16);
+    for (uint64_t i = 0; i < regions && !r.failed(); ++i) {
+      RegionInfo info;
+      info.name = r.GetString();
+      info.price_per_gpu_hour = r.Get<double>();
+      const uint64_t latencies = r.GetCount(16);
+      for (uint64_t k = 0; k < latencies && !r.failed(); ++k) {
+        std::string location = r.GetString();
+        info.latency_ms[std::move(location)] = r.Get<double>();
       }
-      const uint64_t users = r.GetCount(24);
-      for (uint64_t i = 0; i < users && !r.failed(); ++i) {
-        TenantUsers u;
-        u.tenant = r.GetString();
-        u.location = r.GetString();
-        u.latency_budget_ms = r.Get<double>();
-        p.users.push_back(std::move(u));
-      }
-      m.set_regions_ = std::move(p);
+      p.regions.push_back(std::move(info));
     }
-    const uint64_t hot = r.GetCount(22);
-    for (uint64_t i = 0; i < hot && !r.failed(); ++i) {
-      const NodeIndex node = r.Get<NodeIndex>();
-      const GpuMask gpus = r.Get<GpuMask>();
-      std::string reason = r.GetString();
-      const int64_t since = r.Get<int64_t>();
-      if (node < 0 || static_cast<size_t>(node) >= m.nodes_.size()) {
-        r.Fail();
-        break;
-      }
-      NodeRecord& n = m.nodes_[node];
-      n.hot = true;
-      n.hot_gpus = gpus;
-      n.hot_reason = std::move(reason);
-      n.hot_since = InstantFromMillis(since);
+    const uint64_t users = r.GetCount(24);
+    for (uint64_t i = 0; i < users && !r.failed(); ++i) {
+      TenantUsers u;
+      u.tenant = r.GetString();
+      u.location = r.GetString();
+      u.latency_budget_ms = r.Get<double>();
+      p.users.push_back(std::move(u));
     }
-    const uint64_t elastic = r.GetCount(16);
-    for (uint64_t i = 0; i < elastic && !r.failed(); ++i) {
-      const JobId id = r.Get<JobId>();
-      const int32_t min = r.Get<int32_t>(), max = r.Get<int32_t>();
-      if (id < 1 || static_cast<size_t>(id) > m.jobs_.size() || min < 1 || max < min) {
-        r.Fail();
-        break;
-      }
-      m.jobs_[id - 1].spec.min_replicas = min;
-      m.jobs_[id - 1].spec.max_replicas = max;
-    }
-    const uint64_t lent = r.GetCount(12);
-    for (uint64_t i = 0; i < lent && !r.failed(); ++i) {
-      const NodeIndex node = r.Get<NodeIndex>();
-      const int32_t home = r.Get<int32_t>();
-      if (node < 0 || static_cast<size_t>(node) >= m.nodes_.size() || home < 0 ||
-          static_cast<size_t>(home) >= m.pools_.size()) {
-        r.Fail();
-        break;
-      }
-      m.nodes_[node].home_pool = home;
-    }
+    m.set_regions_ = std::move(p);
   }
-  if (version >= 4 && !r.failed()) {
-    const uint64_t containers = r.GetCount(22);
-    for (uint64_t i = 0; i < containers && !r.failed(); ++i) {
-      const JobId id = r.Get<JobId>();
-      std::string image = r.GetString();
-      const int64_t shm_mib = r.Get<int64_t>();
-      const bool isolated = r.Get<uint8_t>();
-      if (id < 1 || static_cast<size_t>(id) > m.jobs_.size() || m.jobs_[id - 1].id != id) {
-        r.Fail();
-        break;
-      }
-      TaskSpec& t = m.jobs_[id - 1].spec.task;
-      t.image = std::move(image);
-      t.shm_mib = shm_mib;
-      t.network_isolated = isolated;
+  const uint64_t hot = r.GetCount(22);
+  for (uint64_t i = 0; i < hot && !r.failed(); ++i) {
+    const NodeIndex node = r.Get<NodeIndex>();
+    const GpuMask gpus = r.Get<GpuMask>();
+    std::string reason = r.GetString();
+    const int64_t since = r.Get<int64_t>();
+    if (node < 0 || static_cast<size_t>(node) >= m.nodes_.size()) {
+      r.Fail();
+      break;
     }
+    NodeRecord& n = m.nodes_[node];
+    n.hot = true;
+    n.hot_gpus = gpus;
+    n.hot_reason = std::move(reason);
+    n.hot_since = InstantFromMillis(since);
   }
-  if (r.failed() || r.remaining() != 0) return InvalidArgument("read-model snapshot: truncated or corrupt");
-  last_seq_ = m.last_seq_;
-  jobs_ = std::move(m.jobs_);
-  jobs_by_tenant_ = std::move(m.jobs_by_tenant_);
-  pools_ = std::move(m.pools_);
-  tenant_names_ = std::move(m.tenant_names_);
-  tenant_ids_ = std::move(m.tenant_ids_);
-  quotas_ = std::move(m.quotas_);
-  nodes_ = std::move(m.nodes_);
-  node_ids_ = std::move(m.node_ids_);
-  set_regions_ = std::move(m.set_regions_);
-  return {};
+  const uint64_t elastic = r.GetCount(16);
+  for (uint64_t i = 0; i < elastic && !r.failed(); ++i) {
+    const JobId id = r.Get<JobId>();
+    const int32_t min = r.Get<int32_t>(), max = r.Get<int32_t>();
+    if (id < 1 || static_cast<size_t>(id) > m.jobs_.size() || min < 1 || max < min) {
+      r.Fail();
+      break;
+    }
+    m.jobs_[id - 1].spec.min_replicas = min;
+    m.jobs_[id - 1].spec.max_replicas = max;
+  }
+  const uint64_t lent = r.GetCount(12);
+  for (uint64_t i = 0; i < lent && !r.failed(); ++i) {
+    const NodeIndex node = r.Get<NodeIndex>();
+    const int32_t home = r.Get<int32_t>();
+    if (node < 0 || static_cast<size_t>(node) >= m.nodes_.size() || home < 0 ||
+        static_cast<size_t>(home) >= m.pools_.size()) {
+      r.Fail();
+      break;
+    }
+    m.nodes_[node].home_pool = home;
+  }
+}
+
+void ReadModel::DecodeV4(ByteReader& r, ReadModel& m) {
+  const uint64_t containers = r.GetCount(22);
+  for (uint64_t i = 0; i < containers && !r.failed(); ++i) {
+    const JobId id = r.Get<JobId>();
+    std::string image = r.GetString();
+    const int64_t shm_mib = r.Get<int64_t>();
+    const bool isolated = r.Get<uint8_t>();
+    if (id < 1 || static_cast<size_t>(id) > m.jobs_.size() || m.jobs_[id - 1].id != id) {
+      r.Fail();
+      break;
+    }
+    TaskSpec& t = m.jobs_[id - 1].spec.task;
+    t.image = std::move(image);
+    t.shm_mib = shm_mib;
+    t.network_isolated = isolated;
+  }
 }
 
 }  // namespace gpupool

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "src/base/bytes.h"
 #include "src/base/status.h"
 #include "src/engine/event.h"
 #include "src/engine/regions.h"
@@ -102,6 +103,13 @@ class ReadModel {
   Status Decode(std::string_view bytes);
 
  private:
+  // The sections of Encode and Decode by the version that added them.
+  void EncodeV2(ByteWriter& w) const;
+  void EncodeV3(ByteWriter& w) const;
+  void EncodeV4(ByteWriter& w) const;
+  static void DecodeV2(ByteReader& r, ReadModel& m);
+  static void DecodeV3(ByteReader& r, ReadModel& m);
+  static void DecodeV4(ByteReader& r, ReadModel& m);
   JobRecord* mutable_job(JobId id);
 
   mutable std::shared_mutex mu_;  // guards every member below; readers lock it shared through mu()
