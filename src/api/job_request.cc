@@ -1,5 +1,6 @@
 #include "src/api/job_request.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "src/api/task_request.h"
@@ -113,13 +114,52 @@ std::string ApiNames::requirement_name(uint16_t id) const {
   return "";
 }
 
+std::vector<std::string> ApiNames::label_names(LabelMask mask) const {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < labels.size() && i < 64; ++i) {
+    if (mask & (LabelMask{1} << i)) out.push_back(labels[i]);
+  }
+  return out;
+}
+
+namespace {
+
+// A list of label names (labels, affinity, anti_affinity) as a mask over
+// names.labels; each unknown or repeated name is an error naming its index.
+bool LabelsOf(const FieldReader& f, const char* key, const ApiNames& names, LabelMask& out, ApiError* err) {
+  std::vector<std::string> given;
+  if (!f.StringList(key, given, 64, err)) return false;
+  out = 0;
+  for (size_t i = 0; i < given.size(); ++i) {
+    const auto it = std::find(names.labels.begin(), names.labels.end(), given[i]);
+    const std::string field = std::string(key) + "[" + std::to_string(i) + "]";
+    if (it == names.labels.end()) {
+      std::string known;
+      for (const std::string& n : names.labels) known += (known.empty() ? "" : ", ") + n;
+      *err = BadField(field, "unknown label '" + given[i].substr(0, 64) + "' (the configuration's job_labels: " +
+                                 (known.empty() ? "none" : known) + ")");
+      return false;
+    }
+    const LabelMask bit = LabelMask{1} << (it - names.labels.begin());
+    if (out & bit) {
+      *err = BadField(field, "label '" + given[i] + "' given twice");
+      return false;
+    }
+    out |= bit;
+  }
+  return true;
+}
+
+}  // namespace
+
 ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, Instant now) {
   ApiResult<JobRequest> out;
   ApiError* err = &out.error;
   FieldReader f;
   if (!FieldReader::Open(body, "",
                          {"name", "tenant", "kind", "priority", "replicas", "max_replicas", "gpus", "gpu_fraction", "gpu_memory_gib",
-                          "sharing", "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement",
+                          "sharing", "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement", "labels", "affinity",
+                          "anti_affinity",
                           "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline",
                           "deadline_after", "expected_duration", "stages", "command", "env", "working_dir",
                           "checkpoint_signal", "checkpoint_timeout", "stop_grace", "image", "shm_gib", "network"},
@@ -263,6 +303,10 @@ ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, I
     }
     s.demand.requirement = it->second;
   }
+  if (!LabelsOf(f, "labels", names, s.labels, err) || !LabelsOf(f, "affinity", names, s.affinity, err) ||
+      !LabelsOf(f, "anti_affinity", names, s.anti_affinity, err)) {
+    return out;
+  }
   // checkpoints and time
   if (!f.Bool("checkpointable", s.checkpointable, err)) return out;
   s.checkpoint_duration = std::chrono::seconds(30);
@@ -362,6 +406,9 @@ json JobSpecToRequest(const JobSpec& s, const std::string& tenant, const ApiName
     j["pools"] = std::move(pools);
   }
   if (s.demand.requirement) j["requirement"] = names.requirement_name(s.demand.requirement);
+  if (s.labels) j["labels"] = names.label_names(s.labels);
+  if (s.affinity) j["affinity"] = names.label_names(s.affinity);
+  if (s.anti_affinity) j["anti_affinity"] = names.label_names(s.anti_affinity);
   j["checkpointable"] = s.checkpointable;
   if (s.checkpointable) {
     j["checkpoint_interval"] = FormatDuration(s.checkpoint_interval);

@@ -21,12 +21,17 @@ struct ApiNames {
   std::vector<std::string> pools;  // by PoolId
   std::map<std::string, uint16_t> requirements;
   std::map<std::string, int32_t> priorities;  // priority classes
+  // The configuration's job_labels: label i is bit i of a LabelMask
+  // (labels, affinity, anti_affinity; QUOTA-6).
+  std::vector<std::string> labels;
   int32_t max_replicas = 4096;
   // server.default_image: the image of a job that runs a command and gives
   // none; empty: such a job is refused naming `image`.
   std::string default_image;
   std::optional<PoolId> pool_id(std::string_view name) const;
   std::string requirement_name(uint16_t id) const;
+  // The names of a mask's labels, in label order.
+  std::vector<std::string> label_names(LabelMask mask) const;
 };
 
 struct JobRequest {

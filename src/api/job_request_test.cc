@@ -87,5 +87,45 @@ TEST(JobRequestTest, NoImageAndNoDefaultImageIsRefusedNamingImage) {
   EXPECT_TRUE(holds.ok()) << holds.error.message;
 }
 
+// Affinity rules (QUOTA-6) by label name: each list becomes a mask over the
+// configuration's job_labels, and the view gives the names back.
+TEST(JobRequestTest, LabelsAndAffinityRulesAreNamedByTheConfiguredLabels) {
+  ApiNames names = Names();
+  names.labels = {"web", "db", "cache"};
+  const json body = {{"name", "api"},          {"gpus", 1},
+                     {"labels", {"web"}},       {"affinity", {"cache", "db"}},
+                     {"anti_affinity", {"web"}}};
+  auto r = ParseJobRequest(body, names, Instant{});
+  ASSERT_TRUE(r.ok()) << r.error.message;
+  EXPECT_EQ(r.value->spec.labels, LabelMask{1});
+  EXPECT_EQ(r.value->spec.affinity, LabelMask{0b110});
+  EXPECT_EQ(r.value->spec.anti_affinity, LabelMask{1});
+  const json back = JobSpecToRequest(r.value->spec, "team", names);
+  EXPECT_EQ(back.at("labels"), json({"web"}));
+  EXPECT_EQ(back.at("affinity"), json({"db", "cache"}));
+  EXPECT_EQ(back.at("anti_affinity"), json({"web"}));
+  auto plain = ParseJobRequest(json{{"name", "x"}, {"gpus", 1}}, names, Instant{});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(JobSpecToRequest(plain.value->spec, "team", names).contains("affinity"));
+}
+
+TEST(JobRequestTest, AnUnknownOrRepeatedLabelIsRefusedNamingItsIndex) {
+  ApiNames names = Names();
+  names.labels = {"web"};
+  auto unknown = ParseJobRequest(json{{"name", "x"}, {"affinity", {"web", "db"}}}, names, Instant{});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error.field, "affinity[1]");
+  EXPECT_NE(unknown.error.message.find("unknown label 'db'"), std::string::npos) << unknown.error.message;
+  auto twice = ParseJobRequest(json{{"name", "x"}, {"labels", {"web", "web"}}}, names, Instant{});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error.field, "labels[1]");
+  auto none = ParseJobRequest(json{{"name", "x"}, {"anti_affinity", {"web"}}}, Names(), Instant{});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error.message.find("job_labels: none"), std::string::npos) << none.error.message;
+  auto type = ParseJobRequest(json{{"name", "x"}, {"labels", "web"}}, names, Instant{});
+  ASSERT_FALSE(type.ok());
+  EXPECT_EQ(type.error.field, "labels");
+}
+
 }  // namespace
 }  // namespace gpupool

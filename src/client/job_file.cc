@@ -16,7 +16,8 @@ namespace {
 // clang-format off
 const std::vector<std::string_view> kJobKeys = {
     "name", "tenant", "kind", "priority", "replicas", "max_replicas", "gpus", "gpu_fraction", "gpu_memory_gib", "sharing",
-    "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement", "checkpointable", "checkpoint_interval",
+    "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement", "labels", "affinity", "anti_affinity",
+    "checkpointable", "checkpoint_interval",
     "checkpoint_duration", "deadline", "deadline_after", "expected_duration", "stages", "command", "env",
     "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace", "image", "shm_gib", "network"};
 const std::vector<std::string_view> kStageKeys = {
@@ -26,7 +27,8 @@ const std::vector<std::string_view> kStringKeys = {
     "name", "tenant", "kind", "sharing", "requirement", "checkpoint_interval", "checkpoint_duration", "deadline",
     "deadline_after", "expected_duration", "working_dir", "checkpoint_signal", "checkpoint_timeout", "stop_grace",
     "image", "network"};
-const std::vector<std::string_view> kStringListKeys = {"gpu_models", "pools", "command"};
+const std::vector<std::string_view> kStringListKeys = {"gpu_models", "pools", "labels", "affinity", "anti_affinity",
+                                                       "command"};
 // clang-format on
 
 bool Contains(const std::vector<std::string_view>& v, std::string_view s) {

@@ -62,6 +62,9 @@ struct ClusterConfig {
   std::map<std::string, int32_t> priorities = {{"low", 0}, {"normal", 100}, {"high", 1000}};
   std::vector<NodeAttributes> node_classes;
   std::vector<Requirement> requirements;
+  // The labels jobs may carry and name in affinity rules (QUOTA-6), in
+  // order: label i is bit i of a job's LabelMask. At most kMaxJobLabels.
+  std::vector<std::string> job_labels;
   std::vector<NodeGroupConfig> nodes;
   std::vector<PoolConfig> pools;
   std::vector<TenantConfig> tenants;
@@ -70,6 +73,8 @@ struct ClusterConfig {
   std::string trace_nodes_path;
   int trace_nodes_every = 1;  // only every N-th node of the list (a sample of the cluster)
 };
+
+inline constexpr size_t kMaxJobLabels = 64;  // the bits of a LabelMask
 
 // The pool a node group's nodes join, as the engine decides it (the first
 // whose selector takes the model and region), or -1.

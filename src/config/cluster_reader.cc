@@ -35,6 +35,7 @@ Status ClusterReader::ReadSections(const YamlFields& f, ClusterConfig& s) {
   if (auto* n = f.Find("priorities")) GP_TRY(ReadPriorities(*n, "priorities", s));
   if (auto* n = f.Find("node_classes")) GP_TRY(ReadNodeClasses(*n, "node_classes", s));
   if (auto* n = f.Find("requirements")) GP_TRY(ReadRequirements(*n, "requirements", s));
+  if (auto* n = f.Find("job_labels")) GP_TRY(ReadJobLabels(*n, "job_labels", s));
   GP_TRY(Require(f, "pools"));
   GP_TRY(ReadPools(*f.Find("pools"), "pools", s));
   if (!options_.server || f.Has("tenants")) {
@@ -116,6 +117,31 @@ Status ClusterReader::ReadEngine(const YAML::Node& n, const std::string& path, C
   GP_TRY(BoolField(f, "borrow_between_pools", s.engine.borrow_between_pools));
   if (options_.read_engine_keys) GP_TRY(options_.read_engine_keys(f));
   return {};
+}
+
+Status ClusterReader::ReadJobLabels(const YAML::Node& n, const std::string& path, ClusterConfig& s) const {
+  GP_ASSIGN_OR_RETURN(s.job_labels, StringList(n, path));
+  if (s.job_labels.size() > kMaxJobLabels) {
+    return Fail(n, path, "at most " + std::to_string(kMaxJobLabels) + " labels (the bits of a label mask)");
+  }
+  return {};
+}
+
+Result<LabelMask> ClusterReader::LabelsField(const YamlFields& f, std::string_view key, const ClusterConfig& s) const {
+  const YAML::Node* n = f.Find(key);
+  if (!n) return LabelMask{0};
+  std::vector<YamlRef> refs;
+  GP_TRY(StringList(*n, f.PathOf(key), &refs));
+  LabelMask mask = 0;
+  for (const YamlRef& r : refs) {
+    const auto it = std::find(s.job_labels.begin(), s.job_labels.end(), r.node.Scalar());
+    if (it == s.job_labels.end()) {
+      return Fail(r.node, r.path,
+                  "unknown label '" + r.node.Scalar() + "' (job_labels: " + JoinNames(s.job_labels) + ")");
+    }
+    mask |= LabelMask{1} << (it - s.job_labels.begin());
+  }
+  return mask;
 }
 
 Status ClusterReader::ReadLending(const YAML::Node& n, const std::string& path, LendingConfig& c) const {

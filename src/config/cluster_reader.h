@@ -32,8 +32,8 @@ struct ClusterReadOptions {
 
 // The root keys of the shared sections, in the order messages list them.
 inline const std::vector<std::string_view> kClusterRootKeys = {
-    "name", "description", "seed", "engine", "priorities", "node_classes", "requirements", "cluster", "pools",
-    "tenants", "scaling", "regions"};
+    "name", "description", "seed", "engine", "priorities", "node_classes", "requirements", "job_labels", "cluster",
+    "pools", "tenants", "scaling", "regions"};
 
 class ClusterReader : public YamlReader {
  public:
@@ -58,6 +58,9 @@ class ClusterReader : public YamlReader {
   // The optional `priority` key, a class of s.priorities; "normal" when
   // absent and there is such a class.
   Result<std::string> PriorityField(const YamlFields& f, const ClusterConfig& s) const;
+  // The optional list of label names `key` (labels, affinity,
+  // anti_affinity) as a mask over s.job_labels; 0 when absent.
+  Result<LabelMask> LabelsField(const YamlFields& f, std::string_view key, const ClusterConfig& s) const;
 
  protected:
   const ClusterReadOptions& options() const { return options_; }
@@ -72,6 +75,7 @@ class ClusterReader : public YamlReader {
   Result<std::vector<EcosystemComponent>> ReadEcosystem(const YAML::Node& n, const std::string& path) const;
   Status ReadNodeClasses(const YAML::Node& n, const std::string& path, ClusterConfig& s) const;
   Status ReadRequirements(const YAML::Node& n, const std::string& path, ClusterConfig& s) const;
+  Status ReadJobLabels(const YAML::Node& n, const std::string& path, ClusterConfig& s) const;
   Status ReadAttributeBounds(const YamlFields& f, Requirement& r) const;
   Status ReadPools(const YAML::Node& n, const std::string& path, ClusterConfig& s);
   Status ReadTenants(const YAML::Node& n, const std::string& path, ClusterConfig& s);

@@ -27,7 +27,7 @@ Result<ServerConfig> ServerConfigReader::Parse(const YAML::Node& root) {
   YamlFields f;
   GP_ASSIGN_OR_RETURN(f, Map(root, "",
                              {"name", "description", "seed", "engine", "priorities", "node_classes", "requirements",
-                              "cluster", "pools", "tenants", "server", "scaling", "regions"}));
+                              "job_labels", "cluster", "pools", "tenants", "server", "scaling", "regions"}));
   GP_TRY(ReadSections(f, s));
   if (auto* n = f.Find("server")) GP_TRY(ParseServer(*n, "server", s.server));
   if (auto* n = f.Find("regions")) GP_TRY(ReadRegions(*n, "regions", s));

@@ -80,6 +80,10 @@ Status SyncDirectory(const std::string& dir) {
 
 // The names behind the numeric ids that events carry for node classes and
 // requirements (their order in the configuration).
+// The job labels' names, whose positions events carry as bits of label
+// masks: a configuration may add labels at the end, never reorder or drop.
+std::string JobLabelNames(const std::vector<std::string>& labels) { return nlohmann::json(labels).dump(); }
+
 std::string AttributeNames(const ServerConfig& s) {
   nlohmann::json j{{"node_classes", nlohmann::json::array()}, {"requirements", nlohmann::json::array()}};
   for (const NodeAttributes& c : s.node_classes) j["node_classes"].push_back(c.name);
@@ -119,6 +123,7 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
 
   for (const PoolConfig& p : s.pools) core->names_.pools.push_back(p.name);
   core->names_.priorities = s.priorities;
+  core->names_.labels = s.job_labels;
   core->names_.max_replicas = s.engine.max_replicas;
   core->names_.default_image = s.server.default_image;
   core->logs_ = std::make_unique<LogStore>(options.data_dir + "/logs");
@@ -235,6 +240,7 @@ Status ServerCore::Recover() {
                                 " differ from those of " + options_.data_dir + " " + *names +
                                 "; they cannot change once the server has state");
     }
+    GP_TRY(CheckJobLabels());
   }
   agents_->Rebuild(engine_->state());
   const auto& pool_scaling = engine_->state().pool_scaling;
@@ -252,6 +258,30 @@ Status ServerCore::Recover() {
   // cannot make each start-up replay more than the last.
   events_since_snapshot_ = replayed_events_;
   return {};
+}
+
+// The configuration's job_labels against those the data directory's events
+// were written with: those must be a prefix (labels are added at the end).
+// A data directory from before job labels has none. A grown list is
+// recorded at once, so that a later reorder is caught.
+Status ServerCore::CheckJobLabels() {
+  const std::vector<std::string>& want = config_.job_labels;
+  GP_ASSIGN_OR_RETURN(auto stored, journal_->Meta("job_labels"));
+  std::vector<std::string> have;
+  if (stored) {
+    const auto j = nlohmann::json::parse(*stored, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_array()) return FailedPrecondition(options_.data_dir + ": job_labels meta is not a list");
+    for (const auto& name : j) have.push_back(name.is_string() ? name.get<std::string>() : "");
+  }
+  if (have.size() > want.size() || !std::equal(have.begin(), have.end(), want.begin())) {
+    return FailedPrecondition("configuration job_labels " + JobLabelNames(want) + " do not start with those of " +
+                              options_.data_dir + " " + JobLabelNames(have) +
+                              "; labels may be added at the end, never reordered or removed");
+  }
+  if (stored && have.size() == want.size()) return {};
+  JournalBatch batch;
+  batch.meta.emplace_back("job_labels", JobLabelNames(want));
+  return journal_->Commit(batch);
 }
 
 Status ServerCore::Bootstrap() {
@@ -275,6 +305,7 @@ Status ServerCore::Bootstrap() {
     token_files.emplace_back(t.name, token);
   }
   batch.meta.emplace_back("attribute_names", AttributeNames(s));
+  batch.meta.emplace_back("job_labels", JobLabelNames(s.job_labels));
   // Tokens of configured tenants: shown once, in files only the operator
   // reads. Written (and synced) before the commit: if the commit does not
   // happen, the next start bootstraps again and writes new ones.

@@ -166,6 +166,7 @@ class ServerCore {
   };
 
   Status Recover();
+  Status CheckJobLabels();
   Status Bootstrap();
   void EngineLoop();
   void WriterLoop();

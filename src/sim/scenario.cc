@@ -52,7 +52,7 @@ Result<Scenario> ScenarioReader::Parse(const YAML::Node& root) {
   YamlFields f;
   GP_ASSIGN_OR_RETURN(f, Map(root, "",
                              {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
-                              "requirements", "cluster", "pools", "tenants", "workload", "trace", "faults", "scaling",
+                              "requirements", "job_labels", "cluster", "pools", "tenants", "workload", "trace", "faults", "scaling",
                               "provider", "regions", "hot_spells", "gpu_faults"}));
   GP_TRY(ReadSections(f, s));
   GP_TRY(DurationField(f, "horizon", s.horizon, PositiveDuration));
@@ -194,7 +194,10 @@ Status ScenarioReader::ParseJob(const YAML::Node& n, const std::string& path, co
                               "utilization",
                               "model_gib",
                               "step_compute",
-                              "max_replicas"}));
+                              "max_replicas",
+                              "labels",
+                              "affinity",
+                              "anti_affinity"}));
   GP_TRY(Require(f, "name"));
   GP_TRY(StringField(f, "name", t.name));
   GP_TRY(NumberField(f, "weight", t.weight, Positive));
@@ -283,6 +286,9 @@ Status ScenarioReader::ParseJob(const YAML::Node& n, const std::string& path, co
       }
     }
   }
+  GP_ASSIGN_OR_RETURN(t.labels, LabelsField(f, "labels", s));
+  GP_ASSIGN_OR_RETURN(t.affinity, LabelsField(f, "affinity", s));
+  GP_ASSIGN_OR_RETURN(t.anti_affinity, LabelsField(f, "anti_affinity", s));
   if (const YAML::Node* r = f.Find("requirement")) {
     GP_ASSIGN_OR_RETURN(t.requirement, String(*r, f.PathOf("requirement")));
     if (std::none_of(s.requirements.begin(), s.requirements.end(),

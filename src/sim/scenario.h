@@ -90,6 +90,10 @@ struct JobTemplate {
   std::optional<Duration> deadline_after;  // deadline = submit time + this
   std::vector<std::string> pools;          // empty = any of the tenant's
   std::string requirement;                 // a requirement name, or empty
+  // Affinity rules (QUOTA-6) over the cluster's job_labels: this job's
+  // labels; it must land on nodes running a job with one of `affinity`, and
+  // never on nodes running a job with one of `anti_affinity`.
+  LabelMask labels = 0, affinity = 0, anti_affinity = 0;
   DurationModel duration;
   // Sharing (PART-1..4): "any" (the FGD model), "time-slice", "mps", "mig",
   // or "auto" (the engine's sharing policy chooses, from kind, memory and

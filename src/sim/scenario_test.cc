@@ -330,6 +330,25 @@ workload:
       - {name: j, gpus: 1, duration: {fixed: 1h}}
 )";
 
+// Affinity rules (QUOTA-6) in a workload: labels are named from the
+// cluster's job_labels and reach each generated job's spec as masks.
+TEST(ScenarioTest, JobLabelsAndAffinityRulesReachTheJobs) {
+  std::string yaml = kBase;
+  yaml.replace(yaml.find("{name: j, gpus: 1,"), 18,
+               "{name: j, gpus: 1, labels: [web], affinity: [db], anti_affinity: [web, cache],");
+  yaml += "job_labels: [db, web, cache]\n";
+  auto r = ParseScenario(yaml, "s.yaml", "");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->job_labels, (std::vector<std::string>{"db", "web", "cache"}));
+  const JobTemplate& j = r->workloads[0].jobs[0];
+  EXPECT_EQ(j.labels, LabelMask{0b010});
+  EXPECT_EQ(j.affinity, LabelMask{0b001});
+  EXPECT_EQ(j.anti_affinity, LabelMask{0b110});
+  auto run = ParseScenario(std::string(kBase) + "job_labels: [web]\n", "s.yaml", "");
+  ASSERT_TRUE(run.has_value()) << run.error().message;
+  EXPECT_EQ(run->workloads[0].jobs[0].labels, LabelMask{0});
+}
+
 TEST(ScenarioTest, MinimalScenarioUsesDefaults) {
   auto r = ParseScenario(kBase, "s.yaml", "");
   ASSERT_TRUE(r.has_value()) << r.error().message;
@@ -654,6 +673,9 @@ const ErrorCase kErrorCases[] = {
      "s.yaml:14:42: workload[0].jobs[0].replicas[1]: ", "must be at least 1"},
     {"GpuFractionOutOfRange", "gpus: 1,", "gpu_fraction: 1.5,",
      "s.yaml:14:33: workload[0].jobs[0].gpu_fraction: ", "must be between 0 and 1"},
+    {"UnknownLabel", "gpus: 1,", "gpus: 1, affinity: [x],",
+     "s.yaml:14:39: workload[0].jobs[0].affinity[0]: ", "unknown label 'x' (job_labels: none)"},
+    {"LabelsNotAList", "", "job_labels: web\n", "s.yaml:15:13: job_labels: ", "expected a list of names"},
     {"UnknownRequirement", "gpus: 1,", "gpus: 1, requirement: x,",
      "s.yaml:14:41: workload[0].jobs[0].requirement: ", "unknown requirement 'x' (known: none)"},
     {"BadDurationUnit", "fixed: 1h", "fixed: 1w",

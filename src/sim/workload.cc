@@ -191,6 +191,9 @@ Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& i
       spec.demand.gpu_milli = t->gpus == 0 ? 0 : t->gpu_milli;
       for (const std::string& p : t->pools) spec.pools.push_back(ids.pools.at(p));
       if (!t->requirement.empty()) spec.demand.requirement = ids.requirements.at(t->requirement);
+      spec.labels = t->labels;
+      spec.affinity = t->affinity;
+      spec.anti_affinity = t->anti_affinity;
       spec.checkpointable = t->checkpointable;
       spec.checkpoint_interval = t->checkpoint_interval;
       spec.checkpoint_duration = t->checkpoint_duration;
