@@ -83,6 +83,11 @@ Result<std::string> ReadConfigFile(const std::string& path) {
   return text.str();
 }
 
+std::string ConfigFileDir(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
 std::unexpected<Error> YamlReader::Fail(const YAML::Node& at, std::string_view path, std::string_view problem) const {
   std::string msg = YamlWhere(source_, at.Mark());
   if (!path.empty()) msg += std::string(path) + ": ";

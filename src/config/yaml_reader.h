@@ -84,6 +84,22 @@ inline constexpr double kMaxDurationMs = 1e15;
 Result<YAML::Node> ParseOneYamlDocument(std::string_view text, std::string_view source);
 // The whole file; IoError naming the path (a folder is refused).
 Result<std::string> ReadConfigFile(const std::string& path);
+// The folder that relative paths in the file at `path` resolve against
+// ("." for a bare file name).
+std::string ConfigFileDir(const std::string& path);
+
+// Parses `text` as one document and hands its root to `read` (a reader's
+// Parse); a yaml-cpp exception thrown while reading becomes an error at its
+// position, so that nothing throws past the reader.
+template <class Read>
+auto ReadYamlDocument(std::string_view text, std::string_view source, Read read) -> decltype(read(YAML::Node())) {
+  GP_ASSIGN_OR_RETURN(const YAML::Node root, ParseOneYamlDocument(text, source));
+  try {
+    return read(root);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(YamlWhere(source, e.mark) + "YAML error: " + e.msg);
+  }
+}
 
 class YamlReader {
  public:

@@ -1,6 +1,5 @@
 #include "src/server/server_config.h"
 
-#include <filesystem>
 
 #include "src/config/cluster_reader.h"
 
@@ -87,18 +86,13 @@ Status ServerConfigReader::ParseProvider(const YAML::Node& n, const std::string&
 }  // namespace
 
 Result<ServerConfig> ParseServerConfig(std::string_view text, std::string_view source, const std::string& base_dir) {
-  GP_ASSIGN_OR_RETURN(const YAML::Node root, ParseOneYamlDocument(text, source));
-  try {
-    return ServerConfigReader(source, base_dir).Parse(root);
-  } catch (const YAML::Exception& e) {
-    return InvalidArgument(YamlWhere(source, e.mark) + "YAML error: " + e.msg);
-  }
+  return ReadYamlDocument(text, source,
+                          [&](const YAML::Node& root) { return ServerConfigReader(source, base_dir).Parse(root); });
 }
 
 Result<ServerConfig> LoadServerConfig(const std::string& path) {
   GP_ASSIGN_OR_RETURN(const std::string text, ReadConfigFile(path));
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  return ParseServerConfig(text, path, dir.empty() ? "." : dir);
+  return ParseServerConfig(text, path, ConfigFileDir(path));
 }
 
 }  // namespace gpupool

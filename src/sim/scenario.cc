@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <filesystem>
 #include <string_view>
 #include <utility>
 
@@ -588,18 +587,13 @@ Status ScenarioReader::ParseTrace(const YAML::Node& n, const std::string& path, 
 }  // namespace
 
 Result<Scenario> ParseScenario(std::string_view text, std::string_view source, const std::string& base_dir) {
-  GP_ASSIGN_OR_RETURN(const YAML::Node root, ParseOneYamlDocument(text, source));
-  try {
-    return ScenarioReader(source, base_dir).Parse(root);
-  } catch (const YAML::Exception& e) {
-    return InvalidArgument(YamlWhere(source, e.mark) + "YAML error: " + e.msg);
-  }
+  return ReadYamlDocument(text, source,
+                          [&](const YAML::Node& root) { return ScenarioReader(source, base_dir).Parse(root); });
 }
 
 Result<Scenario> LoadScenario(const std::string& path) {
   GP_ASSIGN_OR_RETURN(const std::string text, ReadConfigFile(path));
-  std::string base_dir = std::filesystem::path(path).parent_path().string();
-  auto s = ParseScenario(text, path, base_dir.empty() ? "." : base_dir);
+  auto s = ParseScenario(text, path, ConfigFileDir(path));
   if (s) s->path = path;
   return s;
 }
