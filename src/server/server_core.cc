@@ -371,18 +371,25 @@ void ServerCore::Stop() {
   writer_queue_.clear();
 }
 
-std::future<Reply> ServerCore::Execute(Command c) {
-  Pending p{std::move(c), {}};
-  std::future<Reply> f = p.done.get_future();
+void ServerCore::Execute(Command c, Done done) {
   {
     std::lock_guard lock(mu_);
-    if (stopping_) {
-      p.done.set_value(Reply{MakeApiError(503, "unavailable", "the server is shutting down")});
-      return f;
+    if (!stopping_) {
+      queue_.push_back(Pending{std::move(c), std::move(done)});
+      done = nullptr;
     }
-    queue_.push_back(std::move(p));
+  }
+  if (done) {
+    done(Reply{MakeApiError(503, "unavailable", "the server is shutting down")});
+    return;
   }
   cv_.notify_one();
+}
+
+std::future<Reply> ServerCore::Execute(Command c) {
+  auto promise = std::make_shared<std::promise<Reply>>();
+  std::future<Reply> f = promise->get_future();
+  Execute(std::move(c), [promise](Reply r) { promise->set_value(std::move(r)); });
   return f;
 }
 
@@ -606,7 +613,7 @@ void ServerCore::EngineLoop() {
     for (Pending& p : work) {
       if (std::holds_alternative<ExplainCmd>(p.cmd)) {  // read-only: answered at once
         WriterItem unused;
-        p.done.set_value(Run(p.cmd, now, sink, unused, setup));
+        p.done(Run(p.cmd, now, sink, unused, setup));
         continue;
       }
       const auto t0 = Clock::now();
@@ -667,8 +674,8 @@ void ServerCore::WriterLoop() {
       const auto t0 = Clock::now();
       if (auto ok = journal_->Commit(batch); !ok) {
         for (WriterItem& it : items) {
-          for (auto& [promise, reply] : it.replies) {
-            promise.set_value(Reply{MakeApiError(503, "unavailable", "the journal could not be written; retry after "
+          for (auto& [done, reply] : it.replies) {
+            done(Reply{MakeApiError(503, "unavailable", "the journal could not be written; retry after "
                                                                      "the server restarts")});
           }
         }
@@ -711,7 +718,7 @@ void ServerCore::PublishLoop() {
     }
     for (auto& items : groups) {
       for (WriterItem& it : items) {
-        for (auto& [promise, reply] : it.replies) promise.set_value(std::move(reply));
+        for (auto& [done, reply] : it.replies) done(std::move(reply));
       }
     }
     if (provider_) {  // the provider's commands start once their events are durable

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -132,6 +133,14 @@ class ServerCore {
   // timeout), drains the queue, takes a final snapshot, joins.
   void Stop();
 
+  // What is called with a command's reply, exactly once: on the publisher
+  // thread once its events are durable and in the read model, on the engine
+  // thread for a read-only command (ExplainCmd), or on the calling thread
+  // when the server is stopping. It must not block, nor call Execute's
+  // future-returning form and wait: hand longer work to another thread.
+  using Done = std::function<void(Reply)>;
+  // Enqueues a command; `done` gets its reply (see Done). Any thread.
+  void Execute(Command c, Done done);
   // Enqueues a command; the future is ready once its events are durable.
   std::future<Reply> Execute(Command c);
   Reply Call(Command c) { return Execute(std::move(c)).get(); }
@@ -155,12 +164,12 @@ class ServerCore {
 
   struct Pending {
     Command cmd;
-    std::promise<Reply> done;
+    Done done;
   };
   struct WriterItem {
     JournalBatch batch;
     std::vector<Event> events;
-    std::vector<std::pair<std::promise<Reply>, Reply>> replies;
+    std::vector<std::pair<Done, Reply>> replies;
     std::shared_ptr<const EngineSummary> summary;
     bool engine_snapshot = false;
   };
