@@ -102,6 +102,10 @@ Result<ClaimResult> RunSharing(const Scenario& s) {
                 {"interference_reduction_pct",
                  Round2(ReductionPct(ts.sharing.interference_slowdown_pct, ours.sharing.interference_slowdown_pct))},
                 {"interference_slowdown_pct", Round2(ours.sharing.interference_slowdown_pct)},
+                {"share_limit_slowdown_pct", Round2(ours.sharing.share_limit_slowdown_pct)},
+                {"sharing_slowdown_pct", Round2(ours.sharing.sharing_slowdown_pct)},
+                {"sharing_slowdown_reduction_pct",
+                 Round2(ReductionPct(ts.sharing.sharing_slowdown_pct, ours.sharing.sharing_slowdown_pct))},
                 {"gpu_allocation_pct", Round2(ours.allocation_pct_mean)},
                 {"jobs_completed", ours.all.completed},
                 {"wait_p50_s", Round2(ours.all.wait_s.p50)},
@@ -112,12 +116,17 @@ Result<ClaimResult> RunSharing(const Scenario& s) {
                  {{"mode_table", other_table.engine.sharing_policy},
                   {"gpu_utilization_pct", Round2(alt.sharing.gpu_busy_pct_mean)},
                   {"interference_reduction_pct", Round2(ReductionPct(ts.sharing.interference_slowdown_pct,
-                                                                     alt.sharing.interference_slowdown_pct))}}}};
+                                                                     alt.sharing.interference_slowdown_pct))},
+                  {"sharing_slowdown_pct", Round2(alt.sharing.sharing_slowdown_pct)},
+                  {"jobs_completed", alt.all.completed}}}};
   c.note = "same jobs and seed, four runs: hybrid with the scenario's mode table, whole GPUs only (every share "
            "rounded up to one GPU: the baseline), time-slicing wherever a job shares, and hybrid with the other "
            "shipped table; utilization = time-weighted busy GPUs (sum over GPUs of min(1, the tasks' "
-           "utilization)) / GPUs; interference = GPU jobs' run time over their run time alone, minus 1; "
-           "reduction = hybrid vs time-slice only";
+           "utilization)) / GPUs; interference = GPU jobs' run time over their run time without co-located "
+           "tasks, minus 1 (switch overhead, contention); share limit slowdown = what MIG instances and MPS "
+           "shares smaller than a task's load cost it (it runs at share / load of its speed); sharing slowdown = "
+           "both together (run time over run time alone on whole GPUs, minus 1); reductions = hybrid vs "
+           "time-slice only (whose tasks are never limited)";
   return c;
 }
 

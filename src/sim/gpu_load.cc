@@ -19,6 +19,11 @@ double Busy(double load) { return std::min(1.0, load); }
 
 }  // namespace
 
+double ShareLimitSpeed(double load, double limit) {
+  if (limit >= 1 || !(load > limit)) return 1.0;
+  return limit > 0 ? limit / load : 1.0;
+}
+
 std::vector<JobId> GpuLoad::Add(JobId job, const std::vector<PlacedReplica>& at, double load) {
   std::vector<JobId> others;
   ForEachGpu(at, [&](NodeIndex n, int g) {

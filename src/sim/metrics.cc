@@ -238,7 +238,9 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
 
   // Busy GPUs over the GPUs in service (time-weighted).
   r.sharing.gpu_busy_pct_mean = capacity_area_ > 0 ? 100.0 * busy_area_ * 1000.0 / capacity_area_ : 0;
-  r.sharing.interference_slowdown_pct = alone_ms_ > 0 ? 100.0 * (wall_ms_ / alone_ms_ - 1.0) : 0;
+  r.sharing.interference_slowdown_pct = uncrowded_ms_ > 0 ? 100.0 * (wall_ms_ / uncrowded_ms_ - 1.0) : 0;
+  r.sharing.share_limit_slowdown_pct = alone_ms_ > 0 ? 100.0 * (uncrowded_ms_ / alone_ms_ - 1.0) : 0;
+  r.sharing.sharing_slowdown_pct = alone_ms_ > 0 ? 100.0 * (wall_ms_ / alone_ms_ - 1.0) : 0;
   r.sharing.scrubs = scrubs_;
   r.sharing.mig_setups = mig_setups_;
   r.sharing.mig_recuts = mig_recuts_;
@@ -323,6 +325,8 @@ nlohmann::json ToJson(const SimReport& r) {
           {"sharing",
            {{"gpu_busy_pct_mean", Round3(r.sharing.gpu_busy_pct_mean)},
             {"interference_slowdown_pct", Round3(r.sharing.interference_slowdown_pct)},
+            {"share_limit_slowdown_pct", Round3(r.sharing.share_limit_slowdown_pct)},
+            {"sharing_slowdown_pct", Round3(r.sharing.sharing_slowdown_pct)},
             {"scrubs", r.sharing.scrubs},
             {"mig_setups", r.sharing.mig_setups},
             {"mig_recuts", r.sharing.mig_recuts}}},
@@ -399,8 +403,10 @@ std::string FormatReport(const SimReport& r) {
       static_cast<long long>(r.unfinished));
   add("         %lld preemptions, %.1f GPU-hours of work lost to them; JCT p50 %.0f s, p95 %.0f s, p99 %.0f s\n",
       static_cast<long long>(r.preemptions), r.gpu_hours_lost, r.all.jct_s.p50, r.all.jct_s.p95, r.all.jct_s.p99);
-  add("         GPUs busy %.1f%% (time-weighted); sharing slowed GPU jobs by %.1f%%; %lld scrubs, %lld MIG set-ups, %lld re-cuts\n",
-      r.sharing.gpu_busy_pct_mean, r.sharing.interference_slowdown_pct, static_cast<long long>(r.sharing.scrubs),
+  add("         GPUs busy %.1f%% (time-weighted); sharing slowed GPU jobs by %.1f%% (co-location %.1f%%, share "
+      "limits %.1f%%); %lld scrubs, %lld MIG set-ups, %lld re-cuts\n",
+      r.sharing.gpu_busy_pct_mean, r.sharing.sharing_slowdown_pct, r.sharing.interference_slowdown_pct,
+      r.sharing.share_limit_slowdown_pct, static_cast<long long>(r.sharing.scrubs),
       static_cast<long long>(r.sharing.mig_setups), static_cast<long long>(r.sharing.mig_recuts));
   if (r.reclaim.idle_reclaims + r.reclaim.deadline_evictions > 0 || r.ended > 0) {
     add("Reclaim: %lld idle reclaims (idle to release p50 %.1f s, release to reuse p50 %.1f s), %lld resumed "

@@ -53,7 +53,14 @@ struct PoolReport {
 // Sharing (PART-1..4): how busy GPUs really were, and what co-location cost.
 struct SharingReport {
   double gpu_busy_pct_mean = 0;          // time-weighted sum of min(1, load) per GPU / GPUs
-  double interference_slowdown_pct = 0;  // GPU jobs: run time / time alone - 1 (time-weighted)
+  // GPU jobs, time-weighted: run time / run time without co-located tasks - 1
+  // (time-slice switching, contention), the run time without co-located
+  // tasks / run time on unlimited GPUs - 1 (MIG or MPS shares smaller than
+  // the task's load), and run time / run time alone on unlimited GPUs - 1
+  // (both: (1 + a)(1 + b) - 1).
+  double interference_slowdown_pct = 0;
+  double share_limit_slowdown_pct = 0;
+  double sharing_slowdown_pct = 0;
   int64_t scrubs = 0;                    // placements that waited for a memory scrub
   int64_t mig_setups = 0;                // placements that created MIG instances
   int64_t mig_recuts = 0;                // GPUs re-cut for a waiting MIG job (PART-5)
@@ -168,9 +175,12 @@ class MetricsCollector {
   void Ended(size_t job);
   // GPUs kept busy from now on (whole GPUs' worth), read at the next Observe.
   void SetGpuBusy(double gpus) { busy_next_ = gpus; }
-  // A GPU job computed for `wall_ms` what it would have done alone in `alone_ms`.
-  void Computed(double wall_ms, double alone_ms) {
+  // A GPU job computed for `wall_ms` what it would have done without
+  // co-located tasks in `uncrowded_ms`, and alone on unlimited GPUs (no
+  // MIG or MPS share smaller than its load) in `alone_ms`.
+  void Computed(double wall_ms, double uncrowded_ms, double alone_ms) {
     wall_ms_ += wall_ms;
+    uncrowded_ms_ += uncrowded_ms;
     alone_ms_ += alone_ms;
   }
   void Held(double idle_gpu_ms, double held_gpu_ms) {
@@ -248,7 +258,7 @@ class MetricsCollector {
   int64_t preemptions_ = 0;
   double lost_ = 0;                       // milli x ms
   double busy_next_ = 0, busy_last_ = 0, busy_area_ = 0;  // GPUs, GPUs x ms
-  double wall_ms_ = 0, alone_ms_ = 0, idle_gpu_ms_ = 0, held_gpu_ms_ = 0;
+  double wall_ms_ = 0, uncrowded_ms_ = 0, alone_ms_ = 0, idle_gpu_ms_ = 0, held_gpu_ms_ = 0;
   int64_t scrubs_ = 0, mig_setups_ = 0, mig_recuts_ = 0, deadline_evictions_ = 0, never_resumed_ = 0, node_failures_ = 0,
           not_replaced_ = 0;
   TopologyReport topology_;

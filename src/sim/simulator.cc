@@ -54,7 +54,7 @@ void Simulator::Settle(Running& r, Instant now) {
   if (now <= r.rate_since) return;  // still starting (or already settled)
   const double dt = Ms(now - r.rate_since);
   r.progress_ms += r.rate * dt;
-  if (r.gpus > 0) metrics_.Computed(dt, dt * r.factor);
+  if (r.gpus > 0) metrics_.Computed(dt, dt * r.factor, dt * r.factor * r.limit_speed);
   if (r.comm_s > 0) {
     const double steps = r.rate * dt / Ms(jobs_[r.index].step_compute);
     metrics_.Communicated(steps, dt, r.cross_rack_bytes, r.cross_node_bytes, r.comm_s);
@@ -73,7 +73,7 @@ void Simulator::UpdateRate(JobId id, Running& r, Instant now) {
   // SCALE-7: an elastic job's work is given at its minimum size.
   const double width =
       job.spec.elastic() ? static_cast<double>(r.replicas.size()) / std::max(1, job.spec.min_replicas) : 1.0;
-  r.rate = r.factor * checkpointing * communicating * width;
+  r.rate = r.factor * r.limit_speed * checkpointing * communicating * width;
   ++r.token;
   if (job.spec.kind == JobKind::kOnlineInference) {  // a lifetime on the wall clock from its first start
     Push(std::max(r.rate_since, r.util_origin + job.work), Kind::kCompletion, id, r.token);
@@ -224,6 +224,12 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
     r.util = MakeUtilization(job, static_cast<double>(per_gpu_milli) / kMilliPerGpu);
     r.util_origin = r.run_start;
   }
+  // A MIG instance or an MPS share (active-thread limit) cannot keep more
+  // than its share of the GPU busy, and a task that wants more runs slower
+  // in proportion; a time-sliced task is not limited (nothing caps it).
+  const double share = isolated ? static_cast<double>(per_gpu_milli) / kMilliPerGpu : 1.0;
+  r.limit_speed = ShareLimitSpeed(r.util.mean(), share);
+  r.load = std::min(r.util.mean(), share);
   // The first task on GPUs an idle reclaim released.
   for (auto it = released_.begin(); it != released_.end();) {
     if (Overlaps(it->where, p.replicas)) {
@@ -241,11 +247,7 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
     return;
   }
   r.computing = true;
-  // A MIG instance or an MPS share (active-thread limit) cannot keep more
-  // than its share of the GPU busy; a time-sliced task can (nothing caps it).
-  double load = r.util.mean();
-  if (isolated) load = std::min(load, static_cast<double>(per_gpu_milli) / kMilliPerGpu);
-  const std::vector<JobId> others = load_.Add(p.job, r.replicas, load);
+  const std::vector<JobId> others = load_.Add(p.job, r.replicas, r.load);
   UpdateRate(p.job, r, now);
   UpdateRates(others, now);
   const ReclaimConfig& rc = engine_->config().reclaim;
@@ -286,7 +288,7 @@ void Simulator::OnResized(const JobResized& e, Instant now) {
     r.failed_at.reset();
   }
   r.computing = true;
-  const std::vector<JobId> others = load_.Add(e.job, r.replicas, r.util.mean());
+  const std::vector<JobId> others = load_.Add(e.job, r.replicas, r.load);
   UpdateRate(e.job, r, now);
   UpdateRates(others, now);
 }

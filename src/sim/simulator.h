@@ -7,8 +7,9 @@
 // loops tick. Everything it learns comes back from the Engine's events.
 //
 // Progress: a job computes at a rate: 1 alone, less when it shares a GPU
-// (GpuLoad: time-slice switching and contention, MPS contention) and less
-// by SharingCosts::checkpoint_overhead when it checkpoints periodically.
+// (GpuLoad: time-slice switching and contention, MPS contention), less on
+// a MIG instance or MPS share smaller than its load (share / load), and
+// less by SharingCosts::checkpoint_overhead when it checkpoints periodically.
 // It keeps the work it saved: a checkpoint (before preemption or
 // reclamation) saves everything computed so far; otherwise the work since
 // its last periodic checkpoint (or since start) is lost, and reported.
@@ -135,7 +136,9 @@ class Simulator {
     bool checkpointed = false;      // the stop saved everything computed
     double progress_ms = 0;         // work computed in this placement up to rate_since
     Instant rate_since{};
-    double rate = 1, factor = 1;    // work per wall time; speed relative to alone
+    double rate = 1, factor = 1;    // work per wall time; speed relative to no co-located tasks
+    double limit_speed = 1;         // speed on its share relative to an unlimited GPU (ShareLimitSpeed)
+    double load = 0;                // what it keeps busy on each of its GPUs (limited to its share)
     uint64_t token = 0;             // the live completion
     uint64_t poll_token = 0;        // the live poll chain
     std::optional<Instant> failed_at;   // its node failed; until re-placed

@@ -253,7 +253,8 @@ TEST(SimulatorReclaimTest, ShortDipsAreRidingOutAndGraceRecovers) {
 
 // PART-1: two time-sliced tasks whose loads add up to more than the GPU
 // slow each other down (switch overhead and contention); the same tasks on
-// MIG instances do not.
+// MIG instances do not slow each other, but each wants more than its
+// instance gives and runs at the instance's share over its load.
 TEST(SimulatorSharingTest, TimeSlicingSlowsCoLocatedTasksAndMigDoesNot) {
   auto run = [](ShareMode mode, double load) {
     SmallWorld w;
@@ -282,11 +283,25 @@ TEST(SimulatorSharingTest, TimeSlicingSlowsCoLocatedTasksAndMigDoesNot) {
   // Loads that fit (0.3 + 0.3): only the switch overhead.
   const auto [light, light_end] = run(ShareMode::kTimeSlice, 0.3);
   EXPECT_NEAR(light_end / 1000.0, 3600 / 0.96, 1.0);
-  // MIG: isolated instances, no slowdown, and a MIG set-up before the start.
+  // MIG: isolated instances, a MIG set-up before the start. 0.4 of a GPU
+  // with 20,000 MiB is a 3g.40gb instance of the H100 (3 of 7 compute
+  // slices, charged 428 milli): a task that wants 0.75 runs at 0.428 / 0.75.
   const auto [mig, mig_end] = run(ShareMode::kMig, 0.75);
-  EXPECT_NEAR(mig_end / 1000.0, 3600 + ToSeconds(SharingCosts{}.mig_setup), 1.0);
+  EXPECT_NEAR(mig_end / 1000.0, ToSeconds(SharingCosts{}.mig_setup) + 3600 * 0.75 / 0.428, 1.0);
   EXPECT_NEAR(mig.sharing.interference_slowdown_pct, 0.0, 1e-9);
+  EXPECT_NEAR(mig.sharing.share_limit_slowdown_pct, 100 * (0.75 / 0.428 - 1), 0.1);
+  EXPECT_NEAR(mig.sharing.sharing_slowdown_pct, 100 * (0.75 / 0.428 - 1), 0.1);
   EXPECT_EQ(mig.sharing.mig_setups, 2);
+  // Loads within the instance (0.3 of 0.428): no slowdown at all.
+  const auto [mig_light, mig_light_end] = run(ShareMode::kMig, 0.3);
+  EXPECT_NEAR(mig_light_end / 1000.0, 3600 + ToSeconds(SharingCosts{}.mig_setup), 1.0);
+  EXPECT_NEAR(mig_light.sharing.sharing_slowdown_pct, 0.0, 1e-9);
+  // MPS: the share's active threads limit it the same way (0.4 as asked:
+  // MPS shares are not rounded to profiles), and nothing else slows it.
+  const auto [mps, mps_end] = run(ShareMode::kMps, 0.75);
+  EXPECT_NEAR(mps_end / 1000.0, 3600 * 0.75 / 0.4, 1.0);
+  EXPECT_NEAR(mps.sharing.interference_slowdown_pct, 0.0, 1e-9);
+  EXPECT_NEAR(mps.sharing.share_limit_slowdown_pct, 100 * (0.75 / 0.4 - 1), 0.1);
 }
 
 // OPS-4 through the simulator: a node stops heartbeating; after the timeout
