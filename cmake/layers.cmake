@@ -3,8 +3,9 @@
 # it may use, and check_layers.cmake, run before anything compiles, refuses a
 # source file (tests excepted) that includes a header of a layer its own may
 # not use, naming the file, the line and the allowed layers.
-set(GPUPOOL_LAYERS base model sched engine control config sim api server agent client cli)
+set(GPUPOOL_LAYERS base http model sched engine control config sim api server agent client cli)
 set(GPUPOOL_USES_base "")
+set(GPUPOOL_USES_http base)
 set(GPUPOOL_USES_model base)
 set(GPUPOOL_USES_sched base model)
 set(GPUPOOL_USES_engine base model sched)
@@ -12,7 +13,7 @@ set(GPUPOOL_USES_control base model sched engine)
 set(GPUPOOL_USES_config base model sched engine control)
 set(GPUPOOL_USES_sim base model sched engine control config)
 set(GPUPOOL_USES_api base model engine)
-set(GPUPOOL_USES_server base model sched engine control config api)
-set(GPUPOOL_USES_agent base model api)
+set(GPUPOOL_USES_server base http model sched engine control config api)
+set(GPUPOOL_USES_agent base http model api)
 set(GPUPOOL_USES_client base)
-set(GPUPOOL_USES_cli base model sched engine control config sim api server agent client)
+set(GPUPOOL_USES_cli base http model sched engine control config sim api server agent client)

@@ -17,7 +17,8 @@ PACKAGES=(
   libssl-dev                # SHA-256 of event logs (libcrypto)
   libxxhash-dev             # XXH3-64: the engine snapshot's damage checksum
   libsqlite3-dev            # the server's durable state: event journal and snapshots (WAL)
-  libcpp-httplib-dev        # the server's REST API and the CLI client (HTTP/1.1, thread pool)
+  libcpp-httplib-dev        # the HTTP client of the CLI, the agent and the benchmarks
+  libmicrohttpd-dev         # the daemons' HTTP server: epoll event loop, connection limits, suspend/resume, TLS
   prometheus-cpp-dev        # /metrics: Prometheus registry and text exposition
   prometheus                # promtool: the tests lint the agent's DCGM-named exposition with it
   runc                      # the agent's OCI runtime: every task runs as an isolated container

@@ -1,55 +1,48 @@
 #include "src/agent/metrics_listener.h"
 
-#include <httplib.h>
-
-#include <chrono>
-
 namespace gpupool {
 
-MetricsListener::MetricsListener() : http_(std::make_unique<httplib::Server>()) {}
-
-MetricsListener::~MetricsListener() {
-  if (thread_.joinable()) {
-    // stop() does nothing until the server runs.
-    while (!http_->is_running() && !done_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    http_->stop();
-    thread_.join();
-  }
+MetricsListener::MetricsListener() {
+  http::ServerOptions o;
+  o.workers = http::WorkerOptions{.threads = kMetricsThreads, .reserved = 0, .queue_length = 64};
+  http_ = std::make_unique<http::Server>(std::move(o));
 }
+
+MetricsListener::~MetricsListener() { http_->Stop(); }
 
 Result<std::unique_ptr<MetricsListener>> MetricsListener::Start(const std::string& host, int port) {
   std::unique_ptr<MetricsListener> l(new MetricsListener());
-  httplib::Server& s = *l->http_;
-  s.new_task_queue = [] { return new httplib::ThreadPool(kMetricsThreads); };
-  s.set_read_timeout(kMetricsIoTimeoutS, 0);
-  s.set_write_timeout(kMetricsIoTimeoutS, 0);
-  s.set_idle_interval(0, 100000);
-  s.set_keep_alive_max_count(kMetricsKeepAlive);
-  s.set_keep_alive_timeout(kMetricsIoTimeoutS);
-  s.set_payload_max_length(1024);
   MetricsListener* self = l.get();
-  s.Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
-    std::string text;
-    {
-      std::lock_guard lock(self->mu_);
-      if (!self->published_) {
-        res.status = 503;
-        res.set_content("no reading yet: the agent publishes its first at its first heartbeat\n", "text/plain");
-        return;
-      }
-      text = self->text_;
-    }
-    ++self->scrapes_;
-    res.set_content(std::move(text), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  const int bound = port == 0 ? s.bind_to_any_port(host) : (s.bind_to_port(host, port) ? port : -1);
-  if (bound < 0) return IoError("cannot listen on " + host + ":" + std::to_string(port));
-  l->port_ = bound;
-  l->thread_ = std::thread([self] {
-    self->http_->listen_after_bind();
-    self->done_ = true;
-  });
+  l->http_->Add(http::Route{"GET", "/metrics", "", http::Lane::kApi,
+                            [self](const http::ExchangePtr& ex) { self->Scrape(ex); }});
+  http::Limits limits;
+  limits.max_connections = kMetricsConnections;
+  limits.max_connections_per_client = kMetricsConnectionsPerClient;
+  limits.max_body_bytes = 1024;
+  limits.idle_timeout = kMetricsIoTimeout;
+  limits.header_timeout = kMetricsIoTimeout;
+  limits.body_timeout = kMetricsIoTimeout;
+  limits.request_timeout = kMetricsIoTimeout;
+  GP_ASSIGN_OR_RETURN(l->port_, l->http_->Listen(host, port, limits));
+  GP_TRY(l->http_->Start());
   return l;
+}
+
+void MetricsListener::Scrape(const http::ExchangePtr& ex) {
+  http::Response res;
+  {
+    std::lock_guard lock(mu_);
+    if (!published_) {
+      res.status = 503;
+      res.body = "no reading yet: the agent publishes its first at its first heartbeat\n";
+      ex->Respond(std::move(res));
+      return;
+    }
+    res.body = text_;
+  }
+  ++scrapes_;
+  res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  ex->Respond(std::move(res));
 }
 
 void MetricsListener::Publish(std::string text) {

@@ -6,40 +6,39 @@
 // The agent reads the field set once per heartbeat and publishes the text
 // here; a scrape answers the latest text and never touches the driver, so
 // its cost does not grow with the scrape rate. Before the first publish a
-// scrape gets 503 ("no reading yet"). Anything but GET /metrics is 404.
+// scrape gets 503 ("no reading yet"). Anything but GET /metrics is 404 (405
+// for another method on /metrics).
 //
-// Limits: kMetricsThreads connections are served at a time (more wait in
-// the kernel's backlog), reads and writes time out after kMetricsIoTimeoutS,
-// a connection serves at most kMetricsKeepAlive requests and idles at most
-// kMetricsIoTimeoutS, and request bodies are refused beyond 1 KiB.
+// Served by the HTTP layer (src/http/server.h) with small limits:
+// kMetricsThreads handler threads, kMetricsConnections connections
+// (kMetricsConnectionsPerClient from one address), kMetricsIoTimeout for
+// idle connections, headers and bodies, bodies refused beyond 1 KiB.
 //
-// Thread-safety: Publish from any thread; scrapes run on the listener's own.
+// Thread-safety: Publish from any thread; scrapes run on the layer's threads.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "src/base/status.h"
-
-namespace httplib {
-class Server;
-}
+#include "src/http/server.h"
 
 namespace gpupool {
 
 inline constexpr int kMetricsThreads = 2;
-inline constexpr int kMetricsIoTimeoutS = 5;
-inline constexpr int kMetricsKeepAlive = 100;
+inline constexpr int kMetricsConnections = 64;
+inline constexpr int kMetricsConnectionsPerClient = 16;
+inline constexpr std::chrono::seconds kMetricsIoTimeout{5};
 
 class MetricsListener {
  public:
   // Binds `host`:`port` (port 0: any free one) and starts serving. Fails
-  // with "cannot listen on HOST:PORT".
+  // with "cannot listen on HOST:PORT: reason".
   static Result<std::unique_ptr<MetricsListener>> Start(const std::string& host, int port);
-  ~MetricsListener();  // stops serving and joins its thread
+  ~MetricsListener();  // stops serving
   MetricsListener(const MetricsListener&) = delete;
   MetricsListener& operator=(const MetricsListener&) = delete;
 
@@ -51,14 +50,14 @@ class MetricsListener {
 
  private:
   MetricsListener();
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  void Scrape(const http::ExchangePtr& ex);
+
+  std::unique_ptr<http::Server> http_;
   int port_ = 0;
   mutable std::mutex mu_;
-  std::string text_;  // guarded by mu_
+  std::string text_;        // guarded by mu_
   bool published_ = false;  // guarded by mu_
   std::atomic<int64_t> scrapes_{0};
-  std::atomic<bool> done_{false};  // the serving thread returned
 };
 
 }  // namespace gpupool

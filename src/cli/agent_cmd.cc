@@ -265,7 +265,12 @@ int RunDev(const DevFlags& f) {
     return 1;
   }
 
-  std::thread http([&] { api.Serve(); });
+  std::thread http([&] {
+    if (auto ok = api.Serve(); !ok) {
+      LogError("cannot serve", {{"error", ok.error().message}});
+      agent.Stop();
+    }
+  });
   std::thread agent_thread([&] { agent.Run(); });
   const std::string admin = (fs::path(f.data_dir) / "admin.token").string();
   std::cout << "gpupool dev: server and one agent (" << f.node << ", fake GPUs " << f.fake_gpus << ")\n"

@@ -1,6 +1,7 @@
 #include "src/cli/serve_common.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,17 @@ sigset_t BlockStopSignals() {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
+}
+
+int64_t RaiseOpenFileLimit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return -1;
+  if (r.rlim_cur < r.rlim_max) {
+    rlimit raised = r;
+    raised.rlim_cur = r.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) r = raised;
+  }
+  return r.rlim_cur == RLIM_INFINITY ? INT64_MAX : static_cast<int64_t>(r.rlim_cur);
 }
 
 Status WriteServerUrl(const std::string& data_dir, const std::string& url) {

@@ -1,13 +1,9 @@
 #include "src/server/http_api.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
-
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <shared_mutex>
-#include <thread>
 
 #include "src/api/region_request.h"
 #include "src/base/time_text.h"
@@ -19,11 +15,13 @@ namespace gpupool {
 namespace {
 
 using nlohmann::json;
-using httplib::Request;
-using httplib::Response;
+using http::ExchangePtr;
+using http::Request;
+using http::Response;
 
 constexpr int64_t kMaxListLimit = 1000;
 constexpr int64_t kMaxEventLimit = 10000;
+constexpr size_t kMaxRequestIdBytes = 128;
 
 std::string NextRequestId() {
   static std::atomic<uint64_t> n{0};
@@ -33,7 +31,14 @@ std::string NextRequestId() {
 
 void SendJson(Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  res.content_type = "application/json";
+  res.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void SendText(Response& res, std::string text, const char* content_type) {
+  res.status = 200;
+  res.content_type = content_type;
+  res.body = std::move(text);
 }
 
 void SendError(Response& res, const ApiError& e) {
@@ -41,7 +46,6 @@ void SendError(Response& res, const ApiError& e) {
   if (!e.field.empty()) err["field"] = e.field;
   SendJson(res, e.http_status, json{{"error", err}});
 }
-
 
 ApiError Unauthorized() {
   return MakeApiError(401, "unauthorized", "missing or unknown bearer token (Authorization: Bearer TOKEN)");
@@ -67,8 +71,8 @@ bool ValidNodeName(const std::string& s) {
 
 // A query parameter as an integer in [lo, hi].
 bool IntParam(const Request& req, const char* name, int64_t& out, int64_t lo, int64_t hi, ApiError* err) {
-  if (!req.has_param(name)) return true;
-  const std::string v = req.get_param_value(name);
+  if (!req.HasParam(name)) return true;
+  const std::string v = req.Param(name);
   try {
     size_t used = 0;
     const long long x = std::stoll(v, &used);
@@ -77,9 +81,9 @@ bool IntParam(const Request& req, const char* name, int64_t& out, int64_t lo, in
     return true;
   } catch (const std::exception&) {
     *err = MakeApiError(400, "invalid_argument",
-                 std::string(name) + ": expected an integer between " + std::to_string(lo) + " and " +
-                     std::to_string(hi) + " (got \"" + v.substr(0, 32) + "\")",
-                 name);
+                        std::string(name) + ": expected an integer between " + std::to_string(lo) + " and " +
+                            std::to_string(hi) + " (got \"" + v.substr(0, 32) + "\")",
+                        name);
     return false;
   }
 }
@@ -109,180 +113,207 @@ bool ReplyFailed(Response& res, const Reply& r) {
   return true;
 }
 
-// Before routing: tags the request and its response with an X-Request-Id (the client's when usable), and refuses a
-// request whose Content-Length is over the body limit, closing the connection.
-httplib::Server::HandlerResponse PreRoute(const Request& req, Response& res, int64_t max_body) {
-  auto& r = const_cast<Request&>(req);
-  std::string id = req.get_header_value("X-Request-Id");
-  if (id.empty() || id.size() > 128) id = NextRequestId();
-  r.set_header("X-Request-Id", id);
-  res.set_header("X-Request-Id", id);
-  const std::string len = req.get_header_value("Content-Length");
-  if (!len.empty()) {
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(len.c_str(), &end, 10);
-    if (end && *end == '\0' && n > static_cast<unsigned long long>(max_body)) {
-      res.set_header("Connection", "close");
+// The layer's own answers in the API's error shape. A body over the limit
+// stays the documented 400 naming `body` (the layer closes the connection).
+Response LayerErrorResponse(http::LayerError e, const Request& req, int64_t max_body) {
+  Response res;
+  switch (e) {
+    case http::LayerError::kNotFound:
+      SendError(res, MakeApiError(404, "not_found", "no such endpoint: " + req.method + " " + req.path));
+      break;
+    case http::LayerError::kMethodNotAllowed:
+      SendError(res, MakeApiError(405, "method_not_allowed", req.method + " is not allowed on " + req.path));
+      break;
+    case http::LayerError::kBodyTooLarge:
       SendError(res, MakeApiError(400, "invalid_argument",
-                                  "body: too large (" + len + " bytes; the limit is " + std::to_string(max_body) + ")",
-                                  "body"));
-      return httplib::Server::HandlerResponse::Handled;
-    }
+                                  "body: too large (the limit is " + std::to_string(max_body) + " bytes)", "body"));
+      break;
+    case http::LayerError::kBusy:
+      SendError(res, MakeApiError(503, "unavailable", "the server is busy; retry after a second"));
+      break;
+    case http::LayerError::kTimeout:
+      SendError(res, MakeApiError(504, "timeout", "no answer in time; the request may still take effect"));
+      break;
+    case http::LayerError::kStopping:
+      SendError(res, MakeApiError(503, "unavailable", "the server is shutting down"));
+      break;
+    case http::LayerError::kInternal:
+      SendError(res, MakeApiError(500, "internal", "internal error"));
+      break;
   }
-  return httplib::Server::HandlerResponse::Unhandled;
+  return res;
 }
 
-void LogAccess(const Request& req, const Response& res) {
-  if (!RequestLoggingEnabled()) return;
-  LogRequest({{"request_id", req.get_header_value("X-Request-Id")},
-              {"method", req.method},
-              {"path", req.path},
-              {"status", std::to_string(res.status)},
-              {"remote", req.remote_addr}});
+// Every answer carries an X-Request-Id: the client's when usable, else a new one.
+void TagRequestId(const Request& req, Response& res) {
+  std::string id(req.Header("X-Request-Id"));
+  if (id.empty() || id.size() > kMaxRequestIdBytes) id = NextRequestId();
+  res.headers.emplace_back("X-Request-Id", std::move(id));
 }
 
-// httplib's own failures (no route, a body too large to read, ...) answered in the API's error shape.
-void SendHttpError(const Request& req, Response& res) {
-  if (!res.body.empty()) return;
-  if (res.status == 404) {
-    SendError(res, MakeApiError(404, "not_found", "no such endpoint: " + req.method + " " + req.path));
-  } else if (res.status == 413) {
-    SendError(res, MakeApiError(400, "invalid_argument", "body: too large", "body"));
-  } else {
-    SendError(res, MakeApiError(res.status, "error", "HTTP " + std::to_string(res.status)));
+std::string HeaderOf(const Response& res, std::string_view name) {
+  for (const auto& [k, v] : res.headers) {
+    if (k == name) return v;
   }
+  return "";
 }
 
-void SendException(const Request&, Response& res, std::exception_ptr ep) {
-  std::string what = "internal error";
+// Runs a handler step, answering 500 with the exception's text if it throws
+// (the API answered so before; inputs that throw are bugs to fix at the root).
+template <class F>
+void Guarded(const ExchangePtr& ex, F&& f) {
   try {
-    std::rethrow_exception(ep);
+    f();
   } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
+    LogError("request failed", {{"error", e.what()}});
+    Response res;
+    SendError(res, MakeApiError(500, "internal", e.what()));
+    ex->Respond(std::move(res));
   }
-  LogError("request failed", {{"error", what}});
-  SendError(res, MakeApiError(500, "internal", what));
 }
 
 enum class Method { kGet, kPost, kPut, kDelete };
 
 }  // namespace
 
-HttpApi::HttpApi(ServerCore& core) : core_(core), http_(std::make_unique<httplib::Server>()) {
-  ConfigureServer();
+http::Limits HttpLimits(const ServerSettings& s) {
+  http::Limits l;
+  l.max_connections = static_cast<int>(s.http.max_connections);
+  l.max_connections_per_client = static_cast<int>(s.http.max_connections_per_client);
+  l.max_header_bytes = s.http.max_header_bytes;
+  l.max_body_bytes = s.max_body_bytes;
+  l.idle_timeout = s.http.idle_timeout;
+  l.header_timeout = s.http.header_timeout;
+  l.body_timeout = s.http.body_timeout;
+  l.request_timeout = s.http.request_timeout;
+  return l;
+}
+
+HttpApi::HttpApi(ServerCore& core) : core_(core) {
+  const ServerSettings& s = core_.settings();
+  http::ServerOptions o;
+  o.workers.threads = static_cast<int>(s.http_threads);
+  const int64_t agent_threads = s.http.agent_threads < 0 ? s.http_threads / 4 : s.http.agent_threads;
+  o.workers.reserved = static_cast<int>(std::min(agent_threads, s.http_threads - 1));
+  o.workers.queue_length = static_cast<size_t>(s.http.queue_length);
+  const int64_t max_body = s.max_body_bytes;
+  o.error_response = [max_body](http::LayerError e, const Request& req) {
+    return LayerErrorResponse(e, req, max_body);
+  };
+  o.decorate = TagRequestId;
+  o.on_complete = [this](const http::Completion& c) {
+    if (!c.request->route.empty()) {
+      core_.metrics().CountRequest(c.request->method, c.request->route, c.status, c.seconds.count());
+    }
+    if (!RequestLoggingEnabled()) return;
+    LogRequest({{"request_id", c.response ? HeaderOf(*c.response, "X-Request-Id") : ""},
+                {"method", c.request->method},
+                {"path", c.request->path},
+                {"status", std::to_string(c.status)},
+                {"remote", c.request->remote_addr}});
+  };
+  o.log = [](const std::string& line) { LogError("http", {{"error", line}}); };
+  http_ = std::make_unique<http::Server>(std::move(o));
   Routes();
 }
-HttpApi::~HttpApi() = default;
+
+HttpApi::~HttpApi() { Stop(); }
 
 Result<int> HttpApi::Bind(const std::string& host, int port) {
-  // cpp-httplib 0.11 listens with a backlog of 5: a burst of new
-  // connections (clients reconnecting after a restart) overflows it and
-  // some of them are dropped. Keep the socket's descriptor and listen again
-  // with the system's maximum.
-  int listen_fd = -1;
-  http_->set_socket_options([&listen_fd](int sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_fd = sock;
-  });
-  int bound = port;
-  if (port == 0) {
-    bound = http_->bind_to_any_port(host);
-    if (bound < 0) return IoError("cannot listen on " + host + ": no free port");
-  } else if (!http_->bind_to_port(host, port)) {
-    return IoError("cannot listen on " + host + ":" + std::to_string(port));
+  return http_->Listen(host, port, HttpLimits(core_.settings()));
+}
+
+Result<int> HttpApi::BindAgent(const std::string& host, int port) {
+  return http_->Listen(host, port, HttpLimits(core_.settings()), /*reserved_only=*/true);
+}
+
+Status HttpApi::Serve() {
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) return {};
   }
-  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
-  return bound;
+  GP_TRY(http_->Start());
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return stop_; });
+  return {};
 }
 
-void HttpApi::Serve() {
-  http_->listen_after_bind();
-  served_ = true;
-}
 void HttpApi::Stop() {
-  // stop() does nothing until the server runs: wait for it (a signal may
-  // arrive during a long recovery, before Serve).
-  while (!http_->is_running() && !served_) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  http_->stop();
-}
-
-void HttpApi::ConfigureServer() {
-  httplib::Server& s = *http_;
-  const size_t threads = static_cast<size_t>(core_.settings().http_threads);
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.set_tcp_nodelay(true);  // responses go out at once (no Nagle / delayed-ACK stalls)
-  s.set_keep_alive_max_count(100000);
-  s.set_keep_alive_timeout(30);
-  const int64_t max_body = core_.settings().max_body_bytes;
-  // A body a little over the limit is read and refused by the handler (400
-  // naming "body"); far over it, the HTTP layer refuses to read it (413).
-  s.set_payload_max_length(static_cast<size_t>(max_body) * 4);
-
-  s.set_pre_routing_handler([max_body](const Request& req, Response& res) { return PreRoute(req, res, max_body); });
-  s.set_logger(LogAccess);
-  s.set_error_handler(SendHttpError);
-  s.set_exception_handler(SendException);
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  http_->Stop();
 }
 
 void HttpApi::Routes() {
-  struct Route {
+  struct Entry {
     Method method;
-    const char* pattern;  // a regex for httplib; captures are the handler's req.matches
-    const char* metric;   // the route's name in the request metrics
-    Handler handler;
+    const char* pattern;  // without ":digits", the route's name in the request metrics
+    http::Lane lane;
+    SyncHandler sync;    // one of the two
+    AsyncHandler async;
   };
-  // httplib tries a method's routes in the order they were registered, so keep this order.
-  static constexpr Route kRoutes[] = {
-      {Method::kGet, "/healthz", "/healthz", &HttpApi::Health},
-      {Method::kGet, "/metrics", "/metrics", &HttpApi::GetMetrics},
-      {Method::kPost, "/v1/tenants", "/v1/tenants", &HttpApi::CreateTenant},
-      {Method::kGet, "/v1/tenants", "/v1/tenants", &HttpApi::ListTenants},
-      {Method::kGet, R"(/v1/tenants/([^/]+))", "/v1/tenants/{name}", &HttpApi::GetTenant},
-      {Method::kPut, R"(/v1/tenants/([^/]+)/quota)", "/v1/tenants/{name}/quota", &HttpApi::SetQuota},
-      {Method::kPost, "/v1/jobs", "/v1/jobs", &HttpApi::SubmitJob},
-      {Method::kGet, "/v1/jobs", "/v1/jobs", &HttpApi::ListJobs},
-      {Method::kGet, R"(/v1/jobs/(\d+))", "/v1/jobs/{id}", &HttpApi::GetJob},
-      {Method::kGet, R"(/v1/jobs/(\d+)/logs)", "/v1/jobs/{id}/logs", &HttpApi::JobLogs},
-      {Method::kDelete, R"(/v1/jobs/(\d+))", "/v1/jobs/{id}", &HttpApi::CancelJob},
-      {Method::kPost, "/v1/nodes", "/v1/nodes", &HttpApi::AddNode},
-      {Method::kPost, R"(/v1/nodes/([^/]+)/token)", "/v1/nodes/{name}/token", &HttpApi::IssueNodeToken},
-      {Method::kPost, "/v1/agent/register", "/v1/agent/register", &HttpApi::RegisterNode},
-      {Method::kPost, "/v1/agent/heartbeat", "/v1/agent/heartbeat", &HttpApi::AgentHeartbeat},
-      {Method::kGet, "/v1/nodes", "/v1/nodes", &HttpApi::ListNodes},
-      {Method::kGet, "/v1/pools", "/v1/pools", &HttpApi::ListPools},
-      {Method::kGet, "/v1/regions", "/v1/regions", &HttpApi::GetRegions},
-      {Method::kPut, "/v1/regions", "/v1/regions", &HttpApi::SetRegions},
-      {Method::kGet, "/v1/events", "/v1/events", &HttpApi::ListEvents},
+  using L = http::Lane;
+  static constexpr Entry kRoutes[] = {
+      {Method::kGet, "/healthz", L::kReserved, &HttpApi::Health, nullptr},
+      {Method::kGet, "/metrics", L::kApi, &HttpApi::GetMetrics, nullptr},
+      {Method::kPost, "/v1/tenants", L::kApi, nullptr, &HttpApi::CreateTenant},
+      {Method::kGet, "/v1/tenants", L::kApi, &HttpApi::ListTenants, nullptr},
+      {Method::kGet, "/v1/tenants/{name}", L::kApi, &HttpApi::GetTenant, nullptr},
+      {Method::kPut, "/v1/tenants/{name}/quota", L::kApi, nullptr, &HttpApi::SetQuota},
+      {Method::kPost, "/v1/jobs", L::kApi, nullptr, &HttpApi::SubmitJob},
+      {Method::kGet, "/v1/jobs", L::kApi, &HttpApi::ListJobs, nullptr},
+      {Method::kGet, "/v1/jobs/{id:digits}", L::kApi, nullptr, &HttpApi::GetJob},
+      {Method::kGet, "/v1/jobs/{id:digits}/logs", L::kApi, &HttpApi::JobLogs, nullptr},
+      {Method::kDelete, "/v1/jobs/{id:digits}", L::kApi, nullptr, &HttpApi::CancelJob},
+      {Method::kPost, "/v1/nodes", L::kApi, nullptr, &HttpApi::AddNode},
+      {Method::kPost, "/v1/nodes/{name}/token", L::kApi, nullptr, &HttpApi::IssueNodeToken},
+      {Method::kPost, "/v1/agent/register", L::kReserved, nullptr, &HttpApi::RegisterNode},
+      {Method::kPost, "/v1/agent/heartbeat", L::kReserved, nullptr, &HttpApi::AgentHeartbeat},
+      {Method::kGet, "/v1/nodes", L::kApi, &HttpApi::ListNodes, nullptr},
+      {Method::kGet, "/v1/pools", L::kApi, &HttpApi::ListPools, nullptr},
+      {Method::kGet, "/v1/regions", L::kApi, &HttpApi::GetRegions, nullptr},
+      {Method::kPut, "/v1/regions", L::kApi, nullptr, &HttpApi::SetRegions},
+      {Method::kGet, "/v1/events", L::kApi, &HttpApi::ListEvents, nullptr},
   };
-  httplib::Server& s = *http_;
-  for (const Route& r : kRoutes) {
-    const std::string metric = r.metric;
-    const Handler handler = r.handler;
-    httplib::Server::Handler h = [this, metric, handler](const Request& req, Response& res) {
-      Timed(metric, handler, req, res);
-    };
-    switch (r.method) {
-      case Method::kGet: s.Get(r.pattern, std::move(h)); break;
-      case Method::kPost: s.Post(r.pattern, std::move(h)); break;
-      case Method::kPut: s.Put(r.pattern, std::move(h)); break;
-      case Method::kDelete: s.Delete(r.pattern, std::move(h)); break;
+  static constexpr const char* kMethods[] = {"GET", "POST", "PUT", "DELETE"};
+  for (const Entry& e : kRoutes) {
+    http::Handler h;
+    if (e.sync != nullptr) {
+      h = [this, f = e.sync](const ExchangePtr& ex) {
+        Guarded(ex, [&] {
+          Response res;
+          (this->*f)(ex->request(), res);
+          ex->Respond(std::move(res));
+        });
+      };
+    } else {
+      h = [this, f = e.async](const ExchangePtr& ex) { Guarded(ex, [&] { (this->*f)(ex); }); };
     }
+    std::string name = e.pattern;
+    if (const size_t at = name.find(":digits"); at != std::string::npos) name.erase(at, 7);
+    http_->Add(http::Route{kMethods[static_cast<int>(e.method)], e.pattern, std::move(name), e.lane, std::move(h)});
   }
 }
 
-// Wraps a handler: timing, metrics.
-void HttpApi::Timed(const std::string& metric, Handler handler, const Request& req, Response& res) {
-  const auto t0 = std::chrono::steady_clock::now();
-  (this->*handler)(req, res);
-  core_.metrics().CountRequest(req.method, metric, res.status,
-                               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+void HttpApi::Await(const ExchangePtr& ex, Command cmd, std::function<void(const Reply&, Response&)> then) {
+  core_.Execute(std::move(cmd), [this, ex, then = std::move(then)](Reply r) mutable {
+    // On the core's publisher thread: hand the rest to a worker.
+    http_->Continue([ex, then = std::move(then), r = std::move(r)] {
+      Guarded(ex, [&] {
+        Response res;
+        then(r, res);
+        ex->Respond(std::move(res));
+      });
+    });
+  });
 }
 
 // Authentication; admin_only refuses tenant tokens.
 std::optional<Principal> HttpApi::Auth(const Request& req, Response& res, bool admin_only) {
-  auto p = core_.auth().Authenticate(req.get_header_value("Authorization"));
+  auto p = core_.auth().Authenticate(req.Header("Authorization"));
   if (!p) {
     SendError(res, Unauthorized());
     return std::nullopt;
@@ -300,7 +331,7 @@ std::optional<Principal> HttpApi::Auth(const Request& req, Response& res, bool a
 
 // The agent endpoints take node tokens only, for the node the body names.
 std::optional<std::string> HttpApi::AgentAuth(const Request& req, Response& res) {
-  auto p = core_.auth().Authenticate(req.get_header_value("Authorization"));
+  auto p = core_.auth().Authenticate(req.Header("Authorization"));
   if (!p) {
     SendError(res, Unauthorized());
     return std::nullopt;
@@ -340,51 +371,56 @@ void HttpApi::Health(const Request&, Response& res) {
 }
 
 void HttpApi::GetMetrics(const Request&, Response& res) {
-  res.set_content(core_.metrics().Render(core_.read_model()), "text/plain; version=0.0.4; charset=utf-8");
+  SendText(res, core_.metrics().Render(core_.read_model()), "text/plain; version=0.0.4; charset=utf-8");
 }
 
 // --- tenants ---------------------------------------------------------------------
-void HttpApi::CreateTenant(const Request& req, Response& res) {
-  if (!Auth(req, res, true)) return;
+void HttpApi::CreateTenant(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
+  if (!Auth(req, res, true)) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
-  if (!j) return;
+  if (!j) return (void)ex->Respond(std::move(res));
   ApiError err;
   FieldReader f;
   CreateTenantCmd cmd;
+  auto fail = [&](const ApiError& e) {
+    SendError(res, e);
+    ex->Respond(std::move(res));
+  };
   if (!FieldReader::Open(*j, "", {"name", "quota"}, &f, &err) || !f.Require("name", &err) ||
       !f.String("name", cmd.name, 63, &err)) {
-    return SendError(res, err);
+    return fail(err);
   }
   if (!ValidName(cmd.name)) {
-    return SendError(res, BadField("name", "expected 1 to 63 characters of a-z, 0-9 and '-', starting "
-                                           "with a letter (got \"" + cmd.name + "\")"));
+    return fail(BadField("name", "expected 1 to 63 characters of a-z, 0-9 and '-', starting "
+                                 "with a letter (got \"" + cmd.name + "\")"));
   }
   if (const json* q = f.Find("quota")) {
-    if (!q->is_object()) return SendError(res, BadField("quota", "expected an object of pool name -> quota"));
+    if (!q->is_object()) return fail(BadField("quota", "expected an object of pool name -> quota"));
     for (const auto& [pool, value] : q->items()) {
       FieldReader qf;
       Quota quota;
-      if (!FieldReader::Open(value, "quota." + pool, {"guaranteed_gpus", "limit_gpus", "weight", "reserved"},
-                             &qf, &err) ||
+      if (!FieldReader::Open(value, "quota." + pool, {"guaranteed_gpus", "limit_gpus", "weight", "reserved"}, &qf,
+                             &err) ||
           !ReadQuota(qf, quota, &err)) {
-        return SendError(res, err);
+        return fail(err);
       }
-      if (!core_.names().pool_id(pool)) {
-        return SendError(res, BadField("quota." + pool, "unknown pool '" + pool + "'"));
-      }
+      if (!core_.names().pool_id(pool)) return fail(BadField("quota." + pool, "unknown pool '" + pool + "'"));
       cmd.quotas.emplace_back(pool, quota);
     }
   }
   const std::string token = NewToken();
   cmd.token_hash = HashToken(token);
-  const std::string name = cmd.name;
-  const Reply r = core_.Call(std::move(cmd));
-  if (ReplyFailed(res, r)) return;
-  std::shared_lock lock(core_.read_model().mu());
-  const auto& m = core_.read_model();
-  json v = TenantView(*m.tenant_id(name), m);
-  v["token"] = token;
-  SendJson(res, 201, v);
+  const std::string name = cmd.name;  // before cmd is moved
+  Await(ex, std::move(cmd), [this, name, token](const Reply& r, Response& res) {
+    if (ReplyFailed(res, r)) return;
+    std::shared_lock lock(core_.read_model().mu());
+    const auto& m = core_.read_model();
+    json v = TenantView(*m.tenant_id(name), m);
+    v["token"] = token;
+    SendJson(res, 201, v);
+  });
 }
 
 void HttpApi::ListTenants(const Request& req, Response& res) {
@@ -399,7 +435,7 @@ void HttpApi::ListTenants(const Request& req, Response& res) {
 void HttpApi::GetTenant(const Request& req, Response& res) {
   auto p = Auth(req, res, false);
   if (!p) return;
-  const std::string name = req.matches[1];
+  const std::string name = req.captures[0];
   if (!p->admin && p->tenant != name) return SendError(res, MakeApiError(404, "not_found", "no tenant '" + name + "'"));
   std::shared_lock lock(core_.read_model().mu());
   const auto& m = core_.read_model();
@@ -408,59 +444,72 @@ void HttpApi::GetTenant(const Request& req, Response& res) {
   SendJson(res, 200, TenantView(*t, m));
 }
 
-void HttpApi::SetQuota(const Request& req, Response& res) {
-  if (!Auth(req, res, true)) return;
+void HttpApi::SetQuota(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
+  if (!Auth(req, res, true)) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
-  if (!j) return;
+  if (!j) return (void)ex->Respond(std::move(res));
   ApiError err;
   FieldReader f;
   SetQuotaCmd cmd;
-  cmd.tenant = req.matches[1];
+  cmd.tenant = req.captures[0];
   if (!FieldReader::Open(*j, "", {"pool", "guaranteed_gpus", "limit_gpus", "weight", "reserved"}, &f, &err) ||
       !f.Require("pool", &err) || !f.String("pool", cmd.pool, 63, &err) || !ReadQuota(f, cmd.quota, &err)) {
-    return SendError(res, err);
+    SendError(res, err);
+    return (void)ex->Respond(std::move(res));
   }
-  if (!core_.names().pool_id(cmd.pool)) return SendError(res, BadField("pool", "unknown pool '" + cmd.pool + "'"));
-  const std::string name = cmd.tenant;
-  const Reply r = core_.Call(std::move(cmd));
-  if (ReplyFailed(res, r)) return;
-  std::shared_lock lock(core_.read_model().mu());
-  const auto& m = core_.read_model();
-  SendJson(res, 200, TenantView(*m.tenant_id(name), m));
+  if (!core_.names().pool_id(cmd.pool)) {
+    SendError(res, BadField("pool", "unknown pool '" + cmd.pool + "'"));
+    return (void)ex->Respond(std::move(res));
+  }
+  const std::string name = cmd.tenant;  // before cmd is moved
+  Await(ex, std::move(cmd), [this, name](const Reply& r, Response& res) {
+    if (ReplyFailed(res, r)) return;
+    std::shared_lock lock(core_.read_model().mu());
+    const auto& m = core_.read_model();
+    SendJson(res, 200, TenantView(*m.tenant_id(name), m));
+  });
 }
 
 // --- jobs ------------------------------------------------------------------------
-void HttpApi::SubmitJob(const Request& req, Response& res) {
+void HttpApi::SubmitJob(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
+  auto fail = [&](const ApiError& e) {
+    SendError(res, e);
+    ex->Respond(std::move(res));
+  };
   auto p = Auth(req, res, false);
-  if (!p) return;
+  if (!p) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
-  if (!j) return;
+  if (!j) return (void)ex->Respond(std::move(res));
   auto parsed = ParseJobRequest(*j, core_.names(), WallNow());
-  if (!parsed.ok()) return SendError(res, parsed.error);
+  if (!parsed.ok()) return fail(parsed.error);
   SubmitJobCmd cmd;
   cmd.spec = std::move(parsed.value->spec);
   if (p->admin) {
     if (parsed.value->tenant.empty()) {
-      return SendError(res, BadField("tenant", "required when the admin submits (the tenant the job is for)"));
+      return fail(BadField("tenant", "required when the admin submits (the tenant the job is for)"));
     }
     cmd.tenant = parsed.value->tenant;
   } else {
     if (!parsed.value->tenant.empty() && parsed.value->tenant != p->tenant) {
-      return SendError(res, BadField("tenant", "a tenant token submits only its own jobs (omit tenant or give '" +
-                                                   p->tenant + "')"));
+      return fail(BadField("tenant", "a tenant token submits only its own jobs (omit tenant or give '" + p->tenant +
+                                         "')"));
     }
     cmd.tenant = p->tenant;
   }
-  const Reply r = core_.Call(std::move(cmd));
-  if (ReplyFailed(res, r)) return;
-  std::shared_lock lock(core_.read_model().mu());
-  const JobRecord* rec = core_.read_model().job(r.id);
-  if (!rec) {
-    return SendError(res, MakeApiError(500, "internal", "job " + std::to_string(r.id) + " not in the read model"));
-  }
-  SendJson(res, 201, JobView(*rec, core_.read_model(), core_.names()));
+  Await(ex, std::move(cmd), [this](const Reply& r, Response& res) {
+    if (ReplyFailed(res, r)) return;
+    std::shared_lock lock(core_.read_model().mu());
+    const JobRecord* rec = core_.read_model().job(r.id);
+    if (!rec) {
+      return SendError(res, MakeApiError(500, "internal", "job " + std::to_string(r.id) + " not in the read model"));
+    }
+    SendJson(res, 201, JobView(*rec, core_.read_model(), core_.names()));
+  });
 }
-
 void HttpApi::ListJobs(const Request& req, Response& res) {
   auto p = Auth(req, res, false);
   if (!p) return;
@@ -470,8 +519,8 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
     return SendError(res, err);
   }
   std::optional<JobState> state;
-  if (req.has_param("state")) {
-    const std::string v = req.get_param_value("state");
+  if (req.HasParam("state")) {
+    const std::string v = req.Param("state");
     for (int i = 0; i <= static_cast<int>(JobState::kEvicted); ++i) {
       if (v == JobStateName(static_cast<JobState>(i))) state = static_cast<JobState>(i);
     }
@@ -487,18 +536,18 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
   const auto& m = core_.read_model();
   TenantId tenant = -1;
   if (!p->admin) {
-    if (req.has_param("tenant") && req.get_param_value("tenant") != p->tenant) {
+    if (req.HasParam("tenant") && req.Param("tenant") != p->tenant) {
       return SendError(res,
                        MakeApiError(403, "forbidden", "tenant: only the admin may list other tenants' jobs", "tenant"));
     }
     const auto t = m.tenant_id(p->tenant);
     if (!t) return SendError(res, Unauthorized());  // a token whose tenant is not published yet
     tenant = *t;
-  } else if (req.has_param("tenant")) {
-    const auto t = m.tenant_id(req.get_param_value("tenant"));
+  } else if (req.HasParam("tenant")) {
+    const auto t = m.tenant_id(req.Param("tenant"));
     if (!t) {
       return SendError(res, MakeApiError(400, "invalid_argument",
-                                         "tenant: no tenant '" + req.get_param_value("tenant").substr(0, 64) + "'",
+                                         "tenant: no tenant '" + req.Param("tenant").substr(0, 64) + "'",
                                          "tenant"));
     }
     tenant = *t;
@@ -518,9 +567,8 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
   });
   SendJson(res, 200, json{{"jobs", jobs}, {"next_after", more ? json(last) : json(nullptr)}});
 }
-
 JobId HttpApi::FindJob(const Request& req, Response& res, const Principal& p) {
-  const std::string idtext = req.matches[1];
+  const std::string idtext = req.captures[0];
   JobId id = -1;
   try {
     id = idtext.size() > 18 ? -1 : std::stoll(idtext);
@@ -536,27 +584,32 @@ JobId HttpApi::FindJob(const Request& req, Response& res, const Principal& p) {
   return id;
 }
 
-void HttpApi::GetJob(const Request& req, Response& res) {
+void HttpApi::GetJob(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
   auto p = Auth(req, res, false);
-  if (!p) return;
+  if (!p) return (void)ex->Respond(std::move(res));
   const JobId id = FindJob(req, res, *p);
-  if (id < 0) return;
-  Reply why;
+  if (id < 0) return (void)ex->Respond(std::move(res));
+  // The job's view, with why it waits when `why` says so (and it still waits).
+  auto answer = [this, id](const Reply& why, Response& res) {
+    std::shared_lock lock(core_.read_model().mu());
+    json v = JobView(*core_.read_model().job(id), core_.read_model(), core_.names());
+    if (!why.text.empty() && v["state"] == "pending") {
+      v["waiting"] = why.text;
+      v["waiting_reasons"] = why.detail;
+    }
+    SendJson(res, 200, v);
+  };
   bool pending;
   {
     std::shared_lock lock(core_.read_model().mu());
     pending = core_.read_model().job(id)->state == JobState::kPending;
   }
-  if (pending) why = core_.Call(ExplainCmd{id});
-  std::shared_lock lock(core_.read_model().mu());
-  json v = JobView(*core_.read_model().job(id), core_.read_model(), core_.names());
-  if (!why.text.empty() && v["state"] == "pending") {
-    v["waiting"] = why.text;
-    v["waiting_reasons"] = std::move(why.detail);
-  }
-  SendJson(res, 200, v);
+  if (pending) return Await(ex, ExplainCmd{id}, std::move(answer));
+  answer(Reply{}, res);
+  ex->Respond(std::move(res));
 }
-
 void HttpApi::JobLogs(const Request& req, Response& res) {
   auto p = Auth(req, res, false);
   if (!p) return;
@@ -576,39 +629,47 @@ void HttpApi::JobLogs(const Request& req, Response& res) {
     text += part.text;
     if (!text.empty() && text.back() != '\n' && parts->size() > 1) text += '\n';
   }
-  res.status = 200;
-  res.set_content(text, "text/plain; charset=utf-8");
+  SendText(res, std::move(text), "text/plain; charset=utf-8");
 }
 
-void HttpApi::CancelJob(const Request& req, Response& res) {
+void HttpApi::CancelJob(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
   auto p = Auth(req, res, false);
-  if (!p) return;
+  if (!p) return (void)ex->Respond(std::move(res));
   const JobId id = FindJob(req, res, *p);
-  if (id < 0) return;
+  if (id < 0) return (void)ex->Respond(std::move(res));
   {
     std::shared_lock lock(core_.read_model().mu());
     const JobRecord* r = core_.read_model().job(id);
     if (IsTerminal(r->state)) {
-      return SendError(res, MakeApiError(409, "conflict",
-                                         "job " + std::to_string(id) + " already ended (" +
-                                             JobStateName(r->state) + ")"));
+      SendError(res, MakeApiError(409, "conflict",
+                                  "job " + std::to_string(id) + " already ended (" + JobStateName(r->state) + ")"));
+      return (void)ex->Respond(std::move(res));
     }
   }
-  const Reply r = core_.Call(CancelJobCmd{id, p->admin ? "" : p->tenant});
-  if (r.error && r.error->http_status == 404) {
-    // It ended between the check and the command.
-    return SendError(res, MakeApiError(409, "conflict", "job " + std::to_string(id) + " already ended"));
-  }
-  if (ReplyFailed(res, r)) return;
-  std::shared_lock lock(core_.read_model().mu());
-  SendJson(res, 200, JobView(*core_.read_model().job(id), core_.read_model(), core_.names()));
+  Await(ex, CancelJobCmd{id, p->admin ? "" : p->tenant}, [this, id](const Reply& r, Response& res) {
+    if (r.error && r.error->http_status == 404) {
+      // It ended between the check and the command.
+      return SendError(res, MakeApiError(409, "conflict", "job " + std::to_string(id) + " already ended"));
+    }
+    if (ReplyFailed(res, r)) return;
+    std::shared_lock lock(core_.read_model().mu());
+    SendJson(res, 200, JobView(*core_.read_model().job(id), core_.read_model(), core_.names()));
+  });
 }
 
 // --- nodes and pools -----------------------------------------------------------------
-void HttpApi::AddNode(const Request& req, Response& res) {
-  if (!Auth(req, res, true)) return;
+void HttpApi::AddNode(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
+  auto fail = [&](const ApiError& e) {
+    SendError(res, e);
+    ex->Respond(std::move(res));
+  };
+  if (!Auth(req, res, true)) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
-  if (!j) return;
+  if (!j) return (void)ex->Respond(std::move(res));
   ApiError err;
   FieldReader f;
   AddNodeCmd cmd;
@@ -618,9 +679,7 @@ void HttpApi::AddNode(const Request& req, Response& res) {
   cmd.region = "region-1";
   cmd.zone = "zone-1";
   cmd.rack = "rack-1";
-  if (!FieldReader::Open(*j, "",
-                         {"name", "model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "rack",
-                          "class"},
+  if (!FieldReader::Open(*j, "", {"name", "model", "gpus", "cpu_cores", "memory_gib", "region", "zone", "rack", "class"},
                          &f, &err) ||
       !f.Require("name", &err) || !f.String("name", cmd.spec.name, 253, &err) ||
       !f.String("model", model, 64, &err) || !f.Int("gpus", gpus, 0, kMaxGpusPerNode, &err) ||
@@ -628,17 +687,16 @@ void HttpApi::AddNode(const Request& req, Response& res) {
       !f.Require("memory_gib", &err) || !f.Number("memory_gib", mem, 0, 1 << 24, &err, true) ||
       !f.String("region", cmd.region, 63, &err) || !f.String("zone", cmd.zone, 63, &err) ||
       !f.String("rack", cmd.rack, 63, &err) || !f.String("class", cls, 63, &err)) {
-    return SendError(res, err);
+    return fail(err);
   }
-  if (cmd.spec.name.empty()) return SendError(res, BadField("name", "must not be empty"));
-  if (gpus > 0 && model.empty()) return SendError(res, BadField("model", "required for a node with GPUs"));
+  if (cmd.spec.name.empty()) return fail(BadField("name", "must not be empty"));
+  if (gpus > 0 && model.empty()) return fail(BadField("model", "required for a node with GPUs"));
   if (!model.empty()) {
     const auto id = Catalog::Builtin().Find(model);
     if (!id) {
-      return SendError(res, BadField("model", "unknown GPU model '" + model + "' (known: " +
-                                                  Catalog::Builtin().Names() + ")"));
+      return fail(BadField("model", "unknown GPU model '" + model + "' (known: " + Catalog::Builtin().Names() + ")"));
     }
-    if (gpus == 0) return SendError(res, BadField("gpus", "a node with a model needs at least 1 GPU"));
+    if (gpus == 0) return fail(BadField("gpus", "a node with a model needs at least 1 GPU"));
     cmd.spec.gpu_model = *id;
   }
   cmd.spec.gpu_count = static_cast<int>(gpus);
@@ -650,69 +708,83 @@ void HttpApi::AddNode(const Request& req, Response& res) {
     if (it == classes.end()) {
       std::string known;
       for (const auto& [n, v] : classes) known += (known.empty() ? "" : ", ") + n;
-      return SendError(res, BadField("class", "unknown node class '" + cls + "' (known: " +
-                                                  (known.empty() ? "none configured" : known) + ")"));
+      return fail(BadField("class", "unknown node class '" + cls + "' (known: " +
+                                        (known.empty() ? "none configured" : known) + ")"));
     }
     cmd.spec.attr_class = it->second;
   }
-  const Reply r = core_.Call(std::move(cmd));
-  if (ReplyFailed(res, r)) return;
-  std::shared_lock lock(core_.read_model().mu());
-  SendJson(res, 201, NodeView(static_cast<NodeIndex>(r.id), core_.read_model()));
+  Await(ex, std::move(cmd), [this](const Reply& r, Response& res) {
+    if (ReplyFailed(res, r)) return;
+    std::shared_lock lock(core_.read_model().mu());
+    SendJson(res, 201, NodeView(static_cast<NodeIndex>(r.id), core_.read_model()));
+  });
 }
 
-void HttpApi::IssueNodeToken(const Request& req, Response& res) {
-  if (!Auth(req, res, true)) return;
-  const std::string node = req.matches[1];
+void HttpApi::IssueNodeToken(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
+  if (!Auth(req, res, true)) return (void)ex->Respond(std::move(res));
+  const std::string node = req.captures[0];
   if (!ValidNodeName(node)) {
-    return SendError(res, BadField("name", "a node name is 1 to 253 characters: lower-case letters, digits, "
-                                           "'-' and '.', starting with a letter or digit"));
+    SendError(res, BadField("name", "a node name is 1 to 253 characters: lower-case letters, digits, "
+                                    "'-' and '.', starting with a letter or digit"));
+    return (void)ex->Respond(std::move(res));
   }
   const std::string token = NewToken();
-  const Reply r = core_.Call(IssueNodeTokenCmd{node, HashToken(token)});
-  if (ReplyFailed(res, r)) return;
-  SendJson(res, 201, json{{"node", node}, {"token", token}});
+  Await(ex, IssueNodeTokenCmd{node, HashToken(token)}, [node, token](const Reply& r, Response& res) {
+    if (ReplyFailed(res, r)) return;
+    SendJson(res, 201, json{{"node", node}, {"token", token}});
+  });
 }
 
-void HttpApi::RegisterNode(const Request& req, Response& res) {
+void HttpApi::RegisterNode(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
   auto node = AgentAuth(req, res);
-  if (!node) return;
+  if (!node) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
-  if (!j) return;
+  if (!j) return (void)ex->Respond(std::move(res));
   auto r = ParseRegisterRequest(*j);
-  if (!r.ok()) return SendError(res, r.error);
-  if (r.value->node != *node) {
-    return SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
+  if (!r.ok()) SendError(res, r.error);
+  if (r.ok() && r.value->node != *node) {
+    SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
   }
-  const RegisterRequest registered = *r.value;
-  const Reply reply = core_.Call(RegisterAgentCmd{std::move(*r.value)});
-  if (ReplyFailed(res, reply)) return;
-  core_.agent_status().Registered(registered, ToMillis(WallNow()));
-  SendJson(res, 200, reply.detail);
+  if (!r.ok() || r.value->node != *node) return (void)ex->Respond(std::move(res));
+  RegisterRequest registered = *r.value;
+  Await(ex, RegisterAgentCmd{std::move(*r.value)},
+        [this, registered = std::move(registered)](const Reply& reply, Response& res) {
+          if (ReplyFailed(res, reply)) return;
+          core_.agent_status().Registered(registered, ToMillis(WallNow()));
+          SendJson(res, 200, reply.detail);
+        });
 }
 
-void HttpApi::AgentHeartbeat(const Request& req, Response& res) {
+void HttpApi::AgentHeartbeat(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
   auto node = AgentAuth(req, res);
-  if (!node) return;
+  if (!node) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
-  if (!j) return;
+  if (!j) return (void)ex->Respond(std::move(res));
   auto r = ParseHeartbeatRequest(*j);
-  if (!r.ok()) return SendError(res, r.error);
-  if (r.value->node != *node) {
-    return SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
+  if (!r.ok()) SendError(res, r.error);
+  if (r.ok() && r.value->node != *node) {
+    SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
   }
-  const std::vector<GpuSample> gpus = r.value->gpus;
-  const std::map<int, std::vector<MigInstance>> mig = r.value->mig;
-  const Reply reply = core_.Call(AgentHeartbeatCmd{std::move(*r.value)});
-  if (ReplyFailed(res, reply)) return;
-  for (const GpuSample& g : gpus) {
-    core_.metrics().SetGpuUtilization(static_cast<int32_t>(reply.id), g.index, g.util_pct);
-  }
-  core_.agent_status().Heartbeat(*node, gpus, ToMillis(WallNow()));
-  core_.agent_status().MigReported(*node, mig);
-  SendJson(res, 200, reply.detail);
+  if (!r.ok() || r.value->node != *node) return (void)ex->Respond(std::move(res));
+  std::vector<GpuSample> gpus = r.value->gpus;
+  std::map<int, std::vector<MigInstance>> mig = r.value->mig;
+  Await(ex, AgentHeartbeatCmd{std::move(*r.value)},
+        [this, name = *node, gpus = std::move(gpus), mig = std::move(mig)](const Reply& reply, Response& res) {
+          if (ReplyFailed(res, reply)) return;
+          for (const GpuSample& g : gpus) {
+            core_.metrics().SetGpuUtilization(static_cast<int32_t>(reply.id), g.index, g.util_pct);
+          }
+          core_.agent_status().Heartbeat(name, gpus, ToMillis(WallNow()));
+          core_.agent_status().MigReported(name, mig);
+          SendJson(res, 200, reply.detail);
+        });
 }
-
 void HttpApi::ListNodes(const Request& req, Response& res) {
   if (!Auth(req, res, true)) return;
   std::shared_lock lock(core_.read_model().mu());
@@ -735,24 +807,29 @@ void HttpApi::ListPools(const Request& req, Response& res) {
   SendJson(res, 200, json{{"pools", list}});
 }
 
-// --- regions (TOPO-2) -----------------------------------------------------------------
 void HttpApi::GetRegions(const Request& req, Response& res) {
   if (!Auth(req, res, false)) return;
   std::shared_lock lock(core_.read_model().mu());
   SendJson(res, 200, RegionPolicyToJson(core_.read_model().regions()));
 }
 
-void HttpApi::SetRegions(const Request& req, Response& res) {
-  if (!Auth(req, res, true)) return;
+void HttpApi::SetRegions(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
+  if (!Auth(req, res, true)) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
-  if (!j) return;
+  if (!j) return (void)ex->Respond(std::move(res));
   auto parsed = ParseRegionRequest(*j);
-  if (!parsed.ok()) return SendError(res, parsed.error);
-  const Reply r = core_.Call(SetRegionsCmd{std::move(*parsed.value)});
-  if (ReplyFailed(res, r)) return;
-  // The RegionsSet event is in the read model before the reply.
-  std::shared_lock lock(core_.read_model().mu());
-  SendJson(res, 200, RegionPolicyToJson(core_.read_model().regions()));
+  if (!parsed.ok()) {
+    SendError(res, parsed.error);
+    return (void)ex->Respond(std::move(res));
+  }
+  Await(ex, SetRegionsCmd{std::move(*parsed.value)}, [this](const Reply& r, Response& res) {
+    if (ReplyFailed(res, r)) return;
+    // The RegionsSet event is in the read model before the reply.
+    std::shared_lock lock(core_.read_model().mu());
+    SendJson(res, 200, RegionPolicyToJson(core_.read_model().regions()));
+  });
 }
 
 // --- events ----------------------------------------------------------------------------
@@ -776,8 +853,7 @@ void HttpApi::ListEvents(const Request& req, Response& res) {
   });
   if (!ok) return SendError(res, MakeApiError(503, "unavailable", ok.error().message));
   out += "],\"next_since\":" + std::to_string(next) + "}";
-  res.status = 200;
-  res.set_content(out, "application/json");
+  SendText(res, std::move(out), "application/json");
 }
 
 }  // namespace gpupool

@@ -1,26 +1,37 @@
-// The REST API over HTTP/1.1 (cpp-httplib's thread-pooled server), as
-// described in docs/api/openapi.yaml. Handlers parse and authorize, then
-// either read the read model (shared lock) or hand a command to the core
-// and wait for it to be durable. No scheduling logic lives here.
+// The REST API (docs/api/openapi.yaml) on the HTTP layer (src/http/server.h).
+// Handlers parse and authorize, then either read the read model (shared
+// lock) or hand a command to the core; a command's answer is built once it
+// is durable (ServerCore::Execute's callback hands it to a worker), so no
+// thread waits for the journal. No scheduling logic lives here.
+//
+// Listeners: the API's (Bind) serves every route; an optional agent
+// listener (BindAgent, `gpupool server --agent-listen`) serves only the
+// agent protocol and /healthz, with its own connection limits. Agent routes
+// and /healthz also have worker threads of their own
+// (`server.http.agent_threads`) on either listener.
+//
+// Threads: Bind and BindAgent, then Serve on one thread (it blocks); Stop
+// from any thread (also before Serve has started: Serve then returns at
+// once). Stop before the core stops (its last callbacks then find the
+// layer stopped and are dropped), and destroy this before the core.
 #pragma once
 
-#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "src/base/status.h"
+#include "src/http/server.h"
 #include "src/server/server_core.h"
 
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}
-
 namespace gpupool {
+
+// The HTTP layer's limits from the server's settings (`server.http`).
+http::Limits HttpLimits(const ServerSettings& s);
 
 class HttpApi {
  public:
@@ -29,58 +40,63 @@ class HttpApi {
 
   // Binds host:port (port 0: any free port); returns the bound port.
   Result<int> Bind(const std::string& host, int port);
-  // Serves until Stop (blocks).
-  void Serve();
-  // Stops Serve; safe from another thread before Serve has started (it
-  // waits for the server to run, or for Serve to have returned).
+  // The agent listener (optional): the same, serving only the agent routes and /healthz.
+  Result<int> BindAgent(const std::string& host, int port);
+  // Serves until Stop (blocks). Fails when the layer cannot start.
+  Status Serve();
   void Stop();
+  http::ServerStats stats() const { return http_->stats(); }
 
  private:
-  // An endpoint's handler; the route table in Routes maps method and path to one of these.
-  using Handler = void (HttpApi::*)(const httplib::Request&, httplib::Response&);
+  using Request = http::Request;
+  using Response = http::Response;
+  using ExchangePtr = http::ExchangePtr;
+  // An endpoint answered at once, or one that answers later (after a command).
+  using SyncHandler = void (HttpApi::*)(const Request&, Response&);
+  using AsyncHandler = void (HttpApi::*)(const ExchangePtr&);
 
-  // Server-wide settings: thread pool, keep-alive, body limits, request ids, access log, error replies.
-  void ConfigureServer();
-  // Registers every endpoint from the route table, in its order (httplib matches in registration order).
+  // Registers every endpoint of the route table.
   void Routes();
-  // Runs `handler`, then counts the request in the metrics under `metric` with its duration.
-  void Timed(const std::string& metric, Handler handler, const httplib::Request& req, httplib::Response& res);
+  // Runs `cmd` on the core; once it is durable, `then` builds the answer on a worker.
+  void Await(const ExchangePtr& ex, Command cmd, std::function<void(const Reply&, Response&)> then);
 
-  // Steps the handlers share. On failure each has already sent the error reply.
+  // Steps the handlers share. On failure each has already put the error reply in `res`.
   // Authenticates an admin or tenant token (node tokens are refused); admin_only refuses tenant tokens too.
-  std::optional<Principal> Auth(const httplib::Request& req, httplib::Response& res, bool admin_only);
+  std::optional<Principal> Auth(const Request& req, Response& res, bool admin_only);
   // Authenticates a node token (the agent endpoints); returns the node it speaks for.
-  std::optional<std::string> AgentAuth(const httplib::Request& req, httplib::Response& res);
+  std::optional<std::string> AgentAuth(const Request& req, Response& res);
   // The body as JSON, refused when over the configured size or malformed.
-  std::optional<nlohmann::json> Body(const httplib::Request& req, httplib::Response& res);
+  std::optional<nlohmann::json> Body(const Request& req, Response& res);
   // The job the path's first capture names, if it exists and `p` may see it; -1 (after a 404) otherwise.
-  JobId FindJob(const httplib::Request& req, httplib::Response& res, const Principal& p);
+  JobId FindJob(const Request& req, Response& res, const Principal& p);
 
-  // The endpoints (docs/api/openapi.yaml), in registration order.
-  void Health(const httplib::Request& req, httplib::Response& res);          // GET /healthz
-  void GetMetrics(const httplib::Request& req, httplib::Response& res);      // GET /metrics (Prometheus text)
-  void CreateTenant(const httplib::Request& req, httplib::Response& res);    // POST /v1/tenants (admin)
-  void ListTenants(const httplib::Request& req, httplib::Response& res);     // GET /v1/tenants (admin)
-  void GetTenant(const httplib::Request& req, httplib::Response& res);       // GET /v1/tenants/{name}
-  void SetQuota(const httplib::Request& req, httplib::Response& res);        // PUT /v1/tenants/{name}/quota (admin)
-  void SubmitJob(const httplib::Request& req, httplib::Response& res);       // POST /v1/jobs
-  void ListJobs(const httplib::Request& req, httplib::Response& res);        // GET /v1/jobs
-  void GetJob(const httplib::Request& req, httplib::Response& res);          // GET /v1/jobs/{id}, with why pending
-  void JobLogs(const httplib::Request& req, httplib::Response& res);         // GET /v1/jobs/{id}/logs
-  void CancelJob(const httplib::Request& req, httplib::Response& res);       // DELETE /v1/jobs/{id}
-  void AddNode(const httplib::Request& req, httplib::Response& res);         // POST /v1/nodes (admin)
-  void IssueNodeToken(const httplib::Request& req, httplib::Response& res);  // POST /v1/nodes/{name}/token (admin)
-  void RegisterNode(const httplib::Request& req, httplib::Response& res);    // POST /v1/agent/register (node token)
-  void AgentHeartbeat(const httplib::Request& req, httplib::Response& res);  // POST /v1/agent/heartbeat (node token)
-  void ListNodes(const httplib::Request& req, httplib::Response& res);       // GET /v1/nodes (admin)
-  void ListPools(const httplib::Request& req, httplib::Response& res);       // GET /v1/pools
-  void GetRegions(const httplib::Request& req, httplib::Response& res);      // GET /v1/regions
-  void SetRegions(const httplib::Request& req, httplib::Response& res);      // PUT /v1/regions (admin)
-  void ListEvents(const httplib::Request& req, httplib::Response& res);      // GET /v1/events (admin)
+  // The endpoints (docs/api/openapi.yaml).
+  void Health(const Request& req, Response& res);          // GET /healthz
+  void GetMetrics(const Request& req, Response& res);      // GET /metrics (Prometheus text)
+  void CreateTenant(const ExchangePtr& ex);                // POST /v1/tenants (admin)
+  void ListTenants(const Request& req, Response& res);     // GET /v1/tenants (admin)
+  void GetTenant(const Request& req, Response& res);       // GET /v1/tenants/{name}
+  void SetQuota(const ExchangePtr& ex);                    // PUT /v1/tenants/{name}/quota (admin)
+  void SubmitJob(const ExchangePtr& ex);                   // POST /v1/jobs
+  void ListJobs(const Request& req, Response& res);        // GET /v1/jobs
+  void GetJob(const ExchangePtr& ex);                      // GET /v1/jobs/{id}, with why pending
+  void JobLogs(const Request& req, Response& res);         // GET /v1/jobs/{id}/logs
+  void CancelJob(const ExchangePtr& ex);                   // DELETE /v1/jobs/{id}
+  void AddNode(const ExchangePtr& ex);                     // POST /v1/nodes (admin)
+  void IssueNodeToken(const ExchangePtr& ex);              // POST /v1/nodes/{name}/token (admin)
+  void RegisterNode(const ExchangePtr& ex);                // POST /v1/agent/register (node token)
+  void AgentHeartbeat(const ExchangePtr& ex);              // POST /v1/agent/heartbeat (node token)
+  void ListNodes(const Request& req, Response& res);       // GET /v1/nodes (admin)
+  void ListPools(const Request& req, Response& res);       // GET /v1/pools
+  void GetRegions(const Request& req, Response& res);      // GET /v1/regions
+  void SetRegions(const ExchangePtr& ex);                  // PUT /v1/regions (admin)
+  void ListEvents(const Request& req, Response& res);      // GET /v1/events (admin)
 
   ServerCore& core_;
-  std::unique_ptr<httplib::Server> http_;
-  std::atomic<bool> served_{false};  // Serve has returned
+  std::unique_ptr<http::Server> http_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
 };
 
 }  // namespace gpupool

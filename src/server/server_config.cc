@@ -15,6 +15,7 @@ class ServerConfigReader : public ClusterReader {
 
  private:
   Status ParseServer(const YAML::Node& n, const std::string& path, ServerSettings& c) const;
+  Status ParseHttp(const YAML::Node& n, const std::string& path, int64_t threads, HttpSettings& c) const;
   Status ParseProvider(const YAML::Node& n, const std::string& path, CommandProviderSettings& c) const;
 };
 
@@ -50,7 +51,8 @@ Status ServerConfigReader::ParseServer(const YAML::Node& n, const std::string& p
   YamlFields f;
   GP_ASSIGN_OR_RETURN(
       f,
-      Map(n, path, {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "provider", "default_image"}));
+      Map(n, path,
+          {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "http", "provider", "default_image"}));
   if (const YAML::Node* i = f.Find("default_image")) {
     // As a job's `image` (src/api/task_request.h, ImageProblem).
     GP_TRY(StringField(f, "default_image", c.default_image));
@@ -64,7 +66,31 @@ Status ServerConfigReader::ParseServer(const YAML::Node& n, const std::string& p
   GP_TRY(IntField(f, "snapshot_every_events", c.snapshot_every_events, IntRange(1, INT64_MAX)));
   GP_TRY(IntField(f, "max_body_bytes", c.max_body_bytes, IntRange(1024, 1 << 30)));
   GP_TRY(IntField(f, "http_threads", c.http_threads, IntRange(1, 1024)));
+  if (const YAML::Node* h = f.Find("http")) GP_TRY(ParseHttp(*h, f.PathOf("http"), c.http_threads, c.http));
   if (const YAML::Node* p = f.Find("provider")) GP_TRY(ParseProvider(*p, f.PathOf("provider"), c.provider));
+  return {};
+}
+
+// The HTTP limits (src/http/server.h); agent_threads must leave the API a thread.
+Status ServerConfigReader::ParseHttp(const YAML::Node& n, const std::string& path, int64_t threads,
+                                     HttpSettings& c) const {
+  YamlFields f;
+  GP_ASSIGN_OR_RETURN(f, Map(n, path,
+                             {"max_connections", "max_connections_per_client", "max_header_bytes", "idle_timeout",
+                              "header_timeout", "body_timeout", "request_timeout", "queue_length",
+                              "agent_threads"}));
+  GP_TRY(IntField(f, "max_connections", c.max_connections, IntRange(1, 1000000)));
+  GP_TRY(IntField(f, "max_connections_per_client", c.max_connections_per_client, IntRange(1, 1000000)));
+  GP_TRY(IntField(f, "max_header_bytes", c.max_header_bytes, IntRange(1024, 1 << 20)));
+  const auto seconds_to_day = [](Duration d) -> std::string {
+    return d >= std::chrono::seconds(1) && d <= std::chrono::hours(24) ? "" : "must be between 1s and 24h";
+  };
+  GP_TRY(DurationField(f, "idle_timeout", c.idle_timeout, seconds_to_day));
+  GP_TRY(DurationField(f, "header_timeout", c.header_timeout, seconds_to_day));
+  GP_TRY(DurationField(f, "body_timeout", c.body_timeout, seconds_to_day));
+  GP_TRY(DurationField(f, "request_timeout", c.request_timeout, seconds_to_day));
+  GP_TRY(IntField(f, "queue_length", c.queue_length, IntRange(1, 1 << 20)));
+  GP_TRY(IntField(f, "agent_threads", c.agent_threads, IntRange(0, threads - 1)));
   return {};
 }
 

@@ -26,11 +26,26 @@ struct CommandProviderSettings {
   Duration timeout{std::chrono::minutes(10)};  // per command; then it is killed
 };
 
+// The HTTP listeners' limits (`server.http`; src/http/server.h): what one
+// client may hold, and the deadlines of a request's parts.
+struct HttpSettings {
+  int64_t max_connections = 4096;           // open connections per listener
+  int64_t max_connections_per_client = 256;  // open connections from one client address
+  int64_t max_header_bytes = 16384;         // request line and headers
+  Duration idle_timeout{std::chrono::seconds(30)};     // a keep-alive connection without a request
+  Duration header_timeout{std::chrono::seconds(10)};   // to send a request's line and headers
+  Duration body_timeout{std::chrono::seconds(30)};     // to send its body once the headers are in
+  Duration request_timeout{std::chrono::seconds(60)};  // an answer that waits longer is a 504
+  int64_t queue_length = 1024;  // requests waiting for a handler thread, per lane; beyond: 503
+  int64_t agent_threads = -1;   // of http_threads, kept for agents and /healthz; -1: a quarter
+};
+
 struct ServerSettings {
   Duration tick{std::chrono::seconds(1)};  // how often the control loops run
   int64_t snapshot_every_events = 20000;    // a snapshot after this many events
   int64_t max_body_bytes = 1 << 20;         // larger request bodies are refused
-  int64_t http_threads = 64;                // concurrent HTTP connections served
+  int64_t http_threads = 16;                // handler threads (not connections: src/http/server.h)
+  HttpSettings http;
   CommandProviderSettings provider;
   // The image of a job that runs a command and names none: "host" or an
   // absolute path on the nodes; empty: such a job is refused (EXEC-1).

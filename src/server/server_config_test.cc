@@ -39,6 +39,37 @@ TEST(ServerConfigTest, ReadsTheServerSection) {
   ASSERT_EQ(c->engine.scaling.size(), 1u);
 }
 
+TEST(ServerConfigTest, ReadsTheHttpLimits) {
+  auto c = ParseServerConfig(
+      "name: s\npools: [{name: p}]\nserver:\n  http_threads: 8\n  http: {max_connections: 100, "
+      "max_connections_per_client: 5, max_header_bytes: 4096, idle_timeout: 5s, header_timeout: 2s, "
+      "body_timeout: 3s, request_timeout: 20s, queue_length: 7, agent_threads: 3}\n",
+      "s.yaml", ".");
+  ASSERT_TRUE(c) << c.error().message;
+  const HttpSettings& h = c->server.http;
+  EXPECT_EQ(h.max_connections, 100);
+  EXPECT_EQ(h.max_connections_per_client, 5);
+  EXPECT_EQ(h.max_header_bytes, 4096);
+  EXPECT_EQ(h.idle_timeout, Duration(std::chrono::seconds(5)));
+  EXPECT_EQ(h.header_timeout, Duration(std::chrono::seconds(2)));
+  EXPECT_EQ(h.body_timeout, Duration(std::chrono::seconds(3)));
+  EXPECT_EQ(h.request_timeout, Duration(std::chrono::seconds(20)));
+  EXPECT_EQ(h.queue_length, 7);
+  EXPECT_EQ(h.agent_threads, 3);
+  // Defaults: a quarter of the handler threads for agents (resolved by the API), safe limits.
+  auto d = ParseServerConfig("name: s\npools: [{name: p}]\n", "s.yaml", ".");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->server.http_threads, 16);
+  EXPECT_EQ(d->server.http.agent_threads, -1);
+  EXPECT_EQ(d->server.http.max_connections_per_client, 256);
+  for (const char* bad : {"server: {http: {agent_threads: 16}}", "server: {http: {header_timeout: 500ms}}",
+                          "server: {http: {max_header_bytes: 10}}", "server: {http: {nope: 1}}"}) {
+    auto e = ParseServerConfig(std::string("name: s\npools: [{name: p}]\n") + bad + "\n", "s.yaml", ".");
+    ASSERT_FALSE(e) << bad;
+    EXPECT_NE(e.error().message.find("server.http."), std::string::npos) << e.error().message;
+  }
+}
+
 TEST(ServerConfigTest, RefusesWhatOnlyASimulationHas) {
   struct Case {
     const char* text;
