@@ -164,19 +164,26 @@ Result<ClaimResult> RunReclaim(const Scenario& s) {
       {"idle_reclaims", r.idle_reclaims},
       {"resumed", r.resumed},
       {"resume_latency_s_p50", Round2(r.resume_latency_s.p50)},
+      {"ended_before_owner_back", r.never_resumed},
+      {"busy_while_away_hours", Round2(r.busy_while_away_hours)},
       {"jobs_completed", completed(ours)},
       {"wait_p50_s", Round2(ours.all.wait_s.p50)},
       {"idle_for_5m_first",
        {{"reclaim_latency_s", Round2(slow.reclaim.reclaim_latency_s.p50)},
         {"idle_gpu_time_reduction_pct", Round2(ReductionPct(base.reclaim.idle_gpu_hours, slow.reclaim.idle_gpu_hours))},
         {"idle_reclaims", slow.reclaim.idle_reclaims},
+        {"busy_while_away_hours", Round2(slow.reclaim.busy_while_away_hours)},
         {"jobs_completed", completed(slow)}}}};
   c.note = "same jobs, seed and duty-cycle series, idle reclamation on vs off; reclaim latency = from the moment "
            "a task's utilization fell below the idle threshold to the release of its GPUs; reallocation latency "
            "= from that release (while jobs waited) to the next task starting on those GPUs, scrub included; "
            "idle GPU time = GPU-hours held while below the idle threshold (and while starting or stopping); "
-           "resume latency = busy again to running again; idle_for_5m_first: the same with idle_polls raised "
-           "so that a task must idle 5 minutes before its notice";
+           "a reclaimed job's owner submits it again after a think time (the scenario's think_time, drawn at the "
+           "reclaim, not read from the job's utilization); resume latency = submitted again to running again; "
+           "busy while away = the hours reclaimed jobs would have been busy between their release and running "
+           "again (serving time lost to reclamation); ended before owner back = serving jobs whose lifetime "
+           "ended while away; idle_for_5m_first: the same with idle_polls raised so that a task must idle 5 "
+           "minutes before its notice";
   return c;
 }
 

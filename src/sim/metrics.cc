@@ -251,6 +251,7 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.reclaim.reclaim_latency_s = ComputePercentiles(reclaim_latency_s_);
   r.reclaim.reallocation_latency_s = ComputePercentiles(reallocation_latency_s_);
   r.reclaim.resume_latency_s = ComputePercentiles(resume_latency_s_);
+  r.reclaim.busy_while_away_hours = busy_while_away_ms_ / kMsPerHour;
   r.reclaim.idle_gpu_hours = idle_gpu_ms_ / kMsPerHour;
   r.reclaim.held_gpu_hours = held_gpu_ms_ / kMsPerHour;
   r.recovery.node_failures = node_failures_;
@@ -338,6 +339,7 @@ nlohmann::json ToJson(const SimReport& r) {
             {"reclaim_latency_s", PercentilesJson(r.reclaim.reclaim_latency_s)},
             {"reallocation_latency_s", PercentilesJson(r.reclaim.reallocation_latency_s)},
             {"resume_latency_s", PercentilesJson(r.reclaim.resume_latency_s)},
+            {"busy_while_away_hours", Round3(r.reclaim.busy_while_away_hours)},
             {"idle_gpu_hours", Round3(r.reclaim.idle_gpu_hours)},
             {"held_gpu_hours", Round3(r.reclaim.held_gpu_hours)}}},
           {"recovery",
@@ -410,11 +412,12 @@ std::string FormatReport(const SimReport& r) {
       static_cast<long long>(r.sharing.mig_setups), static_cast<long long>(r.sharing.mig_recuts));
   if (r.reclaim.idle_reclaims + r.reclaim.deadline_evictions > 0 || r.ended > 0) {
     add("Reclaim: %lld idle reclaims (idle to release p50 %.1f s, release to reuse p50 %.1f s), %lld resumed "
-        "(p50 %.1f s), %lld never busy again; %lld evicted at their deadline\n",
+        "(p50 %.1f s), %lld ended before their owner was back, %.1f h busy while away; %lld evicted at their "
+        "deadline\n",
         static_cast<long long>(r.reclaim.idle_reclaims), r.reclaim.reclaim_latency_s.p50,
         r.reclaim.reallocation_latency_s.p50, static_cast<long long>(r.reclaim.resumed),
         r.reclaim.resume_latency_s.p50, static_cast<long long>(r.reclaim.never_resumed),
-        static_cast<long long>(r.reclaim.deadline_evictions));
+        r.reclaim.busy_while_away_hours, static_cast<long long>(r.reclaim.deadline_evictions));
   }
   add("         GPUs held idle: %.1f of %.1f GPU-hours held\n", r.reclaim.idle_gpu_hours, r.reclaim.held_gpu_hours);
   if (r.recovery.node_failures > 0) {

@@ -69,11 +69,14 @@ struct SharingReport {
 // Reclamation (RECLAIM-1..4).
 struct ReclaimReport {
   int64_t idle_reclaims = 0, deadline_evictions = 0;
-  int64_t resumed = 0;        // reclaimed while idle, resubmitted when busy again
-  int64_t never_resumed = 0;  // reclaimed, and never busy again
+  int64_t resumed = 0;        // reclaimed while idle, submitted again by its owner and running again
+  int64_t never_resumed = 0;  // reclaimed online inference whose lifetime ended before its owner was back
   Percentiles reclaim_latency_s;       // idle start to release
   Percentiles reallocation_latency_s;  // release (with jobs waiting) to the next task on those GPUs
-  Percentiles resume_latency_s;        // busy again to running again
+  Percentiles resume_latency_s;        // submitted again to running again
+  // Summed over reclaimed jobs: the time each would have been busy (at or
+  // above the idle threshold) between its release and running again.
+  double busy_while_away_hours = 0;
   double idle_gpu_hours = 0;  // GPUs held while idle (below the idle threshold, starting, stopping)
   double held_gpu_hours = 0;  // GPUs held at all
 };
@@ -194,6 +197,7 @@ class MetricsCollector {
   void DeadlineEvicted() { ++deadline_evictions_; }
   void Resumed(Duration latency) { resume_latency_s_.push_back(ToSeconds(latency)); }
   void NeverResumed() { ++never_resumed_; }
+  void BusyWhileAway(Duration d) { busy_while_away_ms_ += static_cast<double>(ToMillis(d)); }
   void Reallocated(Duration latency) { reallocation_latency_s_.push_back(ToSeconds(latency)); }
   void NodeFailed() { ++node_failures_; }
   void Interrupted(Duration lost) { lost_work_s_.push_back(ToSeconds(lost)); }
@@ -258,6 +262,7 @@ class MetricsCollector {
   int64_t preemptions_ = 0;
   double lost_ = 0;                       // milli x ms
   double busy_next_ = 0, busy_last_ = 0, busy_area_ = 0;  // GPUs, GPUs x ms
+  double busy_while_away_ms_ = 0;
   double wall_ms_ = 0, uncrowded_ms_ = 0, alone_ms_ = 0, idle_gpu_ms_ = 0, held_gpu_ms_ = 0;
   int64_t scrubs_ = 0, mig_setups_ = 0, mig_recuts_ = 0, deadline_evictions_ = 0, never_resumed_ = 0, node_failures_ = 0,
           not_replaced_ = 0;

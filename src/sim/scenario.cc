@@ -36,6 +36,7 @@ class ScenarioReader : public ClusterReader {
   Status ParseJob(const YAML::Node& n, const std::string& path, const Scenario& s, const TenantConfig& tenant,
                   JobTemplate& t) const;
   Status ParseDurationModel(const YAML::Node& n, const std::string& path, DurationModel& m) const;
+  Status ParseEstimate(const YAML::Node& n, const std::string& path, EstimateModel& m) const;
   Status ParseStages(const YAML::Node& n, const std::string& path, JobTemplate& t) const;
   Status ParseUtilization(const YAML::Node& n, const std::string& path, UtilizationModel& m) const;
   Status ParseFaults(const YAML::Node& n, const std::string& path, Scenario& s) const;
@@ -52,7 +53,7 @@ Result<Scenario> ScenarioReader::Parse(const YAML::Node& root) {
   GP_ASSIGN_OR_RETURN(f, Map(root, "",
                              {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
                               "requirements", "job_labels", "cluster", "pools", "tenants", "workload", "trace", "faults", "scaling",
-                              "provider", "regions", "hot_spells", "gpu_faults"}));
+                              "provider", "regions", "hot_spells", "gpu_faults", "think_time"}));
   GP_TRY(ReadSections(f, s));
   GP_TRY(DurationField(f, "horizon", s.horizon, PositiveDuration));
   if (auto* n = f.Find("engine")) GP_TRY(ParseSimEngineKeys(*n, s));
@@ -63,6 +64,12 @@ Result<Scenario> ScenarioReader::Parse(const YAML::Node& root) {
   if (auto* n = f.Find("gpu_faults")) GP_TRY(ParseGpuFaults(*n, "gpu_faults", s));
   if (auto* n = f.Find("scaling")) GP_TRY(ReadScaling(*n, "scaling", s));
   if (auto* n = f.Find("provider")) GP_TRY(ParseProvider(*n, "provider", s));
+  if (auto* n = f.Find("think_time")) {
+    GP_TRY(ParseDurationModel(*n, "think_time", s.think_time));
+    if (s.think_time.kind != DurationModel::Kind::kFixed && s.think_time.kind != DurationModel::Kind::kLogNormal) {
+      return Fail(*n, "think_time", "only fixed or lognormal (a think time samples no trace)");
+    }
+  }
   if (auto* n = f.Find("regions")) GP_TRY(ReadRegions(*n, "regions", s));
   if (s.workloads.empty() && !s.trace) return Fail(root, "", "nothing to run: give a workload or a trace");
   return s;
@@ -187,6 +194,7 @@ Status ScenarioReader::ParseJob(const YAML::Node& n, const std::string& path, co
                               "pools",
                               "requirement",
                               "duration",
+                              "expected_duration",
                               "sharing",
                               "gpu_memory_gib",
                               "stages",
@@ -299,6 +307,9 @@ Status ScenarioReader::ParseJob(const YAML::Node& n, const std::string& path, co
     }
   }
   if (const YAML::Node* d = f.Find("duration")) GP_TRY(ParseDurationModel(*d, f.PathOf("duration"), t.duration));
+  if (const YAML::Node* e = f.Find("expected_duration")) {
+    GP_TRY(ParseEstimate(*e, f.PathOf("expected_duration"), t.expected_duration));
+  }
   const bool share = t.gpus == 1 && t.gpu_milli < kMilliPerGpu;
   if (const YAML::Node* sh = f.Find("sharing")) {
     const std::string spath = f.PathOf("sharing");
@@ -539,6 +550,26 @@ Status ScenarioReader::ParseDurationModel(const YAML::Node& n, const std::string
     return Fail(*f.Find(key), f.PathOf(key), "must not be below min");
   }
   return {};
+}
+
+Status ScenarioReader::ParseEstimate(const YAML::Node& n, const std::string& path, EstimateModel& m) const {
+  YamlFields f;
+  GP_ASSIGN_OR_RETURN(f, Map(n, path, {"fixed", "lognormal_error"}));
+  if (f.Has("fixed") == f.Has("lognormal_error")) {
+    return Fail(n, path, "give exactly one of fixed, lognormal_error");
+  }
+  if (f.Has("fixed")) {
+    m.kind = EstimateModel::Kind::kFixed;
+    return DurationField(f, "fixed", m.fixed, PositiveDuration);
+  }
+  m.kind = EstimateModel::Kind::kLogNormalError;
+  YamlFields ef;
+  GP_ASSIGN_OR_RETURN(ef, Map(*f.Find("lognormal_error"), f.PathOf("lognormal_error"), {"sigma", "bias"}));
+  GP_TRY(Require(ef, "sigma"));
+  GP_TRY(NumberField(ef, "sigma", m.sigma, [](double v) -> std::string {
+    return v >= 0 && v <= 5 ? "" : "must be between 0 and 5";
+  }));
+  return NumberField(ef, "bias", m.bias, Positive);
 }
 
 Status ScenarioReader::ParseProvider(const YAML::Node& n, const std::string& path, Scenario& s) const {

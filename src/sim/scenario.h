@@ -43,6 +43,31 @@ struct DurationModel {
   Duration below{0};
 };
 
+// What users declare as a job's expected duration (the request's
+// `expected_duration`, which the sharing-mode policy reads, PART-3): nothing,
+// one figure for every job of a template, or the job's real run time
+// (lifetime, for online inference) times `bias` times e^(sigma Z), Z a
+// standard normal drawn per job: a user's estimate with a log-normal error
+// (sigma 0.5: half the estimates within a factor of 1.4 of the truth, 95%
+// within a factor of 2.7). At least one second; rounded to the second.
+struct EstimateModel {
+  enum class Kind { kNone, kFixed, kLogNormalError };
+  Kind kind = Kind::kNone;
+  Duration fixed{0};
+  double sigma = 0, bias = 1;
+};
+
+// The think time of Scenario::think_time when a scenario does not give one.
+inline DurationModel DefaultThinkTime() {
+  DurationModel m;
+  m.kind = DurationModel::Kind::kLogNormal;
+  m.median_s = 600;
+  m.sigma = 1.0;
+  m.min = std::chrono::minutes(1);
+  m.max = std::chrono::hours(8);
+  return m;
+}
+
 // How busy a job keeps its GPUs over time (RECLAIM-1; interference): the
 // fraction of a whole GPU it keeps busy when it runs alone there (what
 // nvidia-smi shows), so co-located shares can together want more than 100%.
@@ -95,9 +120,11 @@ struct JobTemplate {
   // never on nodes running a job with one of `anti_affinity`.
   LabelMask labels = 0, affinity = 0, anti_affinity = 0;
   DurationModel duration;
+  // What the job's request declares as its expected duration.
+  EstimateModel expected_duration;
   // Sharing (PART-1..4): "any" (the FGD model), "time-slice", "mps", "mig",
   // or "auto" (the engine's sharing policy chooses, from kind, memory and
-  // the expected duration = the sampled duration).
+  // the declared expected duration).
   std::string sharing = "any";
   int32_t gpu_memory_mib = 0;              // per GPU, for shares
   std::vector<StageTemplate> stages;       // non-empty: a pipeline
@@ -215,6 +242,11 @@ struct Scenario : ClusterConfig {
   std::vector<GpuFaultSpec> gpu_faults;
   SharingCosts costs;
   ProviderModel provider;  // for engine.scaling
+  // How long the owner of a job reclaimed while idle takes to come back and
+  // submit it again (fixed or lognormal): an assumption of ours, since the
+  // seeds say nothing; by default a median of 10 minutes, sigma 1, between
+  // 1 minute and 8 hours.
+  DurationModel think_time = DefaultThinkTime();
 };
 
 // Reads and validates a scenario file.

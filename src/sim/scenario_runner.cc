@@ -149,6 +149,8 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   sim_options.hot_spells = s.hot_spells;
   sim_options.gpu_faults = s.gpu_faults;
   sim_options.provider = s.provider;
+  sim_options.think_time = s.think_time;
+  sim_options.seed = s.seed;
   sim_options.on_event = options.on_event;
   Simulator sim(engine.get(), std::move(jobs), sim_options);
   const Engine::Sink sink = sim.sink();

@@ -349,6 +349,31 @@ TEST(ScenarioTest, JobLabelsAndAffinityRulesReachTheJobs) {
   EXPECT_EQ(run->workloads[0].jobs[0].labels, LabelMask{0});
 }
 
+TEST(ScenarioTest, ExpectedDurationsAndThinkTimeAreRead) {
+  std::string yaml = kBase;
+  yaml.replace(yaml.find("{name: j, gpus: 1,"), 18,
+               "{name: j, gpus: 1, expected_duration: {lognormal_error: {sigma: 0.7, bias: 1.5}},");
+  yaml += "  - tenant: r\n    arrivals: {process: poisson, rate_per_hour: 1}\n"
+          "    jobs: [{name: k, expected_duration: {fixed: 2h}}]\n"
+          "think_time: {fixed: 20m}\n";
+  auto r = ParseScenario(yaml, "s.yaml", "");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  const EstimateModel& e = r->workloads[0].jobs[0].expected_duration;
+  EXPECT_EQ(e.kind, EstimateModel::Kind::kLogNormalError);
+  EXPECT_DOUBLE_EQ(e.sigma, 0.7);
+  EXPECT_DOUBLE_EQ(e.bias, 1.5);
+  EXPECT_EQ(r->workloads[1].jobs[0].expected_duration.kind, EstimateModel::Kind::kFixed);
+  EXPECT_EQ(r->workloads[1].jobs[0].expected_duration.fixed, hours(2));
+  EXPECT_EQ(r->think_time.kind, DurationModel::Kind::kFixed);
+  EXPECT_EQ(r->think_time.fixed, minutes(20));
+  // Without them: no estimate, and the default think time.
+  auto d = ParseScenario(kBase, "s.yaml", "");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->workloads[0].jobs[0].expected_duration.kind, EstimateModel::Kind::kNone);
+  EXPECT_EQ(d->think_time.kind, DurationModel::Kind::kLogNormal);
+  EXPECT_DOUBLE_EQ(d->think_time.median_s, 600);
+}
+
 TEST(ScenarioTest, MinimalScenarioUsesDefaults) {
   auto r = ParseScenario(kBase, "s.yaml", "");
   ASSERT_TRUE(r.has_value()) << r.error().message;
@@ -786,6 +811,12 @@ const ErrorCase kErrorCases[] = {
      "must not be negative"},
     {"LinkBandwidthNotPositive", "", "engine: {costs: {links: {inter_rack_gbps: 0}}}\n",
      "s.yaml:15:43: engine.costs.links.inter_rack_gbps: ", "must be positive"},
+    {"ExpectedDurationTwoModels", "gpus: 1,", "gpus: 1, expected_duration: {fixed: 1h, lognormal_error: {sigma: 1}},",
+     "s.yaml:14:47: workload[0].jobs[0].expected_duration: ", "give exactly one of fixed, lognormal_error"},
+    {"ExpectedDurationWithoutSigma", "gpus: 1,", "gpus: 1, expected_duration: {lognormal_error: {bias: 2}},",
+     "s.yaml:14:65: workload[0].jobs[0].expected_duration.lognormal_error.sigma: ", "required"},
+    {"ThinkTimeFromATrace", "", "think_time: {philly: {}}\n", "s.yaml:15:13: think_time: ",
+     "only fixed or lognormal"},
 
 };
 

@@ -36,6 +36,7 @@ Simulator::Simulator(Engine* engine, std::vector<SimJob> jobs, SimOptions option
       sink_([this](const Event& e) { OnEvent(e); }),
       jobs_(std::move(jobs)),
       options_(std::move(options)),
+      think_rng_(options_.seed ^ 0x7468696e6b74696dULL),  // a stream of its own
       load_(&engine_->state().cluster, options_.costs),
       metrics_(&jobs_, &engine_->state(), options_.sample_every) {
   if (!options_.event_log_path.empty()) {
@@ -212,9 +213,10 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
   r.placed_at = now;
   r.run_start = now + latency;
   r.rate_since = r.run_start;
-  if (r.wants_back) {  // busy again since then; serving again once started
+  if (r.wants_back) {  // its owner came back then; running again once started
     metrics_.Resumed(r.run_start - *r.wants_back);
     r.wants_back.reset();
+    AwayUntil(r, r.run_start);
   }
   r.progress_ms = 0;
   r.checkpointed = false;
@@ -397,41 +399,7 @@ void Simulator::OnEvent(const Event& e) {
     }
     if (rs->checkpoint && r.computing) StartCheckpoint(rs->job, r, now);
   } else if (const auto* rc = std::get_if<JobReclaimed>(&e.body)) {
-    auto node = live_.extract(rc->job);
-    Running& r = node.mapped();
-    if (!r.checkpointed) {
-      if (r.computing) StopComputing(rc->job, r, now);
-      if (r.placed) SavePeriodic(r);
-    }
-    const std::vector<PlacedReplica> where = r.replicas;
-    Release(rc->job, r, now);
-    if (!r.idle_from) {
-      metrics_.DeadlineEvicted();
-      metrics_.Ended(r.index);
-    } else {
-      metrics_.IdleReclaimed(now - *r.idle_from);
-      if (engine_->state().queue.size() > 0) released_.push_back(Released{now, where});
-      // Its users come back when its utilization rises again.
-      const Duration back = r.util.NextAtOrAbove(now - r.util_origin, IdleThreshold());
-      const SimJob& job = jobs_[r.index];
-      const bool serving = job.spec.kind == JobKind::kOnlineInference;
-      if (serving && (back == Duration::max() || back >= job.work)) {
-        // Its lifetime ends before its users come back: it served to its end.
-        if (back == Duration::max()) metrics_.NeverResumed();
-        const Instant end = r.util_origin + job.work;
-        if (end <= Instant() + options_.horizon) metrics_.Completed(r.index, end);
-      } else if ((serving || r.done < job.work) && back != Duration::max()) {
-        r.idle_from.reset();
-        r.checkpointed = false;
-        const size_t index = r.index;
-        const Instant at = std::max(now, r.util_origin + back);
-        parked_[index] = std::move(r);
-        Push(at, Kind::kResubmit, static_cast<int64_t>(index));
-      } else {
-        metrics_.NeverResumed();
-        metrics_.Ended(r.index);
-      }
-    }
+    OnReclaimed(*rc, now);
   } else if (const auto* ji = std::get_if<JobInterrupted>(&e.body)) {
     Running& r = live_.at(ji->job);
     if (r.computing) StopComputing(ji->job, r, now);
@@ -456,6 +424,55 @@ void Simulator::OnEvent(const Event& e) {
   }
   metrics_.SetGpuBusy(load_.busy_gpus());
   metrics_.Observe(now);
+}
+
+void Simulator::OnReclaimed(const JobReclaimed& rc, Instant now) {
+  auto node = live_.extract(rc.job);
+  Running& r = node.mapped();
+  if (!r.checkpointed) {
+    if (r.computing) StopComputing(rc.job, r, now);
+    if (r.placed) SavePeriodic(r);
+  }
+  const std::vector<PlacedReplica> where = r.replicas;
+  Release(rc.job, r, now);
+  if (!r.idle_from) {
+    metrics_.DeadlineEvicted();
+    metrics_.Ended(r.index);
+    return;
+  }
+  metrics_.IdleReclaimed(now - *r.idle_from);
+  if (engine_->state().queue.size() > 0) released_.push_back(Released{now, where});
+  // Its owner comes back after a think time and submits it again; when is
+  // not read from the job's utilization (the daemon cannot know it either).
+  const Instant back = now + SampleDuration(options_.think_time, nullptr, think_rng_);
+  const SimJob& job = jobs_[r.index];
+  r.idle_from.reset();
+  r.checkpointed = false;
+  r.away_since = now;
+  if (job.spec.kind == JobKind::kOnlineInference) {
+    const Instant end = r.util_origin + job.work;
+    if (back >= end) {  // its lifetime ends before its owner is back
+      metrics_.NeverResumed();
+      AwayUntil(r, std::min(end, kTimeOrigin + options_.horizon));
+      if (end <= kTimeOrigin + options_.horizon) metrics_.Completed(r.index, end);
+      return;
+    }
+  } else if (r.done >= job.work) {
+    metrics_.Ended(r.index);
+    return;
+  }
+  const size_t index = r.index;
+  parked_[index] = std::move(r);
+  Push(back, Kind::kResubmit, static_cast<int64_t>(index));
+}
+
+void Simulator::AwayUntil(Running& r, Instant until) {
+  if (!r.away_since) return;
+  const Instant from = *r.away_since;
+  r.away_since.reset();
+  if (until <= from) return;
+  const Duration below = r.util.TimeBelow(from - r.util_origin, until - r.util_origin, IdleThreshold());
+  metrics_.BusyWhileAway(until - from - below);
 }
 
 // --- the world's own events ---------------------------------------------------------
@@ -728,7 +745,9 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     if (r.computing) Settle(r, horizon);
     Release(id, r, horizon);
     if (r.failed_at) metrics_.Replaced(horizon - *r.failed_at, true);
+    AwayUntil(r, horizon);  // resubmitted, not running again yet
   }
+  for (auto& [index, r] : parked_) AwayUntil(r, horizon);  // its owner not back yet
   if (log_.is_open()) {
     log_.flush();
     if (!log_) return IoError(options_.event_log_path + ": write failed");

@@ -21,9 +21,11 @@
 // duty-cycle series) runs on the wall clock from the job's first start.
 // With idle reclamation on, running jobs report it every poll (polls that
 // cannot change the engine's view are skipped: those during a busy stretch
-// after the first). A job reclaimed while idle is resubmitted when its
-// utilization rises again (its users are back) and resumes from what it
-// saved; one that never gets busy again ends.
+// after the first). A job reclaimed while idle is submitted again by its
+// owner after a think time (SimOptions::think_time, drawn when it is
+// reclaimed, whatever its utilization will do) and resumes from what it
+// saved; online inference whose lifetime ends first does not come back.
+// The time it would have been busy while away is reported.
 //
 // Failures (OPS-4): every node heartbeats each tick when the engine has a
 // heartbeat timeout; a fault stops a node's heartbeats (its jobs stop
@@ -46,6 +48,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/base/rng.h"
 #include "src/base/sha256.h"
 #include "src/base/status.h"
 #include "src/engine/engine.h"
@@ -75,6 +78,10 @@ struct SimOptions {
   std::function<void(const Event&)> on_event;
   // The node provider for engine scaling (SCALE-1, SCALE-5).
   ProviderModel provider;
+  // How long the owner of a job reclaimed while idle takes to submit it
+  // again (fixed or lognormal), drawn from a stream seeded by `seed`.
+  DurationModel think_time = DefaultThinkTime();
+  uint64_t seed = 1;
 };
 
 class Simulator {
@@ -143,7 +150,8 @@ class Simulator {
     uint64_t poll_token = 0;        // the live poll chain
     std::optional<Instant> failed_at;   // its node failed; until re-placed
     std::optional<Instant> idle_from;   // reclaimed while idle since then
-    std::optional<Instant> wants_back;  // resubmitted at (busy again)
+    std::optional<Instant> wants_back;  // resubmitted at (its owner came back)
+    std::optional<Instant> away_since;  // released by an idle reclaim, not running again yet
     Utilization util;
     Instant util_origin{};          // the utilization clock's zero: first start
     // TOPO-1, for the current placement of a communicating job: per step,
@@ -168,6 +176,11 @@ class Simulator {
   Status ScheduleGpuFaults();
   Status OnGpuFault(const Item& item, Instant now);
   void OnFault(NodeIndex node, Instant now);
+  // RECLAIM-1: a job was reclaimed (idle, or past its deadline).
+  void OnReclaimed(const JobReclaimed& rc, Instant now);
+  // A reclaimed job is back (or will never be) at `until`: reports how long
+  // it would have been busy since it was released.
+  void AwayUntil(Running& r, Instant until);
   Status Resubmit(size_t index, Instant now);
 
   // Brings `progress_ms` and the slowdown accounting up to `now`.
@@ -195,6 +208,7 @@ class Simulator {
   Engine::Sink sink_;
   std::vector<SimJob> jobs_;
   SimOptions options_;
+  Rng think_rng_;  // owners' think times
   std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;
   int64_t seq_ = 0;
   std::unordered_map<JobId, Running> live_;

@@ -179,15 +179,18 @@ int64_t FirstAt(const std::vector<nlohmann::json>& log, const std::string& type,
 
 // RECLAIM-1 through the simulator: a task busy for 10 minutes, then idle.
 // Every transition lands where the configuration puts it: polls every 5 s
-// from its start, 3 idle polls, 15 s of grace, a 20 s checkpoint; it comes
-// back when busy again and ends when its work is done.
+// from its start, 3 idle polls, 15 s of grace, a 20 s checkpoint; its owner
+// submits it again 10 minutes (the think time) after its release, whatever
+// its utilization does, and it ends when its work is done.
 TEST(SimulatorReclaimTest, OneIdleTaskFollowsTheConfigurationExactly) {
   SmallWorld w;
   w.config.reclaim.idle = true;  // poll 5 s, below 10% for 3 polls, grace 15 s: the defaults
   w.options.start_latency = 10s;
   w.options.tick = 30s;
   w.options.horizon = 2h;
-  SimJob j = OneGpuJob(0, Instant(1000ms), 30min);
+  w.options.think_time.kind = DurationModel::Kind::kFixed;
+  w.options.think_time.fixed = 10min;
+  SimJob j = OneGpuJob(0, Instant(1000ms), 20min);
   j.utilization.given = true;
   j.utilization.kind = UtilizationModel::Kind::kBursty;
   j.utilization.busy = 0.9;
@@ -204,28 +207,32 @@ TEST(SimulatorReclaimTest, OneIdleTaskFollowsTheConfigurationExactly) {
   // Polls at run_start + 5 s k; the polls at idle_from, +5 s and +10 s are idle.
   EXPECT_EQ(FirstAt(*log, "JobIdleSuspected", 1), idle_from + 10'000);
   EXPECT_EQ(FirstAt(*log, "ReclaimStarted", 1), idle_from + 10'000 + 15'000);
-  EXPECT_EQ(FirstAt(*log, "JobReclaimed", 1), idle_from + 25'000 + 20'000);
+  const int64_t released = idle_from + 25'000 + 20'000;
+  EXPECT_EQ(FirstAt(*log, "JobReclaimed", 1), released);
   EXPECT_EQ(FirstAt(*log, "JobIdleRecovered"), -1);
-  // Busy again 10 minutes after idling began: resubmitted (a new job id)
-  // and placed at once; its utilization clock keeps running from the first start.
-  const int64_t busy_again = idle_from + 600'000;
-  EXPECT_EQ(FirstAt(*log, "JobSubmitted", 2), busy_again);
-  EXPECT_EQ(FirstAt(*log, "JobPlaced", 2), busy_again);
-  const int64_t second_start = busy_again + 10'000;
-  const int64_t second_idle = busy_again + 600'000;
+  // Its owner is back 10 minutes after the release (its utilization rose
+  // 9 min 15 s after it): submitted again (a new job id) and placed at once;
+  // its utilization clock keeps running from the first start.
+  EXPECT_EQ(FirstAt(*log, "JobSubmitted", 2), released + 600'000);
+  EXPECT_EQ(FirstAt(*log, "JobPlaced", 2), released + 600'000);
+  const int64_t second_start = released + 600'000 + 10'000;
+  const int64_t second_idle = idle_from + 1'200'000;  // the next idle stretch of the cycle
   EXPECT_EQ(FirstAt(*log, "JobIdleSuspected", 2), second_idle + 10'000);
-  EXPECT_EQ(FirstAt(*log, "JobReclaimed", 2), second_idle + 45'000);
+  const int64_t released_again = second_idle + 45'000;
+  EXPECT_EQ(FirstAt(*log, "JobReclaimed", 2), released_again);
   // Work counts while it runs (until its checkpoint starts); the third
   // stint does the rest.
   const int64_t first_ms = (idle_from + 25'000) - run_start;
   const int64_t second_ms = (second_idle + 25'000) - second_start;
-  const int64_t third_start = second_idle + 600'000 + 10'000;
+  const int64_t third_start = released_again + 600'000 + 10'000;
   EXPECT_EQ(FirstAt(*log, "JobPlaced", 3), third_start - 10'000);
-  EXPECT_EQ(FirstAt(*log, "JobFinished", 3), third_start + (30 * 60'000 - first_ms - second_ms));
+  EXPECT_EQ(FirstAt(*log, "JobFinished", 3), third_start + (20 * 60'000 - first_ms - second_ms));
   EXPECT_EQ(report.reclaim.idle_reclaims, 2);
   EXPECT_EQ(report.reclaim.resumed, 2);
   EXPECT_DOUBLE_EQ(report.reclaim.reclaim_latency_s.p50, 45.0);  // idle start to release
   EXPECT_DOUBLE_EQ(report.reclaim.resume_latency_s.p50, 10.0);   // the start latency
+  // Busy again 9 min 15 s after each release, running again 55 s later.
+  EXPECT_NEAR(report.reclaim.busy_while_away_hours, 2 * 55 / 3600.0, 1e-9);
   EXPECT_EQ(report.all.completed, 1);
 }
 

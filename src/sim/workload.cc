@@ -105,7 +105,6 @@ void ApplySharingTemplate(const JobTemplate& t, SimJob& job) {
   spec.demand.gpu_memory_mib = t.gpu_memory_mib;
   if (t.sharing == "auto") {
     spec.auto_sharing = true;
-    spec.expected_duration = job.work;  // users' estimates are the run time here
   } else {
     spec.demand.mode = ModeNamed(t.sharing);
   }
@@ -131,6 +130,18 @@ void ApplySharingTemplate(const JobTemplate& t, SimJob& job) {
 }
 
 }  // namespace
+
+std::optional<Duration> DeclaredDuration(const EstimateModel& m, Duration work, Rng& rng) {
+  switch (m.kind) {
+    case EstimateModel::Kind::kNone: return std::nullopt;
+    case EstimateModel::Kind::kFixed: return m.fixed;
+    case EstimateModel::Kind::kLogNormalError: {
+      const double s = ToSeconds(work) * m.bias * std::exp(m.sigma * Normal(rng));
+      return std::chrono::seconds(std::max<int64_t>(1, std::llround(s)));
+    }
+  }
+  return std::nullopt;
+}
 
 Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& ids,
                                          const std::vector<double>* runtimes, uint64_t seed,
@@ -202,6 +213,7 @@ Result<std::vector<SimJob>> GenerateJobs(const Scenario& s, const WorkloadIds& i
         job.model_bytes = t->model_gib * (1 << 30);
         job.step_compute = t->step_compute;
       }
+      spec.expected_duration = DeclaredDuration(t->expected_duration, job.work, tenant_rng);
       ApplySharingTemplate(*t, job);
       job.utilization = t->utilization;
       // Draws only for the models that need them, so that other workloads

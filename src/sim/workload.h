@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,11 @@ Result<std::vector<SimJob>> TraceJobs(const TraceWorkload& t, const WorkloadIds&
 // A sample of a duration model (see DurationModel); exposed for tests.
 Duration SampleDuration(const DurationModel& m, const std::vector<double>* runtimes, Rng& rng,
                         const std::vector<double>* lifetimes = nullptr);
+
+// What a job whose real run time is `work` declares as its expected
+// duration under `m` (see EstimateModel); draws from `rng` only for
+// kLogNormalError.
+std::optional<Duration> DeclaredDuration(const EstimateModel& m, Duration work, Rng& rng);
 
 // Whether any job template of `s` samples the serving trace's lifetimes.
 bool WantsServingLifetimes(const Scenario& s);
