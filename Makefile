@@ -2,11 +2,15 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 SHARED ?= ../shared
-TRACE_DIR := $(SHARED)/traces/alibaba-gpu-2023
+# The public traces, where the binary looks for them: $GPUPOOL_TRACES, then ../shared/traces, then the cache that
+# scripts/fetch-traces.sh fills (make traces).
+TRACES_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpupool/traces
+TRACES := $(or $(GPUPOOL_TRACES),$(wildcard $(SHARED)/traces),$(TRACES_CACHE))
+TRACE_DIR := $(TRACES)/alibaba-gpu-2023
 DEV_DATA ?= gpupool-dev
 DEV_LISTEN ?= 127.0.0.1:7070
 
-.PHONY: all deps configure build run sim test bench clean
+.PHONY: all deps configure build run sim claims traces package test bench clean
 
 all: build
 
@@ -34,9 +38,31 @@ sim: build
 	    --pods $(TRACE_DIR)/openb_pod_list_default.csv --policy all --seeds 42-51 \
 	    --compare $(TRACE_DIR)/fgd-expected-results/fgd_policy_summary.csv; \
 	else \
-	  echo "==> $(TRACE_DIR) not found: simulating a generated cluster and workload"; \
+	  echo "==> $(TRACE_DIR) not found (make traces fetches it): simulating a generated cluster and workload"; \
 	  $(BUILD_DIR)/gpupool sim fgd --generate --policy all --seeds 42-51; \
 	fi
+
+# Fetches the public traces into $GPUPOOL_TRACES or the cache (verified by SHA-256; only what is missing), unless
+# ../shared/traces is beside the checkout.
+traces:
+	@if [ -z "$(GPUPOOL_TRACES)" ] && [ -d "$(SHARED)/traces" ]; then \
+	  echo "==> using the traces in $(SHARED)/traces"; \
+	else \
+	  echo "==> fetching the public traces into $(TRACES) (scripts/fetch-traces.sh)"; \
+	  scripts/fetch-traces.sh "$(TRACES)"; \
+	fi
+
+# Every claim of the requirements, measured by its scenario against its baseline; fetches the public traces first
+# when neither $GPUPOOL_TRACES nor ../shared/traces has them (scripts/claims.sh).
+claims: build
+	@echo "==> measuring the claims (scripts/claims.sh)"
+	@scripts/claims.sh $(BUILD_DIR)/gpupool $(SHARED)
+
+# The Debian package (CPack): build/gpupool_VERSION_ARCH.deb; tests/package_test.sh checks what it holds.
+package: build
+	@echo "==> building the Debian package in $(BUILD_DIR) (CPack; man pages from --help by help2man)"
+	@cd $(BUILD_DIR) && cpack -G DEB
+	@ls $(BUILD_DIR)/*.deb
 
 test: build
 	@echo "==> running the test suite"

@@ -9,6 +9,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"gpupool: a control plane for multi-tenant GPU pools"};
+  app.set_version_flag("--version", std::string("gpupool ") + GPUPOOL_VERSION);
   app.require_subcommand(1);
   CLI::App* sim = app.add_subcommand("sim", "Simulate placement and scheduling on traces or generated workloads");
   sim->require_subcommand(1);

@@ -22,6 +22,9 @@ PACKAGES=(
   prometheus-cpp-dev        # /metrics: Prometheus registry and text exposition
   prometheus                # promtool: the tests lint the agent's DCGM-named exposition with it
   runc                      # the agent's OCI runtime: every task runs as an isolated container
+  curl                      # scripts/fetch-traces.sh downloads the public traces (resumable)
+  help2man lintian          # make package: man pages from the CLI's help; the package test lints the .deb
+  python3                   # the FGD summary derived from the published results; the tests' loopback mirror
 )
 
 missing=()

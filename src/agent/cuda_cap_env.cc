@@ -5,21 +5,13 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "src/base/install_paths.h"
+
 namespace gpupool {
 
 namespace fs = std::filesystem;
 
-std::string FindCudaCapLibrary() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  for (const fs::path& p : {self.parent_path() / kCudaCapLibraryName,
-                            self.parent_path().parent_path() / "lib" / "gpupool" / kCudaCapLibraryName,
-                            fs::path("/usr/lib/gpupool") / kCudaCapLibraryName}) {
-    if (::access(p.c_str(), R_OK) == 0) return p.string();
-  }
-  return "";
-}
+std::string FindCudaCapLibrary() { return FindHelper(kCudaCapLibraryName, false); }
 
 EnvList CudaCapEnv(const CudaCapShare& share, const std::string& library, const std::string& scratch_dir,
                    const EnvList& job_env, const std::string& contention_file) {

@@ -33,6 +33,7 @@
 
 #include "src/model/gpu_catalog.h"
 #include "src/model/mig.h"
+#include "src/base/install_paths.h"
 
 extern char** environ;
 
@@ -213,14 +214,6 @@ Result<ChildRun> RunChild(const std::vector<std::string>& argv, const std::vecto
   return run;
 }
 
-std::string DirectoryOfSelf() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string path(buf, static_cast<size_t>(n));
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
 
 class NvmlBackend final : public DeviceBackend {
  public:
@@ -720,7 +713,11 @@ Result<ScrubResult> NvmlBackend::Scrub(int gpu, const std::string& mig_uuid) {
     target = mig_uuid;
   }
 
-  const std::string tool = options_.scrub_tool.empty() ? DirectoryOfSelf() + "/gpupool-scrub" : options_.scrub_tool;
+  const std::string tool = options_.scrub_tool.empty() ? FindHelper("gpupool-scrub", true) : options_.scrub_tool;
+  if (tool.empty()) {
+    return NotFound("scrub tool gpupool-scrub is not installed (looked beside the gpupool binary and in "
+                    "/usr/lib/gpupool; --scrub-tool names it)");
+  }
   if (access(tool.c_str(), X_OK) != 0) {
     return NotFound("scrub tool " + tool + " is missing or not executable: " + std::strerror(errno));
   }

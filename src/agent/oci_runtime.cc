@@ -23,6 +23,7 @@
 #include "src/agent/proc_stat.h"
 #include "src/base/sha256.h"
 #include "src/base/subprocess.h"
+#include "src/base/install_paths.h"
 
 namespace gpupool {
 namespace {
@@ -421,16 +422,7 @@ std::string FindOnPath(const std::string& program) {
   return "";
 }
 
-std::string FindShim() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  for (const fs::path& p : {self.parent_path() / "gpupool-shim", self.parent_path().parent_path() / "gpupool-shim",
-                            fs::path("/usr/lib/gpupool/gpupool-shim")}) {
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
+std::string FindShim() { return FindHelper("gpupool-shim", true); }
 
 std::unique_ptr<TaskRuntime> MakeOciRuntime(OciRuntimeOptions options) {
   return std::make_unique<OciRuntime>(std::move(options));

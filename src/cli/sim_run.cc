@@ -10,6 +10,7 @@
 #include "src/sim/claims.h"
 #include "src/sim/scenario.h"
 #include "src/sim/scenario_runner.h"
+#include "src/base/install_paths.h"
 
 namespace gpupool {
 namespace {
@@ -50,7 +51,7 @@ int Run(const RunFlags& f) {
 
 struct ClaimsFlags {
   bool json = false;
-  std::string scenarios = "scenarios";
+  std::string scenarios;  // default: FindDataDir("scenarios")
   std::string only;
 };
 
@@ -61,7 +62,7 @@ int Claims(const ClaimsFlags& f) {
     if (!parsed) return Fail("claims", parsed.error().message);
     ids = *parsed;
   }
-  auto results = RunClaims(f.scenarios, ids);
+  auto results = RunClaims(f.scenarios.empty() ? FindDataDir("scenarios") : f.scenarios, ids);
   if (!results) return Fail("claims", results.error().message);
   if (f.json) {
     nlohmann::json out = nlohmann::json::array();
@@ -112,7 +113,9 @@ void AddSimClaimsCommand(CLI::App& sim) {
   auto f = std::make_shared<ClaimsFlags>();
   CLI::App* cmd = sim.add_subcommand("claims", "Measure the requirements' claims, each against its baseline");
   cmd->add_flag("--json", f->json, "print one JSON array, one object per claim");
-  cmd->add_option("--scenarios", f->scenarios, "folder holding claims/<ID>.yaml")->capture_default_str();
+  cmd->add_option("--scenarios", f->scenarios,
+                  "folder holding claims/<ID>.yaml (default: ./scenarios, else the installed one, "
+                  "PREFIX/share/gpupool/scenarios)");
   cmd->add_option("--only", f->only, "comma-separated claim ids");
   cmd->callback([f] {
     if (const int rc = Claims(*f); rc != 0) throw CLI::RuntimeError(rc);

@@ -5,15 +5,35 @@
 #include <vector>
 
 namespace gpupool {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+// The folders TracesDir tries after $GPUPOOL_TRACES, in order.
+std::vector<std::string> Candidates(const std::string& near) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> c = {"../shared/traces", "../../shared/traces"};
+  if (!near.empty()) c.push_back((fs::path(near) / "../../../shared/traces").lexically_normal().string());
+  if (std::string cache = TracesCacheDir(); !cache.empty()) c.push_back(std::move(cache));
+  return c;
+}
+
+}  // namespace
+
+std::string TracesCacheDir() {
+  if (std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/gpupool/traces";
+  if (std::string home = Env("HOME"); !home.empty()) return home + "/.cache/gpupool/traces";
+  return "";
+}
 
 std::string TracesDir(const std::string& near) {
-  namespace fs = std::filesystem;
-  if (const char* env = std::getenv("GPUPOOL_TRACES"); env && *env) return env;
-  std::vector<std::string> candidates = {"../shared/traces", "../../shared/traces"};
-  if (!near.empty()) candidates.push_back((fs::path(near) / "../../../shared/traces").lexically_normal().string());
-  for (const std::string& c : candidates) {
+  if (std::string env = Env("GPUPOOL_TRACES"); !env.empty()) return env;
+  for (const std::string& c : Candidates(near)) {
     std::error_code ec;
-    if (fs::is_directory(c, ec)) return c;
+    if (std::filesystem::is_directory(c, ec)) return c;
   }
   return "";
 }
@@ -23,6 +43,19 @@ std::string TraceFile(const std::string& relative) {
   if (dir.empty()) return "";
   const std::string path = dir + "/" + relative;
   return std::filesystem::exists(path) ? path : "";
+}
+
+std::string MissingTrace(std::string_view relative) {
+  std::string where;
+  if (std::string env = Env("GPUPOOL_TRACES"); !env.empty()) {
+    where = "$GPUPOOL_TRACES=" + env;
+  } else {
+    where = "$GPUPOOL_TRACES (unset)";
+    for (const std::string& c : Candidates("")) where += ", " + c;
+  }
+  return std::string(relative) + " is not here (looked in " + where +
+         "): fetch the public traces with scripts/fetch-traces.sh (installed as gpupool-fetch-traces), or run make "
+         "claims";
 }
 
 }  // namespace gpupool

@@ -49,7 +49,8 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   for (const std::string* path : {&s.trace_nodes_path, s.trace ? &s.trace->pods_path : nullptr}) {
     if (path != nullptr && !path->empty() && !std::filesystem::exists(*path)) {
       return FailedPrecondition(s.path + ": the trace file " + *path +
-                                " is not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
+                                " is not here: fetch the public traces with scripts/fetch-traces.sh (installed as "
+                                "gpupool-fetch-traces), or run make claims");
     }
   }
   // Ids follow declaration order.
@@ -68,9 +69,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   if (wants_runtimes) {
     const std::string path = TraceFile(kRuntimeTraceFile);
     if (path.empty()) {
-      return FailedPrecondition(s.path + ": the workload samples durations from the Philly run times (" +
-                                std::string(kRuntimeTraceFile) +
-                                "), which are not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
+      return FailedPrecondition(s.path + ": the workload samples durations from the Philly run times: " + MissingTrace(kRuntimeTraceFile));
     }
     GP_ASSIGN_OR_RETURN(auto loaded, LoadRuntimeSamples(path));
     runtimes = std::move(loaded);
@@ -79,9 +78,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   if (WantsDutyCycles(s)) {
     const std::string path = TraceFile(kGpuDutyCycleTraceFile);
     if (path.empty()) {
-      return FailedPrecondition(s.path + ": the workload replays the GenAI GPU duty cycles (" +
-                                std::string(kGpuDutyCycleTraceFile) +
-                                "), which are not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
+      return FailedPrecondition(s.path + ": the workload replays the GenAI GPU duty cycles: " + MissingTrace(kGpuDutyCycleTraceFile));
     }
     GP_ASSIGN_OR_RETURN(auto loaded, LoadDutyCycles(path));
     duty_cycles = std::move(loaded);
@@ -90,9 +87,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   if (WantsServingLifetimes(s)) {
     const std::string path = TraceFile(kDlrmTraceFile);
     if (path.empty()) {
-      return FailedPrecondition(s.path + ": the workload samples lifetimes from the DLRM serving trace (" +
-                                std::string(kDlrmTraceFile) +
-                                "), which are not here: set GPUPOOL_TRACES or put ../shared/traces beside the checkout");
+      return FailedPrecondition(s.path + ": the workload samples lifetimes from the DLRM serving trace: " + MissingTrace(kDlrmTraceFile));
     }
     GP_ASSIGN_OR_RETURN(auto loaded, LoadDlrmTrace(path));
     lifetimes = ServingLifetimes(loaded);
