@@ -1,4 +1,5 @@
 #include "src/client/api_client.h"
+#include "src/base/json_text.h"
 
 #include <httplib.h>
 
@@ -133,7 +134,8 @@ Result<nlohmann::json> ApiClient::Call(const std::string& method, const std::str
     *raw = std::move(res->body);
     return nlohmann::json::object();
   }
-  nlohmann::json parsed = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  auto read = ParseJsonText(res->body);
+  const nlohmann::json parsed = read ? std::move(*read) : nlohmann::json(nlohmann::json::value_t::discarded);
   if (status >= 200 && status < 300) {
     if (parsed.is_discarded() || !parsed.is_object()) {
       return IoError("the server at " + url + " answered " + method + " " + path + " with HTTP " +

@@ -10,6 +10,7 @@
 #include "src/model/gpu_catalog.h"
 #include "src/server/log.h"
 #include "src/server/views.h"
+#include "src/base/json_text.h"
 
 namespace gpupool {
 namespace {
@@ -350,19 +351,14 @@ std::optional<json> HttpApi::Body(const Request& req, Response& res) {
     SendError(res, MakeApiError(400, "invalid_argument", "body: too large", "body"));
     return std::nullopt;
   }
-  json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    try {
-      // Parsed again to throw the error that says where it failed ((void) does not silence GCC's warn_unused_result).
-      [[maybe_unused]] const json again = json::parse(req.body);
-    } catch (const json::parse_error& e) {
-      SendError(res, MakeApiError(400, "invalid_argument", std::string("body: malformed JSON: ") + e.what(), "body"));
-      return std::nullopt;
-    }
-    SendError(res, MakeApiError(400, "invalid_argument", "body: malformed JSON", "body"));
+  // One strict reader (src/base/json_text.h): a malformed, overflowing, repeated-key or too deep body is a 400
+  // naming `body`, never a library exception.
+  auto j = ParseJsonText(req.body, JsonLimits{.max_bytes = static_cast<size_t>(max_body_bytes), .max_depth = 64});
+  if (!j) {
+    SendError(res, MakeApiError(400, "invalid_argument", "body: " + j.error().message, "body"));
     return std::nullopt;
   }
-  return j;
+  return std::move(*j);
 }
 
 void HttpApi::Health(const Request&, Response& res) {
