@@ -176,8 +176,8 @@ Result<ClaimResult> RunReclaim(const Scenario& s) {
         {"jobs_completed", completed(slow)}}}};
   c.note = "same jobs, seed and duty-cycle series, idle reclamation on vs off; reclaim latency = from the moment "
            "a task's utilization fell below the idle threshold to the release of its GPUs; reallocation latency "
-           "= from that release (while jobs waited) to the next task starting on those GPUs, scrub included; "
-           "idle GPU time = GPU-hours held while below the idle threshold (and while starting or stopping); "
+           "= from that release (while jobs waited) to the next task's process start on those GPUs (start "
+           "latency, scrub, MIG set-up and restore included); idle GPU time = GPU-hours held while below the idle threshold (and while starting or stopping); "
            "a reclaimed job's owner submits it again after a think time (the scenario's think_time, drawn at the "
            "reclaim, not read from the job's utilization); resume latency = submitted again to running again; "
            "busy while away = the hours reclaimed jobs would have been busy between their release and running "
@@ -196,16 +196,20 @@ Result<ClaimResult> RunRecovery(const Scenario& s) {
                 {"replace_latency_s_p95", Round2(r.replace_latency_s.p95)},
                 {"replaced_within_30s_pct", Round2(r.replaced_within_30s_pct)},
                 {"replace_latency_s_p50", Round2(r.replace_latency_s.p50)},
+                {"placement_latency_s_p50", Round2(r.placement_latency_s.p50)},
+                {"placement_latency_s_p95", Round2(r.placement_latency_s.p95)},
+                {"placement_latency_s_p99", Round2(r.placement_latency_s.p99)},
                 {"lost_work_s_mean", Round2(r.lost_work_s.mean)},
                 {"node_failures", r.node_failures},
                 {"interruptions", r.interruptions},
                 {"not_replaced", r.not_replaced},
                 {"heartbeat_timeout_s", ToSeconds(s.engine.heartbeat_timeout)}};
   c.note = "node failure drill: nodes stop heartbeating at the scenario's fault times; replace latency = from "
-           "the failure to the interrupted job's next placement (detection by heartbeat timeout included); lost "
-           "work = run time since the job's last checkpoint (or start); the goal is p99 <= 30 s; the latency includes "
-           "waiting for room when the failure leaves the pool too full for the job (borrowed work does not "
-           "preempt), which is what the slowest re-placements are";
+           "the failure to the interrupted job running again, its process started (detection by heartbeat timeout, "
+           "start latency, scrub and reading back its checkpoint included); placement latency = from the failure "
+           "to the placement decision alone; lost work = run time since the job's last checkpoint (or start); the "
+           "goal is p99 <= 30 s; the latency includes waiting for room when the failure leaves the pool too full "
+           "for the job (borrowed work does not preempt), which is what the slowest re-placements are";
   return c;
 }
 

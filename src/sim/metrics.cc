@@ -258,6 +258,7 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.recovery.interruptions = static_cast<int64_t>(lost_work_s_.size());
   r.recovery.not_replaced = not_replaced_;
   r.recovery.replace_latency_s = ComputePercentiles(replace_latency_s_);
+  r.recovery.placement_latency_s = ComputePercentiles(placement_latency_s_);
   if (!replace_latency_s_.empty()) {
     const auto fast = std::count_if(replace_latency_s_.begin(), replace_latency_s_.end(), [](double s) { return s <= 30; });
     r.recovery.replaced_within_30s_pct = 100.0 * static_cast<double>(fast) / static_cast<double>(replace_latency_s_.size());
@@ -347,6 +348,7 @@ nlohmann::json ToJson(const SimReport& r) {
             {"interruptions", r.recovery.interruptions},
             {"not_replaced", r.recovery.not_replaced},
             {"replace_latency_s", PercentilesJson(r.recovery.replace_latency_s)},
+            {"placement_latency_s", PercentilesJson(r.recovery.placement_latency_s)},
             {"replaced_within_30s_pct", Round3(r.recovery.replaced_within_30s_pct)},
             {"lost_work_s", PercentilesJson(r.recovery.lost_work_s)}}},
           {"topology",
@@ -421,8 +423,8 @@ std::string FormatReport(const SimReport& r) {
   }
   add("         GPUs held idle: %.1f of %.1f GPU-hours held\n", r.reclaim.idle_gpu_hours, r.reclaim.held_gpu_hours);
   if (r.recovery.node_failures > 0) {
-    add("Failures: %lld nodes failed, %lld jobs interrupted; re-placed p50 %.1f s, p99 %.1f s after the failure "
-        "(%lld not by the horizon); lost work mean %.0f s\n",
+    add("Failures: %lld nodes failed, %lld jobs interrupted; running again p50 %.1f s, p99 %.1f s after the "
+        "failure (%lld not re-placed by the horizon); lost work mean %.0f s\n",
         static_cast<long long>(r.recovery.node_failures), static_cast<long long>(r.recovery.interruptions),
         r.recovery.replace_latency_s.p50, r.recovery.replace_latency_s.p99,
         static_cast<long long>(r.recovery.not_replaced), r.recovery.lost_work_s.mean);

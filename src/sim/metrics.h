@@ -72,7 +72,7 @@ struct ReclaimReport {
   int64_t resumed = 0;        // reclaimed while idle, submitted again by its owner and running again
   int64_t never_resumed = 0;  // reclaimed online inference whose lifetime ended before its owner was back
   Percentiles reclaim_latency_s;       // idle start to release
-  Percentiles reallocation_latency_s;  // release (with jobs waiting) to the next task on those GPUs
+  Percentiles reallocation_latency_s;  // release (with jobs waiting) to the next task's process start on those GPUs
   Percentiles resume_latency_s;        // submitted again to running again
   // Summed over reclaimed jobs: the time each would have been busy (at or
   // above the idle threshold) between its release and running again.
@@ -85,8 +85,9 @@ struct ReclaimReport {
 struct RecoveryReport {
   int64_t node_failures = 0, interruptions = 0;
   int64_t not_replaced = 0;            // still waiting at the horizon (counted there)
-  Percentiles replace_latency_s;       // the node's failure to the job's re-placement
-  double replaced_within_30s_pct = 0;  // of interruptions (the rest waited for room, or for the horizon)
+  Percentiles replace_latency_s;       // the node's failure to the job running again (its process started)
+  Percentiles placement_latency_s;     // the node's failure to the job's re-placement (the decision)
+  double replaced_within_30s_pct = 0;  // running again within 30 s, of interruptions
   Percentiles lost_work_s;             // run time since the last checkpoint, per interruption
 };
 
@@ -201,10 +202,13 @@ class MetricsCollector {
   void Reallocated(Duration latency) { reallocation_latency_s_.push_back(ToSeconds(latency)); }
   void NodeFailed() { ++node_failures_; }
   void Interrupted(Duration lost) { lost_work_s_.push_back(ToSeconds(lost)); }
-  // Re-placed `latency` after its node failed; `censored`: not re-placed by
-  // the horizon, counted with the wait so far.
-  void Replaced(Duration latency, bool censored) {
+  // Running again `latency` after its node failed (its process started:
+  // start latency, scrub, MIG set-up and restore included), placed
+  // `placement` after it; `censored`: not re-placed by the horizon, counted
+  // with the wait so far.
+  void Replaced(Duration latency, Duration placement, bool censored) {
     replace_latency_s_.push_back(ToSeconds(latency));
+    placement_latency_s_.push_back(ToSeconds(placement));
     not_replaced_ += censored;
   }
   // A communicating job was placed over `nodes` nodes and `racks` racks.
@@ -279,7 +283,7 @@ class MetricsCollector {
   std::vector<double> pool_capacity_area_;  // milli x ms, per pool
   std::vector<int64_t> pool_capacity_last_; // GPU milli per pool, in force since last_
   std::vector<double> reclaim_latency_s_, resume_latency_s_, reallocation_latency_s_, lost_work_s_,
-      replace_latency_s_;
+      replace_latency_s_, placement_latency_s_;
 };
 
 }  // namespace gpupool

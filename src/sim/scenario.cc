@@ -88,11 +88,16 @@ Status ScenarioReader::ParseSimEngineKeys(const YAML::Node& n, Scenario& s) cons
 
 Status ScenarioReader::ParseCosts(const YAML::Node& n, const std::string& path, SharingCosts& k) const {
   YamlFields cf;
-  GP_ASSIGN_OR_RETURN(cf, Map(n, path, {"time_slice_overhead", "mig_setup", "scrub", "checkpoint_overhead", "links"}));
+  GP_ASSIGN_OR_RETURN(cf, Map(n, path,
+                              {"time_slice_overhead", "mig_setup", "scrub", "checkpoint_overhead", "restore_factor",
+                               "links"}));
   GP_TRY(NumberField(cf, "time_slice_overhead", k.time_slice_overhead, UpToHalf));
   GP_TRY(DurationField(cf, "mig_setup", k.mig_setup, AnyDuration));
   GP_TRY(DurationField(cf, "scrub", k.scrub, AnyDuration));
   GP_TRY(NumberField(cf, "checkpoint_overhead", k.checkpoint_overhead, UpToHalf));
+  GP_TRY(NumberField(cf, "restore_factor", k.restore_factor, [](double v) -> std::string {
+    return v >= 0 && v <= 10 ? "" : "must be between 0 and 10";
+  }));
   if (const YAML::Node* l = cf.Find("links")) {
     YamlFields lf;
     GP_ASSIGN_OR_RETURN(

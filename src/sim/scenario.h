@@ -212,6 +212,9 @@ struct SharingCosts {
   Duration mig_setup{std::chrono::seconds(3)};   // creating a GPU instance
   Duration scrub{std::chrono::milliseconds(500)};
   double checkpoint_overhead = 0.025;  // periodic asynchronous checkpoints (RECLAIM-3: 2-3%)
+  // A job that saved work reads it back before computing again: this times
+  // its checkpoint_duration (our assumption: reading takes as long as writing).
+  double restore_factor = 1.0;
   LinkBandwidths links;                // TOPO-1 communication model
 };
 

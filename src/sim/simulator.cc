@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "src/base/check.h"
 #include "src/sched/comm_model.h"
@@ -180,10 +181,7 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
   Running& r = live_.at(p.job);
   const SimJob& job = jobs_[r.index];
   const JobSpec& spec = engine_->state().job(p.job).spec;  // with the engine's sharing choice
-  if (r.failed_at) {
-    metrics_.Replaced(now - *r.failed_at, false);
-    r.failed_at.reset();
-  }
+  const std::optional<Instant> failed_at = std::exchange(r.failed_at, std::nullopt);
   bool scrubbed = false, mig = false, isolated = false, on_failed_node = false;
   int32_t per_gpu_milli = 0;
   for (size_t i = 0; i < p.replicas.size(); ++i) {
@@ -207,12 +205,19 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
     latency += options_.costs.mig_setup;
     metrics_.MigSetUp();
   }
+  // A job that saved work reads it back before it computes again (online
+  // inference is stateless: nothing to read).
+  if (r.done > Duration(0) && job.spec.kind != JobKind::kOnlineInference) {
+    latency += Duration(std::llround(options_.costs.restore_factor * Ms(job.spec.checkpoint_duration)));
+  }
   r.placed = true;
   r.replicas = p.replicas;
   r.gpus = static_cast<double>(spec.total_gpu_milli()) / kMilliPerGpu;
   r.placed_at = now;
   r.run_start = now + latency;
   r.rate_since = r.run_start;
+  // Latencies end where the user feels them: when the process starts.
+  if (failed_at) metrics_.Replaced(r.run_start - *failed_at, now - *failed_at, false);
   if (r.wants_back) {  // its owner came back then; running again once started
     metrics_.Resumed(r.run_start - *r.wants_back);
     r.wants_back.reset();
@@ -235,7 +240,7 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
   // The first task on GPUs an idle reclaim released.
   for (auto it = released_.begin(); it != released_.end();) {
     if (Overlaps(it->where, p.replicas)) {
-      metrics_.Reallocated(now + (scrubbed ? options_.costs.scrub : Duration(0)) - it->at);
+      metrics_.Reallocated(r.run_start - it->at);
       it = released_.erase(it);
     } else {
       ++it;
@@ -286,7 +291,7 @@ void Simulator::OnResized(const JobResized& e, Instant now) {
   if (!computing && !(r.failed_at && !on_failed_node)) return;
   if (on_failed_node) return;
   if (r.failed_at) {  // it lost the failed node's replicas and goes on without them
-    metrics_.Replaced(now - *r.failed_at, false);
+    metrics_.Replaced(r.run_start - *r.failed_at, now - *r.failed_at, false);
     r.failed_at.reset();
   }
   r.computing = true;
@@ -744,7 +749,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     Running& r = live_.at(id);
     if (r.computing) Settle(r, horizon);
     Release(id, r, horizon);
-    if (r.failed_at) metrics_.Replaced(horizon - *r.failed_at, true);
+    if (r.failed_at) metrics_.Replaced(horizon - *r.failed_at, horizon - *r.failed_at, true);
     AwayUntil(r, horizon);  // resubmitted, not running again yet
   }
   for (auto& [index, r] : parked_) AwayUntil(r, horizon);  // its owner not back yet

@@ -1,7 +1,9 @@
 // The discrete-event simulator around the Engine: a virtual clock and an
 // event heap keyed by (time, kind, sequence). It plays the part of the
 // world: jobs arrive, start after a modelled start latency (plus a memory
-// scrub when the engine scrubbed their GPUs, plus MIG instance set-up), run
+// scrub when the engine scrubbed their GPUs, plus MIG instance set-up, plus
+// reading back a checkpoint when they saved work: SharingCosts::
+// restore_factor x their checkpoint duration), run
 // for their work, checkpoint when asked (for their checkpoint duration),
 // report their GPU utilization, nodes heartbeat and fail, and the control
 // loops tick. Everything it learns comes back from the Engine's events.
