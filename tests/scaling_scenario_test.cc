@@ -80,10 +80,15 @@ TEST(ScalingScenarioTest, EveryDrainedTaskResumesFromItsCheckpoint) {
     if (const auto* s = std::get_if<JobSubmitted>(&e.body); s && s->spec.checkpointable) checkpointable.insert(s->job);
   }
   std::map<JobId, Instant> drained;  // checkpointable victims, until placed again
-  int moved = 0, resumed = 0;
+  std::map<JobId, Instant> stopped;  // every drained job, until placed again
+  int moved = 0, resumed = 0, drain_moves = 0;
+  double down_at_least_s = 0;  // stop to placement, plus the start latency
   std::set<NodeIndex> removed;
+  auto s = LoadScenario(kScenario);
   for (const Event& e : run.events) {
     if (const auto* p = std::get_if<PreemptionStarted>(&e.body); p && p->reason == PreemptReason::kDrain) {
+      ++drain_moves;
+      stopped[p->victim] = e.at;
       if (checkpointable.contains(p->victim)) {
         EXPECT_TRUE(p->checkpoint) << "job " << p->victim << " drained without a checkpoint";
         drained[p->victim] = e.at;
@@ -91,8 +96,10 @@ TEST(ScalingScenarioTest, EveryDrainedTaskResumesFromItsCheckpoint) {
       }
     } else if (const auto* p = std::get_if<JobPreempted>(&e.body); p && drained.contains(p->victim)) {
       EXPECT_EQ(p->lost_work, Duration(0)) << "job " << p->victim << " lost work in a drain";
-    } else if (const auto* p = std::get_if<JobPlaced>(&e.body); p && drained.erase(p->job)) {
-      ++resumed;
+    } else if (const auto* p = std::get_if<JobPlaced>(&e.body); p && stopped.contains(p->job)) {
+      down_at_least_s += ToSeconds(e.at - stopped[p->job] + s->start_latency);
+      stopped.erase(p->job);
+      resumed += drained.erase(p->job) > 0;
     } else if (const auto* n = std::get_if<NodeRemoved>(&e.body)) {
       removed.insert(n->node);
     } else if (const auto* p = std::get_if<JobPlaced>(&e.body)) {
@@ -104,6 +111,12 @@ TEST(ScalingScenarioTest, EveryDrainedTaskResumesFromItsCheckpoint) {
   EXPECT_LE(drained.size(), 2u) << "drained jobs still waiting at the horizon";
   EXPECT_EQ(run.report.scaling.drained_lost_work_s, 0);
   EXPECT_GT(run.report.scaling.nodes_removed, 0);
+  // Each move's downtime runs from the stop to the process starting again
+  // (start latency and the restore of the checkpoint included).
+  const MoveReport& m = run.report.scaling.drain_moves;
+  EXPECT_EQ(m.moves, drain_moves);
+  EXPECT_GE(m.downtime_s.p50, ToSeconds(s->start_latency));
+  EXPECT_GE(m.downtime_hours * 3600, down_at_least_s - 1e-6);
 }
 
 TEST(ScalingScenarioTest, ElasticTrainingGrowsOntoNewNodesAndShrinksOffLeavingOnes) {

@@ -282,51 +282,121 @@ DayNight NodesByDay(const std::vector<std::pair<double, double>>& series, double
   return d;
 }
 
-// One C-SCALE comparison: autoscaled with the forecast, reactive only, and a
-// fixed pool of the autoscaled run's peak, over the whole days after
-// `skip_h` (cost too: the first hours, while long-lived instances pile up,
-// say nothing about a pool in service).
-Result<nlohmann::json> ScalingFigures(const Scenario& s, double skip_h, nlohmann::json* baseline) {
+// What a run costs over the hours from `skip_h` on, as the simulator bills
+// it: every node from its request to its removal (provisioning included)
+// at the price, warm-pool nodes at the warm fraction of it.
+double WindowCost(const SimReport& r, const ProviderModel& p, double skip_h) {
+  const ScalingReport& s = r.scaling;
+  double billed = 0, warm = 0;
+  for (size_t h = 0; h < s.billed_node_hours_by_hour.size(); ++h) {
+    if (static_cast<double>(h) + 1e-9 < skip_h) continue;
+    billed += s.billed_node_hours_by_hour[h];
+    warm += s.warm_node_hours_by_hour[h];
+  }
+  return p.price_per_node_hour * (billed + warm * p.warm_price_fraction);
+}
+
+// Runs of one workload on a fixed pool (the scenario without scaling, its
+// one node group at N nodes), by N: variants that change only the scaling
+// rules share them.
+struct FixedRun {
+  double wait_p99_s = 0, allocation_pct = 0;
+};
+using FixedRuns = std::map<int, FixedRun>;
+
+Result<FixedRun> RunFixed(const Scenario& s, int nodes, FixedRuns& runs) {
+  if (auto it = runs.find(nodes); it != runs.end()) return it->second;
+  if (s.nodes.size() != 1) return InvalidArgument("the fixed-pool baseline needs a scenario with one node group");
+  Scenario fixed = s;
+  fixed.engine.scaling.clear();
+  fixed.nodes.front().count = nodes;
+  GP_ASSIGN_OR_RETURN(auto r, RunScenario(fixed, {}));
+  const FixedRun out{r.all.wait_s.p99, r.allocation_pct_mean};
+  runs[nodes] = out;
+  return out;
+}
+
+// The strongest fixed alternative to autoscaling: the smallest fixed pool
+// whose queue-wait p99 is within max(10%, 60 s) of the autoscaled run's.
+// Bisection between `lo` nodes (too few: below the mean demand, the queue
+// only grows) and the autoscaled run's peak (raised by a quarter until it
+// meets the target, up to `cap`); the waits are taken to fall as nodes are
+// added. Returns the node count, or `cap` with met = false.
+struct FixedPool {
+  int nodes = 0;
+  bool met = false;
+  FixedRun run;
+  double target_p99_s = 0;
+};
+Result<FixedPool> SmallestFixedPool(const Scenario& s, double auto_p99_s, int lo, int hi, int cap, FixedRuns& runs) {
+  FixedPool out;
+  out.target_p99_s = std::max(auto_p99_s * 1.1, auto_p99_s + 60);
+  auto meets = [&](int n) -> Result<bool> {
+    GP_ASSIGN_OR_RETURN(auto r, RunFixed(s, n, runs));
+    return r.wait_p99_s <= out.target_p99_s;
+  };
+  hi = std::max(hi, lo + 1);
+  for (int step = 0;; ++step) {  // at most log_1.25(cap) raises
+    GP_ASSIGN_OR_RETURN(bool ok, meets(hi));
+    if (ok) break;
+    if (hi >= cap || step >= 64) {
+      out.nodes = hi;
+      out.run = runs.at(hi);
+      return out;
+    }
+    lo = hi;
+    hi = std::min(cap, hi + std::max(1, hi / 4));
+  }
+  while (hi - lo > 1) {  // meets(hi), not meets(lo)
+    const int mid = lo + (hi - lo) / 2;
+    GP_ASSIGN_OR_RETURN(bool ok, meets(mid));
+    (ok ? hi : lo) = mid;
+  }
+  out.nodes = hi;
+  out.met = true;
+  out.run = runs.at(hi);
+  return out;
+}
+
+// One C-SCALE comparison: autoscaled with the forecast, reactive only, and
+// the cheapest fixed pool that keeps the autoscaled run's queue-wait p99
+// (SmallestFixedPool), over the whole days after `skip_h` (cost too: the
+// first hours, while long-lived instances pile up, say nothing about a pool
+// in service).
+Result<nlohmann::json> ScalingFigures(const Scenario& s, double skip_h, FixedRuns& fixed_runs,
+                                      nlohmann::json* baseline) {
   GP_ASSIGN_OR_RETURN(auto ours, RunScenario(s, {}));
   Scenario reactive = s;
   for (PoolScalingConfig& c : reactive.engine.scaling) c.forecast.enabled = false;
   GP_ASSIGN_OR_RETURN(auto base_reactive, RunScenario(reactive, {}));
   const DayNight dn = NodesByDay(ours.scaling.node_series, skip_h);
   const DayNight dn_reactive = NodesByDay(base_reactive.scaling.node_series, skip_h);
-  // Node-hours within the window, from the 5-minute samples of nodes in service.
-  auto window_node_hours = [&](const SimReport& r, double* peak) {
-    double hours = 0;
-    const auto& series = r.scaling.node_series;
-    for (size_t i = 0; i + 1 < series.size(); ++i) {
-      if (series[i].first < skip_h) continue;
-      hours += series[i].second * (series[i + 1].first - series[i].first);
-      if (peak) *peak = std::max(*peak, series[i].second);
-    }
-    return hours;
-  };
   double peak = 0;
-  const double price = s.provider.price_per_node_hour;
-  const double auto_cost = price * window_node_hours(ours, &peak);
-  const double reactive_cost = price * window_node_hours(base_reactive, nullptr);
-  Scenario fixed = s;
-  fixed.engine.scaling.clear();
-  const int fixed_nodes = static_cast<int>(std::ceil(peak));
-  int initial = 0;
-  for (const NodeGroupConfig& g : fixed.nodes) initial += g.count;
-  if (fixed_nodes > initial) {
-    NodeGroupConfig extra = fixed.nodes.front();
-    extra.count = fixed_nodes - initial;
-    extra.name_prefix += "-fixed";
-    fixed.nodes.push_back(extra);
+  for (const auto& [h, n] : ours.scaling.node_series) {
+    if (h >= skip_h) peak = std::max(peak, n);
   }
-  GP_ASSIGN_OR_RETURN(auto base_fixed, RunScenario(fixed, {}));
+  const double auto_cost = WindowCost(ours, s.provider, skip_h);
+  const double reactive_cost = WindowCost(base_reactive, s.provider, skip_h);
+  // A pool below the run's mean demand never catches up with its queue.
+  double allocated_gpu_hours = 0;
+  for (const auto& [name, p] : ours.pools) allocated_gpu_hours += p.gpu_hours_used;
+  const int gpus_per_node = std::max(1, s.nodes.empty() ? 1 : s.nodes.front().gpus);
+  const int lo = std::max(0, static_cast<int>(allocated_gpu_hours / ours.horizon_h / gpus_per_node) - 1);
+  const int peak_nodes = static_cast<int>(std::ceil(peak));
+  int cap = peak_nodes;  // the largest pool the autoscaler could have had, at most 4 times its peak
+  for (const PoolScalingConfig& c : s.engine.scaling) cap = std::max(cap, std::min(c.rule.max_nodes, 4 * peak_nodes));
+  GP_ASSIGN_OR_RETURN(auto fixed, SmallestFixedPool(s, ours.all.wait_s.p99, lo, peak_nodes, cap, fixed_runs));
   const double window_h = std::max(0.0, ToSeconds(s.horizon) / 3600.0 - skip_h);
-  const double fixed_cost = price * std::max(fixed_nodes, initial) * window_h;
+  const double fixed_cost = s.provider.price_per_node_hour * fixed.nodes * window_h;
   auto pct = [](double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; };
-  *baseline = {{"fixed_nodes", std::max(fixed_nodes, initial)},
+  *baseline = {{"fixed_nodes", fixed.nodes},
                {"cost", Round2(fixed_cost)},
-               {"queue_wait_p99_s", Round2(base_fixed.all.wait_s.p99)},
-               {"gpu_allocation_pct", Round2(base_fixed.allocation_pct_mean)}};
+               {"queue_wait_p99_s", Round2(fixed.run.wait_p99_s)},
+               {"target_queue_wait_p99_s", Round2(fixed.target_p99_s)},
+               {"meets_target", fixed.met},
+               {"gpu_allocation_pct", Round2(fixed.run.allocation_pct)},
+               {"autoscaled_peak_nodes", Round2(peak)}};
+  const ScalingReport& sc = ours.scaling;
   return nlohmann::json{
       {"peak_instances_increase_pct", Round2(pct(dn.day_peak - dn.mean, dn.mean))},
       {"night_instances_decrease_pct", Round2(pct(dn.night_low - dn.mean, dn.mean))},
@@ -337,17 +407,21 @@ Result<nlohmann::json> ScalingFigures(const Scenario& s, double skip_h, nlohmann
       {"nodes_night_low_mean", Round2(dn.night_low)},
       {"days", dn.days},
       {"cost", Round2(auto_cost)},
-      {"scale_outs", ours.scaling.scale_outs},
-      {"drains", ours.scaling.drains},
-      {"warm_starts", ours.scaling.warm_starts},
-      {"drained_jobs", ours.scaling.drained_jobs},
-      {"drained_lost_work_s", Round2(ours.scaling.drained_lost_work_s)},
+      {"scale_outs", sc.scale_outs},
+      {"drains", sc.drains},
+      {"warm_starts", sc.warm_starts},
+      {"drained_jobs", sc.drained_jobs},
+      {"drained_lost_work_s", Round2(sc.drained_lost_work_s)},
+      {"drain_downtime_s_p50", Round2(sc.drain_moves.downtime_s.p50)},
+      {"drain_downtime_s_p95", Round2(sc.drain_moves.downtime_s.p95)},
+      {"drain_downtime_hours", Round2(sc.drain_moves.downtime_hours)},
+      {"drained_serving_downtime_hours", Round2(sc.drain_moves.stateless_downtime_hours)},
       {"jobs", ours.all.submitted},
       {"gpu_allocation_pct", Round2(ours.allocation_pct_mean)},
       {"forecast",
-       {{"mae_gpus", Round2(ours.scaling.forecast_mae_gpus)},
-        {"mean_demand_gpus", Round2(ours.scaling.forecast_mean_actual_gpus)},
-        {"mape_pct", Round2(pct(ours.scaling.forecast_mae_gpus, ours.scaling.forecast_mean_actual_gpus))},
+       {{"mae_gpus", Round2(sc.forecast_mae_gpus)},
+        {"mean_demand_gpus", Round2(sc.forecast_mean_actual_gpus)},
+        {"mape_pct", Round2(pct(sc.forecast_mae_gpus, sc.forecast_mean_actual_gpus))},
         {"queue_wait_mean_s", Round2(ours.all.wait_s.mean)},
         {"reactive_only_queue_wait_mean_s", Round2(base_reactive.all.wait_s.mean)},
         {"reactive_only_queue_wait_p99_s", Round2(base_reactive.all.wait_s.p99)},
@@ -360,7 +434,8 @@ Result<ClaimResult> RunScaling(const Scenario& s) {
   if (s.engine.scaling.empty()) return InvalidArgument("the scenario scales no pool");
   constexpr double kSkipH = 48;  // long-lived instances accumulate first
   ClaimResult c;
-  GP_ASSIGN_OR_RETURN(auto main, ScalingFigures(s, kSkipH, &c.baseline));
+  FixedRuns main_fixed, elastic_fixed;  // one workload each
+  GP_ASSIGN_OR_RETURN(auto main, ScalingFigures(s, kSkipH, main_fixed, &c.baseline));
   c.measured = std::move(main);
   // The elastic part of the fleet: only instances that live less than a
   // day, arriving as much faster as they live shorter (the same mean load).
@@ -389,7 +464,7 @@ Result<ClaimResult> RunScaling(const Scenario& s) {
       if (serving) w.arrivals.rate_per_hour *= faster;
     }
     nlohmann::json elastic_baseline;
-    GP_ASSIGN_OR_RETURN(auto figures, ScalingFigures(elastic, kSkipH, &elastic_baseline));
+    GP_ASSIGN_OR_RETURN(auto figures, ScalingFigures(elastic, kSkipH, elastic_fixed, &elastic_baseline));
     figures["arrival_rate_factor"] = Round2(faster);
     figures["baseline"] = elastic_baseline;
     // The seeds' thresholds leave a wide band (out above 80%, in below
@@ -398,17 +473,22 @@ Result<ClaimResult> RunScaling(const Scenario& s) {
     Scenario narrower = elastic;
     for (PoolScalingConfig& c : narrower.engine.scaling) c.rule.in_util = 0.5;
     nlohmann::json narrower_baseline;
-    GP_ASSIGN_OR_RETURN(auto band, ScalingFigures(narrower, kSkipH, &narrower_baseline));
+    GP_ASSIGN_OR_RETURN(auto band, ScalingFigures(narrower, kSkipH, elastic_fixed, &narrower_baseline));
     band["baseline"] = narrower_baseline;
     band.erase("forecast");
     figures["scale_in_below_50pct"] = std::move(band);
     c.measured["short_lived_variant"] = std::move(figures);
   }
-  c.note = "same jobs and seed, three runs each: autoscaled with the forecast (ours), reactive only (forecast off), "
-           "and a fixed pool of the autoscaled run's peak node count (the baseline); figures over the whole days "
-           "after the first 48 h (while long-lived instances accumulate): day/night = the mean of each day's "
-           "largest / smallest count of nodes in service against the time-weighted mean, cost = node-hours in "
-           "service x price, wait = submit to first start. short_lived_variant: only instances living under a "
+  c.note = "same jobs and seed: autoscaled with the forecast (ours), reactive only (forecast off), and the "
+           "baseline: the smallest fixed pool whose queue-wait p99 is within max(10%, 60 s) of the autoscaled "
+           "run's, found by bisection over the node count (between the mean demand and the autoscaled peak, "
+           "raised when the peak is not enough); figures over the whole days after the first 48 h (while "
+           "long-lived instances accumulate): day/night = the mean of each day's largest / smallest count of "
+           "nodes in service against the time-weighted mean; cost = node-hours billed x price, a node billed "
+           "from its request (provisioning included) to its removal, warm-pool nodes at the warm price "
+           "fraction; a fixed pool = its nodes x the window x price; wait = submit to first start; drain "
+           "downtime = from a drained job's stop to its process starting again elsewhere (the serving instances "
+           "serve no one meanwhile). short_lived_variant: only instances living under a "
            "day (82% of the trace's), arriving faster by the ratio of mean lifetimes, i.e. the part of a serving "
            "fleet that follows the day while long-lived instances sit on fixed capacity";
   return c;
@@ -418,9 +498,13 @@ Result<ClaimResult> RunDefrag(const Scenario& s) {
   // Three seeds (node ranks differ), defragmentation on and off for each.
   struct Sum {
     double unallocated = 0, waiting_h = 0, wait_mean = 0, wait_p95 = 0, migrations = 0, per_hour = 0, lost = 0,
-           allocation = 0;
+           allocation = 0, down_p50 = 0, down_p95 = 0, down_h = 0, serving_down_h = 0;
     int runs = 0;
     void Add(const SimReport& r) {
+      down_p50 += r.defrag.moved.downtime_s.p50;
+      down_p95 += r.defrag.moved.downtime_s.p95;
+      down_h += r.defrag.moved.downtime_hours;
+      serving_down_h += r.defrag.moved.stateless_downtime_hours;
       unallocated += r.defrag.unallocated_while_waiting_pct;
       waiting_h += r.defrag.waiting_hours;
       wait_mean += r.all.wait_s.mean;
@@ -459,11 +543,18 @@ Result<ClaimResult> RunDefrag(const Scenario& s) {
   c.measured["migrations_per_hour"] = Round2(on.Mean(on.per_hour));
   c.measured["migrations"] = Round2(on.Mean(on.migrations));
   c.measured["migration_lost_work_s"] = Round2(on.Mean(on.lost));
+  c.measured["move_downtime_s_p50"] = Round2(on.Mean(on.down_p50));
+  c.measured["move_downtime_s_p95"] = Round2(on.Mean(on.down_p95));
+  c.measured["move_downtime_hours"] = Round2(on.Mean(on.down_h));
+  c.measured["moved_serving_downtime_hours"] = Round2(on.Mean(on.serving_down_h));
   c.measured["seeds"] = seeds;
   c.note = "same pods, defragmentation on vs off, mean over three seeds (node ranks); unallocated = the share of "
            "the GPUs left unallocated while some job waited (time-weighted over those times): capacity that "
            "fragmentation (or a waiting job's model and CPU needs) kept from the queue; migrations per hour over "
-           "the whole run; waits are submit to first start (a migration's own wait is not in them)";
+           "the whole run; waits are submit to first start (a migration's own wait is not in them); move downtime "
+           "= per migration, from the moved job's stop (its checkpoint began, or it stopped at once) to its process "
+           "starting again elsewhere (start latency, scrub and restore included), percentiles and the sum (the "
+           "trace's pods are serving instances: that time they serve no one)";
   return c;
 }
 

@@ -16,6 +16,14 @@ nlohmann::json PercentilesJson(const Percentiles& p) {
           {"count", p.count}};
 }
 
+nlohmann::json MoveJson(const MoveReport& m) {
+  return {{"moves", m.moves},
+          {"stateless_moves", m.stateless_moves},
+          {"downtime_s", PercentilesJson(m.downtime_s)},
+          {"downtime_hours", Round3(m.downtime_hours)},
+          {"stateless_downtime_hours", Round3(m.stateless_downtime_hours)}};
+}
+
 nlohmann::json ClassJson(const ClassReport& c) {
   return {{"submitted", c.submitted},
           {"rejected", c.rejected},
@@ -83,6 +91,7 @@ void MetricsCollector::Integrate(Instant now) {
     allocated_area_ += static_cast<double>(last_allocated_) * dt;
     capacity_area_ += static_cast<double>(capacity_last_) * dt;
     billed_area_ += billed_last_ * dt;
+    if (billed_last_ > 0 || warm_last_ > 0) Bill(static_cast<double>(ToMillis(last_)), dt);
     if (waiting_last_) {
       waiting_ms_ += dt;
       free_while_waiting_ += static_cast<double>(capacity_last_ - last_allocated_) * dt;
@@ -97,6 +106,34 @@ void MetricsCollector::Integrate(Instant now) {
     for (size_t p = 0; p < pool_last_.size(); ++p) pool_area_[p] += static_cast<double>(pool_last_[p]) * dt;
   }
   last_ = now;
+}
+
+void MetricsCollector::MovedBack(PreemptReason why, Duration downtime, bool stateless) {
+  MoveReport& m = moves_[why];
+  const double hours = static_cast<double>(ToMillis(downtime)) / kMsPerHour;
+  ++m.moves;
+  m.downtime_hours += hours;
+  if (stateless) {
+    ++m.stateless_moves;
+    m.stateless_downtime_hours += hours;
+  }
+  move_downtime_s_[why].push_back(ToSeconds(downtime));
+}
+
+void MetricsCollector::Bill(double from_ms, double dt_ms) {
+  ScalingReport& s = scaling_;
+  const double to_ms = from_ms + dt_ms;
+  for (double t = from_ms; t < to_ms;) {
+    const auto hour = static_cast<size_t>(t / kMsPerHour);
+    const double end = std::min(to_ms, static_cast<double>(hour + 1) * kMsPerHour);
+    if (s.billed_node_hours_by_hour.size() <= hour) {
+      s.billed_node_hours_by_hour.resize(hour + 1, 0);
+      s.warm_node_hours_by_hour.resize(hour + 1, 0);
+    }
+    s.billed_node_hours_by_hour[hour] += billed_last_ * (end - t) / kMsPerHour;
+    s.warm_node_hours_by_hour[hour] += warm_last_ * (end - t) / kMsPerHour;
+    t = end;
+  }
 }
 
 void MetricsCollector::Observe(Instant now) {
@@ -274,6 +311,14 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   if (capacity_while_waiting_ > 0) {
     r.defrag.unallocated_while_waiting_pct = 100.0 * free_while_waiting_ / capacity_while_waiting_;
   }
+  auto moves = [this](PreemptReason why) {
+    MoveReport m = moves_[why];
+    m.downtime_s = ComputePercentiles(move_downtime_s_[why]);
+    return m;
+  };
+  r.defrag.moved = moves(PreemptReason::kDefrag);
+  r.scaling.drain_moves = moves(PreemptReason::kDrain);
+  r.hotspots.moved = moves(PreemptReason::kHotspot);
   r.scaling.node_hours = billed_area_ / kMsPerHour;
   r.scaling.warm_node_hours = warm_area_ / kMsPerHour;
   if (!r.scaling.node_series.empty()) {
@@ -370,6 +415,8 @@ nlohmann::json ToJson(const SimReport& r) {
             {"nodes_removed", r.scaling.nodes_removed},
             {"drained_jobs", r.scaling.drained_jobs},
             {"elastic_resizes", r.scaling.elastic_resizes},
+            {"elastic_reshard_hours", Round3(r.scaling.elastic_reshard_hours)},
+            {"drain_moves", MoveJson(r.scaling.drain_moves)},
             {"drained_lost_work_s", Round3(r.scaling.drained_lost_work_s)},
             {"node_hours", Round3(r.scaling.node_hours)},
             {"warm_node_hours", Round3(r.scaling.warm_node_hours)},
@@ -383,10 +430,14 @@ nlohmann::json ToJson(const SimReport& r) {
            {{"migrations", r.defrag.migrations},
             {"migrations_per_hour", Round3(r.defrag.migrations_per_hour)},
             {"migration_lost_work_s", Round3(r.defrag.migration_lost_work_s)},
+            {"moved", MoveJson(r.defrag.moved)},
             {"unallocated_while_waiting_pct", Round3(r.defrag.unallocated_while_waiting_pct)},
             {"waiting_hours", Round3(r.defrag.waiting_hours)}}},
           {"hotspots",
-           {{"detected", r.hotspots.detected}, {"cleared", r.hotspots.cleared}, {"moves", r.hotspots.moves}}},
+           {{"detected", r.hotspots.detected},
+            {"cleared", r.hotspots.cleared},
+            {"moves", r.hotspots.moves},
+            {"moved", MoveJson(r.hotspots.moved)}}},
           {"events", r.events},
           {"event_log_sha256", r.event_log_sha256}};
 }

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/time.h"
+#include "src/engine/event.h"
 #include "src/engine/state.h"
 #include "src/sim/workload.h"
 
@@ -104,16 +105,33 @@ struct TopologyReport {
   double comm_overhead_pct() const { return step_hours > 0 ? 100.0 * comm_hours / step_hours : 0; }
 };
 
+// Jobs the engine moved for one reason (defragmentation, a drain, a
+// hotspot): the downtime each move cost the moved job, from when it stopped
+// computing (its checkpoint began, or it stopped at once) to its process
+// starting again elsewhere (start latency, scrub, MIG set-up and restore
+// included); a job not running again by the horizon counts to the horizon.
+struct MoveReport {
+  int64_t moves = 0;
+  int64_t stateless_moves = 0;  // of them, online inference: it serves no one meanwhile
+  Percentiles downtime_s;
+  double downtime_hours = 0;            // summed over the moves
+  double stateless_downtime_hours = 0;  // of online inference
+};
+
 // Elastic scaling (SCALE-1..6): the pool's nodes over time and what they cost.
 struct ScalingReport {
   int64_t scale_outs = 0, nodes_requested = 0, nodes_added = 0, warm_starts = 0;
   int64_t drains = 0, nodes_removed = 0;
   int64_t drained_jobs = 0;        // jobs moved off draining nodes
   int64_t elastic_resizes = 0;     // SCALE-7: JobResized events
+  double elastic_reshard_hours = 0;  // running elastic jobs paused to reshard, summed
+  MoveReport drain_moves;          // jobs moved off draining nodes
   double drained_lost_work_s = 0;  // their work lost (0 when every one resumed from a checkpoint)
   double node_hours = 0;           // billed: from the request to the removal
   double warm_node_hours = 0;      // warm-pool nodes waiting
   double cost = 0;                 // node_hours x price + warm_node_hours x price x warm fraction
+  // The same two, hour by hour of the run (index = hour), for costs over a window.
+  std::vector<double> billed_node_hours_by_hour, warm_node_hours_by_hour;
   double nodes_min = 0, nodes_max = 0;  // nodes in service, over the samples
   std::vector<std::pair<double, double>> node_series;  // (hours, nodes in service)
   int64_t forecasts = 0;
@@ -125,6 +143,7 @@ struct DefragReport {
   int64_t migrations = 0;
   double migrations_per_hour = 0;
   double migration_lost_work_s = 0;
+  MoveReport moved;  // what the migrations cost the moved jobs
   // Time-weighted share of the GPUs left unallocated while jobs waited.
   double unallocated_while_waiting_pct = 0;
   double waiting_hours = 0;  // how long some job waited
@@ -134,6 +153,7 @@ struct DefragReport {
 struct HotspotReport {
   int64_t detected = 0, cleared = 0;
   int64_t moves = 0;  // jobs moved off hot GPUs (PreemptionStarted, reason hotspot)
+  MoveReport moved;   // what those moves cost them
 };
 
 struct SimReport {
@@ -198,6 +218,9 @@ class MetricsCollector {
   void DeadlineEvicted() { ++deadline_evictions_; }
   void Resumed(Duration latency) { resume_latency_s_.push_back(ToSeconds(latency)); }
   void NeverResumed() { ++never_resumed_; }
+  // A job the engine moved for `why` (defrag, drain or hotspot) is running
+  // again (or the run ended) `downtime` after it stopped.
+  void MovedBack(PreemptReason why, Duration downtime, bool stateless);
   void BusyWhileAway(Duration d) { busy_while_away_ms_ += static_cast<double>(ToMillis(d)); }
   void Reallocated(Duration latency) { reallocation_latency_s_.push_back(ToSeconds(latency)); }
   void NodeFailed() { ++node_failures_; }
@@ -247,6 +270,9 @@ class MetricsCollector {
     bool rejected = false, seen = false, ended = false;
   };
   void Integrate(Instant now);
+  // Adds the billed and warm nodes in force to the hourly ledgers over
+  // [from_ms, from_ms + dt_ms).
+  void Bill(double from_ms, double dt_ms);
 
   const std::vector<SimJob>* jobs_;
   const EngineState* state_;
@@ -282,6 +308,8 @@ class MetricsCollector {
   double capacity_area_ = 0;                // milli x ms
   std::vector<double> pool_capacity_area_;  // milli x ms, per pool
   std::vector<int64_t> pool_capacity_last_; // GPU milli per pool, in force since last_
+  std::map<PreemptReason, std::vector<double>> move_downtime_s_;  // per move reason
+  std::map<PreemptReason, MoveReport> moves_;                     // counts and sums
   std::vector<double> reclaim_latency_s_, resume_latency_s_, reallocation_latency_s_, lost_work_s_,
       replace_latency_s_, placement_latency_s_;
 };

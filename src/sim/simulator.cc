@@ -218,6 +218,10 @@ void Simulator::OnPlaced(const JobPlaced& p, Instant now) {
   r.rate_since = r.run_start;
   // Latencies end where the user feels them: when the process starts.
   if (failed_at) metrics_.Replaced(r.run_start - *failed_at, now - *failed_at, false);
+  if (r.moved_at) {  // the engine moved it: down from its stop to this start
+    metrics_.MovedBack(r.moved_for, r.run_start - *r.moved_at, job.spec.kind == JobKind::kOnlineInference);
+    r.moved_at.reset();
+  }
   if (r.wants_back) {  // its owner came back then; running again once started
     metrics_.Resumed(r.run_start - *r.wants_back);
     r.wants_back.reset();
@@ -275,7 +279,10 @@ void Simulator::OnResized(const JobResized& e, Instant now) {
     return;
   }
   const bool computing = r.computing;
-  if (computing) StopComputing(e.job, r, now);
+  if (computing) {
+    StopComputing(e.job, r, now);
+    metrics_.scaling().elastic_reshard_hours += ToSeconds(e.reshard) / 3600.0;
+  }
   r.done += Duration(std::llround(r.progress_ms));  // the reshard saves everything computed
   r.progress_ms = 0;
   Release(e.job, r, now);  // GPU time held so far, at the old size
@@ -377,6 +384,11 @@ void Simulator::OnEvent(const Event& e) {
     if (ps->reason == PreemptReason::kDefrag) {
       migrating_.insert(ps->victim);
       ++metrics_.defrag().migrations;
+    }
+    if ((ps->reason == PreemptReason::kDefrag || ps->reason == PreemptReason::kDrain ||
+         ps->reason == PreemptReason::kHotspot) && r.placed) {
+      r.moved_at = r.computing ? now : r.stopped_at;
+      r.moved_for = ps->reason;
     }
     if (ps->checkpoint && r.computing) StartCheckpoint(ps->victim, r, now);
   } else if (const auto* pr = std::get_if<JobPreempted>(&e.body)) {
@@ -751,6 +763,9 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     Release(id, r, horizon);
     if (r.failed_at) metrics_.Replaced(horizon - *r.failed_at, horizon - *r.failed_at, true);
     AwayUntil(r, horizon);  // resubmitted, not running again yet
+    if (r.moved_at) {
+      metrics_.MovedBack(r.moved_for, horizon - *r.moved_at, jobs_[r.index].spec.kind == JobKind::kOnlineInference);
+    }
   }
   for (auto& [index, r] : parked_) AwayUntil(r, horizon);  // its owner not back yet
   if (log_.is_open()) {

@@ -154,6 +154,8 @@ class Simulator {
     std::optional<Instant> idle_from;   // reclaimed while idle since then
     std::optional<Instant> wants_back;  // resubmitted at (its owner came back)
     std::optional<Instant> away_since;  // released by an idle reclaim, not running again yet
+    std::optional<Instant> moved_at;    // stopped for a move (defrag, drain, hotspot), not running again yet
+    PreemptReason moved_for = PreemptReason::kDefrag;
     Utilization util;
     Instant util_origin{};          // the utilization clock's zero: first start
     // TOPO-1, for the current placement of a communicating job: per step,
