@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "bench/bench_inputs.h"
+#include "src/control/control_loops.h"
 #include "src/sim/scenario_runner.h"
 #include "src/config/traces_dir.h"
 
@@ -96,7 +97,7 @@ void BM_StateBytes(benchmark::State& state) {
     Scenario s = ReplayScenario(0);
     std::vector<Demand> mix = {Demand{8000, 65536, 1, 1000}};
     auto target = TargetWorkloadOf(mix, 1, 1);
-    auto engine = Engine::Create(s.engine, std::move(*target), AttributeTable());
+    auto engine = CreateEngine(s.engine, std::move(*target), AttributeTable());
     Engine& e = **engine;
     const Instant t0 = kTimeOrigin;
     (void)e.AddPool("a100", {}, {}, t0, {});

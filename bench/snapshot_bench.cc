@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "src/control/control_loops.h"
 #include "src/engine/engine.h"
 #include "src/engine/snapshot.h"
 
@@ -41,7 +42,7 @@ struct World {
 const World& BigState() {
   static const World world = [] {
     World w;
-    auto engine = Engine::Create(Config(), Target(), AttributeTable());
+    auto engine = CreateEngine(Config(), Target(), AttributeTable());
     w.engine = std::move(*engine);
     Engine& e = *w.engine;
     const Engine::Sink sink = [&w](const Event& ev) {
@@ -124,7 +125,7 @@ void BM_RestoreEngine(benchmark::State& state) {
   const std::string snapshot = EncodeSnapshot(original.state());
   for (auto _ : state) {
     auto decoded = DecodeSnapshot(snapshot, Config().lending);
-    auto restored = Engine::Restore(Config(), Target(), AttributeTable(), std::move(*decoded), original.state().now);
+    auto restored = RestoreEngine(Config(), Target(), AttributeTable(), std::move(*decoded), original.state().now);
     if (!restored) {
       state.SkipWithError(restored.error().message.c_str());
       return;

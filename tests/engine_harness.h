@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/control/control_loops.h"
 #include "src/engine/engine.h"
 #include "src/engine/snapshot.h"
 #include "tests/builders.h"
@@ -18,7 +19,7 @@ class EngineHarness {
  public:
   explicit EngineHarness(EngineConfig config, std::vector<Demand> mix = {Whole(1, 1000)}) {
     config.lending.enabled = false;
-    auto e = Engine::Create(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
+    auto e = CreateEngine(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
     engine = std::move(*e);
     sink = [this](const Event& ev) {

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "src/base/check.h"
-#include "src/engine/lending.h"
+#include "src/engine/engine_loops.h"
 
 namespace gpupool {
 namespace {
@@ -46,14 +46,16 @@ int ReplicasPerEmptyNode(const Node& empty, const Demand& d) {
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::Create(EngineConfig config, TargetWorkload target,
-                                               AttributeTable attributes) {
-  std::unique_ptr<Engine> e(new Engine(std::move(config), std::move(target), std::move(attributes)));
+                                               AttributeTable attributes, ControlLoops loops) {
+  std::unique_ptr<Engine> e(
+      new Engine(std::move(config), std::move(target), std::move(attributes), std::move(loops)));
   GP_TRY(e->Init());
   return e;
 }
 
 Result<std::unique_ptr<Engine>> Engine::Restore(EngineConfig config, TargetWorkload target,
-                                                AttributeTable attributes, EngineState state, Instant now) {
+                                                AttributeTable attributes, EngineState state, Instant now,
+                                                ControlLoops loops) {
   if (auto ok = CheckInvariants(state); !ok) return FailedPrecondition("restore: " + ok.error().message);
   for (NodeIndex i = 0; i < state.cluster.node_count(); ++i) {
     if (state.cluster.node(i).attr_class >= attributes.node_class_count()) {
@@ -67,14 +69,17 @@ Result<std::unique_ptr<Engine>> Engine::Restore(EngineConfig config, TargetWorkl
                                 std::to_string(j.spec.demand.requirement) + ", unknown to the attribute table");
     }
   }
-  std::unique_ptr<Engine> e(new Engine(std::move(config), std::move(target), std::move(attributes)));
+  std::unique_ptr<Engine> e(
+      new Engine(std::move(config), std::move(target), std::move(attributes), std::move(loops)));
   GP_TRY(e->Init());
   // Moved, not copied: `running` points into `jobs`, and a move keeps the
   // map's nodes where they are.
   e->state_ = std::move(state);
   e->state_.lending = e->config_.lending;
-  e->last_heartbeat_.assign(e->state_.cluster.node_count(), now);
   for (const auto& [id, j] : e->state_.jobs) e->any_elastic_ |= j.spec.elastic();
+  const Sink none;  // restarting decides nothing
+  LoopContext restarted(*e, now, none);
+  for (ControlLoop* loop : e->loops_.all()) loop->Restarted(restarted);
   return e;
 }
 
@@ -115,16 +120,24 @@ Status Engine::Init() {
   return {};
 }
 
-Engine::Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes)
+Engine::Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes, ControlLoops loops)
     : config_(std::move(config)),
       target_(std::move(target)),
       attributes_(std::move(attributes)),
       state_(config_.lending),
-      rng_(config_.seed) {}
+      rng_(config_.seed),
+      loops_(std::move(loops)) {
+  for (const ControlLoop* loop : loops_.all()) GP_CHECK(loop != nullptr) << "every control loop must be set";
+}
 
 void Engine::Emit(EventBody body, Instant now, const Sink& sink) {
   Event e{state_.last_seq + 1, std::max(now, state_.now), std::move(body)};
   state_.Apply(e);
+  // POOL-3: a borrowed node counts in its borrower's topology from now on.
+  if (const auto* lent = std::get_if<NodeLent>(&e.body)) {
+    topology_.Lent(lent->to, state_.cluster.node(lent->node).gpu_count);
+  }
+  for (ControlLoop* loop : loops_.all()) loop->Observe(e);
   if (sink) sink(e);
 }
 
@@ -405,7 +418,8 @@ Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
   }
   spec.demand.allowed_pools = fitting;
   Emit(JobSubmitted{id, std::move(spec)}, now, sink);
-  RecallIfNeeded(state_.job(id), now, sink);
+  LoopContext ctx(*this, now, sink);
+  loops_.lending->Submitted(state_.job(id), ctx, ctx);
   SchedulePass(now, sink);
   return id;
 }
@@ -414,7 +428,6 @@ Status Engine::Cancel(JobId id, Instant now, const Sink& sink) {
   const Job* j = state_.find_job(id);
   if (!j) return NotFound("job " + std::to_string(id) + " is not pending or running");
   if (state_.reservations.contains(id)) Emit(ReservationReleased{id}, now, sink);
-  planned_moves_.erase(id);
   Emit(JobCancelled{id}, now, sink);
   SchedulePass(now, sink);
   return {};
@@ -425,7 +438,6 @@ Status Engine::Finish(JobId id, bool succeeded, Instant now, const Sink& sink, s
   if (!j || (j->state != JobState::kRunning && j->state != JobState::kCheckpointing)) {
     return NotFound("job " + std::to_string(id) + " is not running");
   }
-  planned_moves_.erase(id);
   Emit(JobFinished{id, succeeded, succeeded ? std::string() : std::move(reason)}, now, sink);
   SchedulePass(now, sink);
   return {};
@@ -438,124 +450,14 @@ Status Engine::CheckpointDone(JobId id, Instant now, const Sink& sink) {
   }
   if (j->stopping == Job::Stop::kPreempt) {
     Emit(JobPreempted{id, Duration(0)}, now, sink);
-    PlaceMigrated(id, now, sink);
+    LoopContext ctx(*this, now, sink);
+    loops_.defrag->Checkpointed(id, ctx, ctx);
   } else {
-    low_polls_.erase(id);
     Emit(JobReclaimed{id}, now, sink);
   }
   SchedulePass(now, sink);
   return {};
 }
-
-void Engine::Tick(Instant now, const Sink& sink) {
-  Lend(now, sink);
-  // Deadline eviction (RECLAIM-2).
-  if (config_.reclaim.deadlines) {
-    std::vector<JobId> due;
-    for (const auto& [deadline_ms, id] : state_.running_deadlines) {
-      if (deadline_ms > ToMillis(now)) break;
-      due.push_back(id);
-    }
-    for (JobId id : due) {
-      const Job& j = state_.job(id);
-      if (j.state == JobState::kRunning && j.stopping == Job::Stop::kNone) StartReclaim(j, ReclaimReason::kDeadline, now, sink);
-    }
-  }
-  // Idle jobs whose grace ran out without a report since.
-  if (config_.reclaim.idle) {
-    std::vector<JobId> expired;
-    for (const auto& [id, j] : state_.running) {
-      if (j->idle_suspected && j->state == JobState::kRunning && j->stopping == Job::Stop::kNone &&
-          now >= j->idle_since + config_.reclaim.grace) {
-        expired.push_back(id);
-      }
-    }
-    for (JobId id : expired) StartReclaim(state_.job(id), ReclaimReason::kIdle, now, sink);
-  }
-  DetectFailures(now, sink);
-  Scale(now, sink);
-  Defragment(now, sink);
-  SchedulePass(now, sink);
-  GrowElastic(now, sink);
-}
-
-void Engine::StartReclaim(const Job& j, ReclaimReason reason, Instant now, const Sink& sink) {
-  const JobId id = j.id;
-  const bool checkpoint = j.spec.checkpointable;
-  Emit(ReclaimStarted{id, reason, checkpoint}, now, sink);
-  if (!checkpoint) {
-    low_polls_.erase(id);
-    Emit(JobReclaimed{id}, now, sink);
-  }
-}
-
-Status Engine::ReportUtilization(JobId id, double util_pct, Instant now, const Sink& sink) {
-  const Job* j = state_.find_job(id);
-  if (!j) return NotFound("job " + std::to_string(id) + " is not live");
-  if (!std::isfinite(util_pct) || util_pct < 0 || util_pct > 100) {
-    return InvalidArgument("utilization: must be a percentage, got " + std::to_string(util_pct));
-  }
-  if (!config_.reclaim.idle || j->state != JobState::kRunning || j->stopping != Job::Stop::kNone) return {};
-  if (util_pct < config_.reclaim.idle_below_pct) {
-    const int low = ++low_polls_[id];
-    if (!j->idle_suspected) {
-      if (low >= config_.reclaim.idle_polls) Emit(JobIdleSuspected{id}, now, sink);
-    } else if (now >= j->idle_since + config_.reclaim.grace) {
-      StartReclaim(*j, ReclaimReason::kIdle, now, sink);
-      SchedulePass(now, sink);  // what it freed is offered at once
-    }
-  } else {
-    low_polls_[id] = 0;
-    if (j->idle_suspected) Emit(JobIdleRecovered{id}, now, sink);
-  }
-  return {};
-}
-
-Status Engine::Heartbeat(NodeIndex node, Instant now, const Sink& sink) {
-  if (node < 0 || node >= state_.cluster.node_count()) return NotFound("node " + std::to_string(node) + " does not exist");
-  if (last_heartbeat_.size() < static_cast<size_t>(state_.cluster.node_count())) {
-    last_heartbeat_.resize(state_.cluster.node_count(), now);
-  }
-  if (state_.cluster.node(node).condition == NodeCondition::kRemoved) {
-    return FailedPrecondition("node " + std::to_string(node) + " was removed (scaled in)");
-  }
-  last_heartbeat_[node] = now;
-  if (state_.cluster.node(node).condition == NodeCondition::kDown) {
-    Emit(NodeUp{node}, now, sink);
-    SchedulePass(now, sink);
-  }
-  return {};
-}
-
-void Engine::DetectFailures(Instant now, const Sink& sink) {
-  if (config_.heartbeat_timeout <= Duration(0)) return;
-  if (last_heartbeat_.size() < static_cast<size_t>(state_.cluster.node_count())) {
-    last_heartbeat_.resize(state_.cluster.node_count(), now);  // new or recovered: the clock starts now
-  }
-  for (NodeIndex n = 0; n < state_.cluster.node_count(); ++n) {
-    const NodeCondition c = state_.cluster.node(n).condition;
-    if (c == NodeCondition::kDown || c == NodeCondition::kRemoved) continue;
-    if (now - last_heartbeat_[n] <= config_.heartbeat_timeout) continue;
-    Emit(NodeDown{n}, now, sink);
-    hot_since_.erase(n);
-    for (JobId id : JobsOnNode(n)) {
-      const Job& j = state_.job(id);
-      // SCALE-7: an elastic job that keeps its minimum elsewhere goes on
-      // without the replicas it lost.
-      if (j.state == JobState::kRunning && j.stopping == Job::Stop::kNone &&
-          ShrinkElastic(j, n, "node " + state_.cluster.node_name(n) + " failed", now, sink)) {
-        continue;
-      }
-      const Duration ran = now - j.started;
-      const Duration lost = j.spec.checkpoint_interval > Duration(0) ? ran % j.spec.checkpoint_interval : ran;
-      low_polls_.erase(id);
-      planned_moves_.erase(id);  // a migration ends with its node
-      Emit(JobInterrupted{id, n, lost}, now, sink);
-    }
-  }
-}
-
-// --- lending (QUOTA-3, src/engine/lending.h) ----------------------------------
 
 Status Engine::SetRegions(RegionPolicy policy, Instant now, const Sink& sink) {
   if (auto ok = CheckRegionPolicy(policy); !ok) return ok;
@@ -572,27 +474,6 @@ GpuModelMask Engine::MigModelsIn(uint64_t pools) const {
     }
   }
   return models;
-}
-
-std::vector<JobId> Engine::JobsOnNode(NodeIndex n) const {
-  std::vector<JobId> out;
-  for (const auto& [id, j] : state_.running) {
-    for (const ReplicaPlacement& r : j->placements) {
-      if (r.node == n) {
-        out.push_back(id);
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-void Engine::Lend(Instant now, const Sink& sink) {
-  for (QuotaLent& e : LendDecisions(state_, now)) Emit(std::move(e), now, sink);
-}
-
-void Engine::RecallIfNeeded(const Job& j, Instant now, const Sink& sink) {
-  for (QuotaRecalled& e : RecallDecisions(state_, j)) Emit(std::move(e), now, sink);
 }
 
 // --- scheduling ---------------------------------------------------------------
@@ -705,7 +586,7 @@ Engine::Admission Engine::Admit(const Job& j) const {
     const TenantPool& tp = state_.tenant_pool(t, p);
     if (tp.quota.elastic_limit_milli == 0) continue;
     const bool within = tp.usage.gpu_milli + need <= tp.effective_guarantee();
-    if (!within && !MayBorrow(t, p, need)) {
+    if (!within && !MayBorrow(state_, t, p, need)) {
       if (tp.usage.gpu_milli + need > tp.quota.elastic_limit_milli && !a.quota_limited) a.quota_limited = p;
       continue;
     }
@@ -809,7 +690,7 @@ Engine::PostFilterResult Engine::PreemptFor(const PostFilterInput& in) {
     // Victims that did not checkpoint are gone already: start now if it fits.
     if (j.victims_pending == 0) {
       const bool within_now = state_.tenant_pool(t, p).usage.gpu_milli + need <= tp.effective_guarantee();
-      if ((within_now || MayBorrow(t, p, need)) && TryPlaceIn(j, p, within_now, in.now, in.sink)) {
+      if ((within_now || MayBorrow(state_, t, p, need)) && TryPlaceIn(j, p, within_now, in.now, in.sink)) {
         return PostFilterResult::kPlaced;
       }
     }
@@ -828,22 +709,6 @@ Engine::PostFilterResult Engine::HoldForGang(const PostFilterInput& in) {
     MaybeReserveForGang(j, in.admission.candidates[0].pool, in.now, in.sink);
   }
   return PostFilterResult::kCannotHelp;
-}
-
-bool Engine::MayBorrow(TenantId t, PoolId p, int64_t need, int64_t freed) const {
-  const TenantPool& tp = state_.tenant_pool(t, p);
-  const int64_t usage = tp.usage.gpu_milli - freed;
-  if (usage + need > tp.quota.elastic_limit_milli) return false;
-  // The elastic capacity of the pool: what no tenant's effective guarantee
-  // holds. Borrowing across tenants must stay within it.
-  int64_t guaranteed = 0, borrowed = 0;
-  for (const Tenant& other : state_.tenants) {
-    guaranteed += other.pools[p].effective_guarantee();
-    borrowed += other.pools[p].borrowed_milli();
-  }
-  const int64_t elastic = state_.pool_ready_gpu_milli(p) - guaranteed;
-  const int64_t borrowed_after = std::max<int64_t>(0, usage + need - tp.effective_guarantee());
-  return borrowed - tp.borrowed_milli() + borrowed_after <= elastic;
 }
 
 bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sink& sink) {
@@ -900,7 +765,7 @@ bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sin
       if (first < 0) return first_ok ? first_ok(n) : label_ok(n);
       if (!label_ok(n)) return false;
       if (pin == Pin::kNode) return n == first;
-      if (pin == Pin::kRack) return node_rack_[n] == node_rack_[first];
+      if (pin == Pin::kRack) return topology_.rack(n) == topology_.rack(first);
       return true;
     };
     const bool restricted = constrained || pin != Pin::kNone || first_ok;
@@ -948,57 +813,32 @@ bool Engine::TryPlaceGangByTopology(const Job& j, PoolId pool, const std::functi
                                     const std::function<int(NodeIndex)>& replicas_fitting,
                                     const std::function<bool(NodeIndex)>& label_ok,
                                     const std::function<bool(bool, const std::function<bool(NodeIndex)>&)>& attempt) {
-  RefreshTopology();
+  topology_.Refresh(state_);
   const Cluster& cluster = state_.cluster;
   const int total_gpus = j.spec.replicas * j.spec.demand.gpu_count;
-  if (pool < pool_max_node_gpus_.size() && total_gpus <= pool_max_node_gpus_[pool]) {
+  if (total_gpus <= topology_.max_node_gpus(pool)) {
     // One NVLink domain (a node whose GPUs are joined by NVLink), then any one node.
-    auto nvlink_node = [&](NodeIndex n) { return node_nvlink_[n] && takes_all(n); };
+    auto nvlink_node = [&](NodeIndex n) { return topology_.nvlink(n) && takes_all(n); };
     if (attempt(true, nvlink_node)) return true;
     if (attempt(true, takes_all)) return true;
   }
   // One rack: racks whose nodes together take every replica.
-  std::vector<int32_t> room(rack_count_, 0);
+  std::vector<int32_t> room(topology_.rack_count(), 0);
   for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
     const Node& node = cluster.node(n);
     if (node.pool != pool || (node.gpus_fully_free == 0 && node.max_gpu_free_milli <= 0)) continue;
-    if (room[node_rack_[n]] >= j.spec.replicas || !label_ok(n)) continue;
-    room[node_rack_[n]] += replicas_fitting(n);
+    if (room[topology_.rack(n)] >= j.spec.replicas || !label_ok(n)) continue;
+    room[topology_.rack(n)] += replicas_fitting(n);
   }
   bool any = false;
   for (int32_t r : room) any = any || r >= j.spec.replicas;
   if (!any) return false;
-  return attempt(false, [&](NodeIndex n) { return room[node_rack_[n]] >= j.spec.replicas && label_ok(n); });
-}
-
-void Engine::RefreshTopology() {
-  const int count = state_.cluster.node_count();
-  if (static_cast<int>(node_rack_.size()) == count) return;
-  std::unordered_map<std::string, int32_t> ids;
-  for (int n = 0; n < static_cast<int>(node_rack_.size()); ++n) ids.emplace(state_.node_places[n].rack, node_rack_[n]);
-  const Catalog& catalog = Catalog::Builtin();
-  for (int n = static_cast<int>(node_rack_.size()); n < count; ++n) {
-    auto [it, added] = ids.emplace(state_.node_places[n].rack, static_cast<int32_t>(ids.size()));
-    node_rack_.push_back(it->second);
-    const Node& node = state_.cluster.node(n);
-    node_nvlink_.push_back(node.gpu_count > 1 && node.gpu_model != kNoGpuModel &&
-                           JoinedByNvlink(catalog.Get(node.gpu_model)));
-    if (pool_max_node_gpus_.size() <= node.pool) pool_max_node_gpus_.resize(node.pool + 1, 0);
-    pool_max_node_gpus_[node.pool] = std::max<int32_t>(pool_max_node_gpus_[node.pool], node.gpu_count);
-  }
-  rack_count_ = static_cast<int32_t>(ids.size());
+  return attempt(false, [&](NodeIndex n) { return room[topology_.rack(n)] >= j.spec.replicas && label_ok(n); });
 }
 
 bool Engine::HeldForFellowPreemptor(const Node& n, TenantId t) const {
   const Job* holder = state_.find_job(n.reserved_for);
   return holder && holder->spec.tenant == t && state_.nominated.contains(QueueKeyOf(*holder));
-}
-
-Duration Engine::LostWork(const Job& v, Instant now) const {
-  const Duration ran = now - v.started;
-  if (v.spec.checkpointable) return Duration(0);
-  if (v.spec.checkpoint_interval > Duration(0)) return ran % v.spec.checkpoint_interval;
-  return ran;
 }
 
 bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sink& sink) {
@@ -1130,7 +970,7 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
     const TenantPool& tp = state_.tenant_pool(t, pool);
     const int64_t need = j.spec.total_gpu_milli();
     const bool within_after = tp.usage.gpu_milli - own_freed + need <= tp.effective_guarantee();
-    if (!within_after && !MayBorrow(t, pool, need, own_freed)) return false;
+    if (!within_after && !MayBorrow(state_, t, pool, need, own_freed)) return false;
   }
   // Hold the nodes for the preemptor (with any it already held), so that
   // nobody else takes the room while the victims checkpoint, then stop the

@@ -57,25 +57,35 @@
 //    (racks whose nodes together take every replica; the policy picks the
 //    first replica's node among them), else anywhere.
 //
+// Control loops (src/engine/control_loop.h; the components are in
+// src/control): each Tick runs quota lending, deadline eviction, idle
+// reclamation, failure detection, pool autoscaling and defragmentation,
+// then a scheduling pass, then elastic growth. The commands that feed a
+// loop (Submit for lending, ReportUtilization, Heartbeat,
+// ReportNodeTelemetry, CheckpointDone for migrations) validate their input
+// here and hand it on. Every loop decides through the Engine (events, in
+// order), so the Engine's contract above holds for what they decide too.
+//
 // Thread-safety: none; the caller serialises commands.
 #pragma once
 
-#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
-#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "src/base/rng.h"
 #include "src/base/status.h"
-#include "src/engine/event.h"
+#include "src/engine/control_loop.h"
 #include "src/engine/defrag.h"
+#include "src/engine/event.h"
 #include "src/engine/hotspot.h"
-#include "src/engine/regions.h"
 #include "src/engine/mode_policy.h"
+#include "src/engine/node_topology.h"
+#include "src/engine/queries.h"
+#include "src/engine/regions.h"
 #include "src/engine/scaling.h"
 #include "src/engine/state.h"
 #include "src/engine/tenant_order.h"
@@ -135,9 +145,11 @@ class Engine {
   using Sink = std::function<void(const Event&)>;
 
   // `target` describes the expected workload (FGD-family policies need it);
-  // `attributes` the node classes and job requirements (POOL-4/5).
+  // `attributes` the node classes and job requirements (POOL-4/5); `loops`
+  // the control loops, every one set (src/control/control_loops.h builds
+  // the standard set: CreateEngine / RestoreEngine there).
   static Result<std::unique_ptr<Engine>> Create(EngineConfig config, TargetWorkload target,
-                                                AttributeTable attributes);
+                                                AttributeTable attributes, ControlLoops loops);
 
   // An engine that continues from `state` (e.g. DecodeSnapshot's; the
   // journal's later events may be applied before or after, with Replay) at
@@ -163,7 +175,8 @@ class Engine {
   // groups), the restored engine decides the same events as the original
   // for the same later commands, except where the soft state above matters.
   static Result<std::unique_ptr<Engine>> Restore(EngineConfig config, TargetWorkload target,
-                                                 AttributeTable attributes, EngineState state, Instant now);
+                                                 AttributeTable attributes, EngineState state, Instant now,
+                                                 ControlLoops loops);
 
   // --- set-up ---------------------------------------------------------------
   Result<PoolId> AddPool(std::string name, PoolSelector selector, std::vector<TenantId> dedicated_to, Instant now,
@@ -191,8 +204,7 @@ class Engine {
   Status Finish(JobId job, bool succeeded, Instant now, const Sink& sink, std::string reason = "");
   // A checkpointing victim has saved its state: release it.
   Status CheckpointDone(JobId job, Instant now, const Sink& sink);
-  // Control loops (lending, deadlines, idle grace, failure detection) and a
-  // scheduling pass.
+  // The control loops and a scheduling pass (see the header comment).
   void Tick(Instant now, const Sink& sink);
 
   // A running job's GPU utilization, every ReclaimConfig::poll (soft state:
@@ -240,11 +252,8 @@ class Engine {
   Status FailScaleOut(PoolId pool, int32_t nodes, std::string reason, Instant now, const Sink& sink);
   // The forecasters' accuracy so far (soft state: since the engine started).
   std::vector<ForecastStats> forecast_stats() const;
-  // FRAG-3: the rack of `pool` with the most free GPU capacity on partly
-  // used nodes (where a new node best joins gangs with what is left), or ""
-  // when the pool has no such node. Providers place new nodes there when
-  // they can. (The free function below, for code that holds only a state.)
-  std::string FragmentedRack(PoolId pool) const;
+  // FRAG-3: gpupool::FragmentedRack (src/engine/queries.h) of this state.
+  std::string FragmentedRack(PoolId pool) const { return gpupool::FragmentedRack(state_, pool); }
 
   // Applies an event decided earlier (recovery by replay). Requires the
   // event to be the next one (seq) and to fit the state.
@@ -282,7 +291,11 @@ class Engine {
   std::string ExplainPending(JobId job) const { return WhyPending(job).text; }
 
  private:
-  Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes);
+  // The EngineView and Actions the control loops get for one command
+  // (src/engine/engine_loops.cc).
+  class LoopContext;
+
+  Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes, ControlLoops loops);
   // Builds the policy and mode policy and checks the configuration (Create
   // and Restore).
   Status Init();
@@ -315,6 +328,7 @@ class Engine {
   };
   static const PostFilter kPostFilters[];
 
+  // Stamps, applies, tells the loops (ControlLoop::Observe), then the sink.
   void Emit(EventBody body, Instant now, const Sink& sink);
   // One pass over the queue, tenants in `tenant_order`'s order.
   void SchedulePass(Instant now, const Sink& sink, const TenantOrder& tenant_order = {});
@@ -334,15 +348,7 @@ class Engine {
   // checkpoints); false when no GPU qualifies, deciding nothing.
   // Defined in src/engine/mig_recut.cc.
   bool TryMigRecut(Job& j, PoolId pool, Instant now, const Sink& sink);
-  // May tenant t borrow `need` more GPU milli in pool p (elastic limit, and
-  // the pool's elastic capacity left after every effective guarantee), once
-  // `freed` GPU milli of its own work there has stopped?
-  bool MayBorrow(TenantId t, PoolId p, int64_t need, int64_t freed = 0) const;
   void MaybeReserveForGang(Job& j, PoolId pool, Instant now, const Sink& sink);
-  void RecallIfNeeded(const Job& j, Instant now, const Sink& sink);
-  void StartReclaim(const Job& j, ReclaimReason reason, Instant now, const Sink& sink);
-  void DetectFailures(Instant now, const Sink& sink);
-  void Lend(Instant now, const Sink& sink);
   std::string NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools);
   // TOPO-1 tiers for a gang job (see topology_aware): tries `attempt`
   // (pin to the first replica's node when its bool is true, else to its
@@ -352,11 +358,6 @@ class Engine {
                               const std::function<int(NodeIndex)>& replicas_fitting,
                               const std::function<bool(NodeIndex)>& label_ok,
                               const std::function<bool(bool, const std::function<bool(NodeIndex)>&)>& attempt);
-  // FRAG-2, each Tick when due (src/engine/engine_defrag.cc).
-  void Defragment(Instant now, const Sink& sink);
-  // After a migrating job's checkpoint: places it at its planned GPUs when
-  // they still take it. True when it did.
-  bool PlaceMigrated(JobId job, Instant now, const Sink& sink);
   // TOPO-2: orders (and for online work within a latency budget, filters)
   // candidate pools by region (src/engine/regions.cc).
   template <class C>
@@ -366,51 +367,28 @@ class Engine {
   // Online inference with a latency budget may not use pool p (its region
   // is farther from the tenant's users than the budget, or unknown).
   bool OutsideLatencyBudget(const Job& j, PoolId p) const;
-  // Elastic scaling, each Tick (src/engine/scaling.cc).
-  void Scale(Instant now, const Sink& sink);
-  void ScalePool(size_t index, Instant now, const Sink& sink);
-  void DrainNodes(PoolId pool, int32_t count, const std::string& reason, Instant now, const Sink& sink);
-  // Cordons node n for a drain and moves what can move off it.
-  void StartDrain(NodeIndex n, const std::string& reason, Instant now, const Sink& sink);
-  void ProgressDrains(Instant now, const Sink& sink);
-  // POOL-3: lends empty nodes of other pools to `pool` (at most `count`);
-  // returns how many. Defined in src/engine/pool_borrowing.cc.
-  int32_t BorrowNodes(PoolId pool, int32_t count, const std::string& reason, Instant now, const Sink& sink);
-  // Asks back up to `count` nodes `pool` lent (drains them in the borrower).
-  int32_t RecallLentNodes(PoolId pool, int32_t count, Instant now, const Sink& sink);
-  // Pools that some queued job may run in (its tenant has quota there).
-  uint64_t PoolsWantedByQueue() const;
-  // Running jobs with a replica on node n, by id.
-  std::vector<JobId> JobsOnNode(NodeIndex n) const;
+  // The scaling settings of `pool`, or null (EngineView::ScalingOf).
+  const PoolScalingConfig* ScalingOf(PoolId pool) const;
   // The MIG-capable GPU models of the nodes in `pools` (a pool-id mask).
   // O(nodes); for MIG submissions only.
   GpuModelMask MigModelsIn(uint64_t pools) const;
-  // SCALE-7 (src/engine/elastic.cc): grows running elastic jobs onto free
-  // capacity no queued job may use; shrinks `j` by the replicas on `node`
+  // SCALE-7 (src/engine/elastic.cc): shrinks `j` by the replicas on `node`
   // (-1: every replica above its minimum). True when it resized.
-  void GrowElastic(Instant now, const Sink& sink);
   bool ShrinkElastic(const Job& j, NodeIndex node, const std::string& reason, Instant now, const Sink& sink);
   // Before preempting for `j` in pool p (one it may use): elastic jobs there
   // give back the replicas they grew beyond their minimum, when that leaves
   // room for j. True when any did.
   bool YieldElastic(const Job& j, PoolId p, Instant now, const Sink& sink);
-  // Running jobs with a replica on node n's GPUs `gpus` that can move off
-  // them (elastic ones above their minimum, checkpointable ones, stateless
-  // online inference), by id; and moving one (`where` explains a shrink):
-  // a shrink when it is elastic, else PreemptionStarted for `reason`,
-  // checkpointed when it can be (src/engine/hotspot.cc).
-  std::vector<const Job*> MovableJobsOn(NodeIndex n, GpuMask gpus) const;
+  // Actions::MoveOff (src/engine/elastic.cc).
   void MoveOff(const Job& j, NodeIndex n, PreemptReason reason, const std::string& where, Instant now,
                const Sink& sink);
   // EXEC-11 (src/engine/node_reports.cc): moves what can move off node n's
   // GPUs `gpus`, which just turned unhealthy.
   void MoveOffUnhealthyGpus(NodeIndex n, GpuMask gpus, Instant now, const Sink& sink);
-  // OPS-2, each telemetry report (src/engine/hotspot.cc).
-  void ActOnHotspot(NodeIndex n, GpuMask gpus, const std::string& reason, Instant now, const Sink& sink);
-  // Extends node_rack_ and node_nvlink_ to every node.
-  void RefreshTopology();
+  // EngineView::PlaceTentatively (src/engine/engine_loops.cc).
+  std::vector<PlacedReplica> PlaceTentatively(const Demand& d, int32_t count,
+                                              const std::function<bool(NodeIndex)>& prefer);
   Scheduler& scheduler();
-  Duration LostWork(const Job& v, Instant now) const;
   // Is `n` held for a nominated job (a preemptor) of tenant t?
   bool HeldForFellowPreemptor(const Node& n, TenantId t) const;
 
@@ -421,49 +399,16 @@ class Engine {
   Policy policy_;
   EngineState state_;
   Rng rng_;
+  ControlLoops loops_;
   std::unique_ptr<Scheduler> scheduler_;
   int scheduler_nodes_ = -1;  // node count the scheduler was built for
   // Distinct untouched node shapes per pool (for "can it ever fit"), rebuilt
   // when nodes are added.
   std::vector<std::vector<std::pair<Node, int>>> pool_shapes_;
   int64_t pool_shapes_nodes_ = -1;  // node count and removed nodes the shapes were built for
-  // Per node: a dense rack id, and whether its GPUs are joined by NVLink
-  // (derived from the state; extended as nodes are added).
-  // Scaling runtime per PoolScalingConfig (soft state: windows, forecasts
-  // and drain clocks restart with the engine).
-  struct ScalingRuntime {
-    PoolId pool = 0;
-    bool resolved = false;  // the pool exists
-    std::optional<Autoscaler> rule;
-    std::optional<HoltWinters> forecaster;
-    Instant next_sample{};
-    bool sampled = false;
-    std::deque<std::pair<Instant, double>> predictions;  // (due, forecast demand in GPUs)
-    int64_t predicted = 0;
-    double abs_error_sum = 0, actual_sum = 0;
-    std::deque<std::pair<Instant, int32_t>> scale_outs;  // for the warm pool
-  };
-  std::vector<ScalingRuntime> scaling_;
-  std::map<NodeIndex, Instant> drain_started_;
-  // Defragmentation (soft state): planned destinations of migrating jobs,
-  // with whether they ran borrowed, and the recent migrations' start times.
-  struct PlannedMove {
-    NodeIndex node = -1;
-    GpuMask gpus = 0;
-    bool borrowed = false;
-  };
-  std::map<JobId, PlannedMove> planned_moves_;
-  std::vector<Instant> migrations_started_;
-  Instant next_defrag_{};
-  std::vector<int32_t> node_rack_;
-  std::vector<bool> node_nvlink_;
-  int32_t rack_count_ = 0;
-  std::vector<int32_t> pool_max_node_gpus_;  // the most GPUs a node of each pool has had
-  // Soft state (rebuilt from fresh reports after a restart, never journaled).
-  // OPS-2, per node: since when its reports have had an over GPU, and its
-  // last detection.
-  std::unordered_map<NodeIndex, Instant> hot_since_, hot_detected_;
-  // EXEC-7, per (node, GPU): the last MIG report and the clashes it had.
+  NodeTopology topology_;  // TOPO-1, extended as nodes are added
+  // EXEC-7, per (node, GPU): the last MIG report and the clashes it had
+  // (soft state: a report that repeats the last one decides nothing).
   struct MigReportMemo {
     bool seen = false;
     bool enabled = false;
@@ -472,11 +417,6 @@ class Engine {
   };
   std::map<std::pair<NodeIndex, int32_t>, MigReportMemo> mig_reports_;
   bool any_elastic_ = false;  // an elastic job was submitted (SCALE-7 work is skipped until then)
-  std::unordered_map<JobId, int> low_polls_;
-  std::vector<Instant> last_heartbeat_;
 };
-
-// Engine::FragmentedRack of `state`.
-std::string FragmentedRack(const EngineState& state, PoolId pool);
 
 }  // namespace gpupool

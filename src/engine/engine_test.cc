@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "src/control/control_loops.h"
 #include "tests/builders.h"
 #include "src/model/mig.h"
 #include <bit>
@@ -38,7 +39,7 @@ class EngineHarness {
     needs_cuda.name = "cuda12";
     needs_cuda.ecosystem = {{"cuda", {{12, 0, 0}}}};
     cuda_job_ = attrs.AddRequirement(needs_cuda);
-    auto e = Engine::Create(config, std::move(*target), std::move(attrs));
+    auto e = CreateEngine(config, std::move(*target), std::move(attrs));
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
     engine = std::move(*e);
     sink = [this](const Event& ev) {
@@ -633,139 +634,6 @@ TEST(EngineSharingTest, QuarterGpuInferenceReplicasPackFourToAGpu) {
   EXPECT_EQ(n.gpu_memory_free_mib[0], 15360 - 4 * 3500);
   const JobId ninth = h.Submit(a, quarter);
   EXPECT_EQ(h.State(ninth), JobState::kPending);
-}
-
-}  // namespace
-}  // namespace gpupool
-
-namespace gpupool {
-namespace {
-
-using namespace std::chrono_literals;
-
-TEST(EngineReclaimTest, AnIdleTaskIsNotifiedCheckpointedAndReclaimedOnTheConfiguredTimeline) {
-  ReclaimConfig rc;
-  rc.idle = true;  // poll 5 s, below 10% for 3 polls, grace 15 s (the defaults)
-  EngineHarness h("BestFit", LendingConfig{.enabled = false}, rc);
-  const PoolId p = h.Pool("a100");
-  h.Nodes(1, "A100-80GB", 1);
-  const TenantId a = h.Tenant("a", p, 1, 1);
-  const JobId j = h.Submit(a, Whole(1, 1000), 1, 0, /*checkpointable=*/true);
-  auto at = [](Duration d) { return kTimeOrigin + d; };
-  // Busy for a minute, then idle.
-  for (Duration t = 5s; t <= 60s; t += 5s) ASSERT_TRUE(h.engine->ReportUtilization(j, 55, at(t), h.sink));
-  ASSERT_TRUE(h.engine->ReportUtilization(j, 3, at(65s), h.sink));
-  ASSERT_TRUE(h.engine->ReportUtilization(j, 2, at(70s), h.sink));
-  EXPECT_TRUE(h.Events<JobIdleSuspected>().empty());
-  ASSERT_TRUE(h.engine->ReportUtilization(j, 0, at(75s), h.sink));  // third low poll
-  ASSERT_EQ(h.Events<JobIdleSuspected>().size(), 1u);
-  EXPECT_EQ(h.log.back().at, at(75s));
-  ASSERT_TRUE(h.engine->ReportUtilization(j, 0, at(80s), h.sink));
-  ASSERT_TRUE(h.engine->ReportUtilization(j, 0, at(85s), h.sink));
-  EXPECT_TRUE(h.Events<ReclaimStarted>().empty());  // still in its grace period
-  ASSERT_TRUE(h.engine->ReportUtilization(j, 0, at(90s), h.sink));  // 15 s after the notice
-  ASSERT_EQ(h.Events<ReclaimStarted>().size(), 1u);
-  EXPECT_EQ(h.log.back().at, at(90s));
-  EXPECT_TRUE(h.Events<ReclaimStarted>()[0].checkpoint);
-  EXPECT_EQ(h.State(j), JobState::kCheckpointing);
-  // The checkpoint takes 8 s; then the GPU is released and offered at once.
-  const JobId next = h.Submit(a, Whole(1, 1000));
-  EXPECT_EQ(h.State(next), JobState::kPending);
-  ASSERT_TRUE(h.engine->CheckpointDone(j, at(98s), h.sink));
-  ASSERT_EQ(h.Events<JobReclaimed>().size(), 1u);
-  EXPECT_EQ(h.State(next), JobState::kRunning);
-  for (const Event& e : h.log) {
-    if (std::holds_alternative<JobReclaimed>(e.body)) {
-      EXPECT_EQ(e.at, at(98s));
-    }
-    if (const auto* placed = std::get_if<JobPlaced>(&e.body); placed && placed->job == next) {
-      EXPECT_EQ(e.at, at(98s));
-    }
-  }
-}
-
-TEST(EngineReclaimTest, ATaskThatRecoversInItsGraceKeepsItsGpu) {
-  ReclaimConfig rc;
-  rc.idle = true;
-  EngineHarness h("BestFit", LendingConfig{.enabled = false}, rc);
-  const PoolId p = h.Pool("a100");
-  h.Nodes(1, "A100-80GB", 1);
-  const TenantId a = h.Tenant("a", p, 1, 1);
-  const JobId j = h.Submit(a, Whole(1, 1000));
-  for (Duration t : {5s, 10s, 15s}) ASSERT_TRUE(h.engine->ReportUtilization(j, 1, kTimeOrigin + t, h.sink));
-  ASSERT_EQ(h.Events<JobIdleSuspected>().size(), 1u);
-  ASSERT_TRUE(h.engine->ReportUtilization(j, 40, kTimeOrigin + 20s, h.sink));
-  ASSERT_EQ(h.Events<JobIdleRecovered>().size(), 1u);
-  for (Duration t : {25s, 30s, 35s, 40s}) ASSERT_TRUE(h.engine->ReportUtilization(j, 50, kTimeOrigin + t, h.sink));
-  h.engine->Tick(kTimeOrigin + 60s, h.sink);
-  EXPECT_TRUE(h.Events<ReclaimStarted>().empty());
-  EXPECT_EQ(h.State(j), JobState::kRunning);
-}
-
-TEST(EngineReclaimTest, AJobPastItsDeadlineIsCheckpointedAndStopped) {
-  EngineHarness h;
-  const PoolId p = h.Pool("a100");
-  h.Nodes(1, "A100-80GB", 1);
-  const TenantId a = h.Tenant("a", p, 1, 1);
-  JobSpec s;
-  s.tenant = a;
-  s.demand = Whole(1, 1000);
-  s.deadline = kTimeOrigin + 2h;
-  s.checkpointable = false;
-  const JobId j = *h.engine->Submit(s, h.now, h.sink);
-  h.engine->Tick(kTimeOrigin + 1h, h.sink);
-  EXPECT_EQ(h.State(j), JobState::kRunning);
-  h.engine->Tick(kTimeOrigin + 2h, h.sink);
-  ASSERT_EQ(h.Events<ReclaimStarted>().size(), 1u);
-  EXPECT_EQ(h.Events<ReclaimStarted>()[0].reason, ReclaimReason::kDeadline);
-  EXPECT_EQ(h.Events<JobReclaimed>().size(), 1u);
-  EXPECT_EQ(h.engine->state().find_job(j), nullptr);
-}
-
-TEST(EngineFailureTest, ADeadNodesJobsMoveToHealthyNodesAndTheNodeRejoinsScrubbed) {
-  EngineHarness h("BestFit", LendingConfig{.enabled = false}, ReclaimConfig{}, /*heartbeat_timeout=*/15s);
-  const PoolId p = h.Pool("a100");
-  h.Nodes(2, "A100-80GB");
-  const TenantId a = h.Tenant("a", p, 16, 16);
-  JobSpec s;
-  s.tenant = a;
-  s.demand = Whole(4, 4000);
-  s.checkpointable = true;
-  s.checkpoint_interval = 10min;
-  const JobId j = *h.engine->Submit(s, h.now, h.sink);
-  const NodeIndex first = h.engine->state().job(j).placements[0].node;
-  const NodeIndex other = 1 - first;
-  // Both nodes beat every 5 s; at 25 min the job's node stops.
-  Instant t = kTimeOrigin;
-  for (; t < kTimeOrigin + 25min; t += 5s) {
-    ASSERT_TRUE(h.engine->Heartbeat(0, t, h.sink));
-    ASSERT_TRUE(h.engine->Heartbeat(1, t, h.sink));
-    h.engine->Tick(t, h.sink);
-  }
-  const Instant last_beat = t - 5s;
-  for (; t < kTimeOrigin + 26min; t += 5s) {
-    ASSERT_TRUE(h.engine->Heartbeat(other, t, h.sink));
-    h.engine->Tick(t, h.sink);
-  }
-  ASSERT_EQ(h.Events<NodeDown>().size(), 1u);
-  EXPECT_EQ(h.Events<NodeDown>()[0].node, first);
-  ASSERT_EQ(h.Events<JobInterrupted>().size(), 1u);
-  // Lost: the 5 minutes since the checkpoint at 20 min (plus the detection delay).
-  EXPECT_EQ(h.Events<JobInterrupted>()[0].lost_work, last_beat + 20s - (kTimeOrigin + 20min));
-  EXPECT_EQ(h.State(j), JobState::kRunning);
-  EXPECT_EQ(h.engine->state().job(j).placements[0].node, other);
-  Instant down_at{}, replaced_at{};
-  for (const Event& e : h.log) {
-    if (std::holds_alternative<NodeDown>(e.body)) down_at = e.at;
-    if (const auto* pl = std::get_if<JobPlaced>(&e.body); pl && pl->job == j) replaced_at = e.at;
-  }
-  EXPECT_EQ(replaced_at, down_at);  // re-placed in the same step as the failure was detected
-  EXPECT_LE(down_at - last_beat, 20s);
-  // The node comes back: its GPUs are scrubbed and it takes work again.
-  ASSERT_TRUE(h.engine->Heartbeat(first, t, h.sink));
-  ASSERT_EQ(h.Events<NodeUp>().size(), 1u);
-  EXPECT_EQ(h.engine->state().cluster.node(first).condition, NodeCondition::kReady);
-  for (int g = 0; g < 8; ++g) EXPECT_EQ(h.engine->state().cluster.node(first).dirty_owner[g], kClean);
 }
 
 }  // namespace

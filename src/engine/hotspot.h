@@ -1,4 +1,5 @@
-// Hotspot detection (OPS-2) settings and telemetry for the Engine.
+// Hotspot detection (OPS-2): its settings and the telemetry it reads. The
+// loop itself is src/control/hotspot_detection.h.
 //
 // Each node's agent reports its GPUs' telemetry (Engine::ReportNodeTelemetry;
 // soft state, never journaled). A GPU is "over" when any enabled threshold
@@ -50,9 +51,5 @@ struct GpuTelemetry {
 // and memory in [0, 100], temperature in [0, 150]), a positive window, at
 // least one threshold on, max_moves >= 0, cooldown >= 0.
 Status CheckHotspotConfig(const HotspotConfig& c);
-
-// Which thresholds a GPU is over, as text ("GPU 3 temperature 91 C above
-// 85 C"); empty when none.
-std::string OverThresholds(const HotspotConfig& c, const GpuTelemetry& g);
 
 }  // namespace gpupool

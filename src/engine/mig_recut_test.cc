@@ -10,6 +10,7 @@
 #include <bit>
 
 #include "src/base/rng.h"
+#include "src/control/control_loops.h"
 #include "src/engine/engine.h"
 #include "src/model/mig.h"
 #include "tests/builders.h"
@@ -118,7 +119,7 @@ class Harness {
     const std::vector<Demand> mix = {testing::Whole(1, 8000), testing::Share(500, 2000)};
     auto target = TargetWorkloadOf(mix, 1, 1);
     EXPECT_TRUE(target.has_value());
-    auto e = Engine::Create(config, std::move(*target), AttributeTable{});
+    auto e = CreateEngine(config, std::move(*target), AttributeTable{});
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
     engine = std::move(*e);
     sink = [this](const Event& ev) {
@@ -400,7 +401,7 @@ TEST(MigRecutTest, TheSameCommandsGiveTheSameLogAndReplayDecidesTheSame) {
   EngineConfig config = first.engine->config();
   const std::vector<Demand> mix = {testing::Whole(1, 8000), testing::Share(500, 2000)};
   auto target = TargetWorkloadOf(mix, 1, 1);
-  auto e = Engine::Create(config, std::move(*target), AttributeTable{});
+  auto e = CreateEngine(config, std::move(*target), AttributeTable{});
   ASSERT_TRUE(e.has_value());
   for (const Event& ev : first.log) (*e)->Replay(ev);
   EXPECT_EQ((*e)->state().recut_moved, first.engine->state().recut_moved);

@@ -29,7 +29,7 @@ Status Engine::ReportGpuHealth(NodeIndex node, GpuMask unhealthy, std::string re
 
 void Engine::MoveOffUnhealthyGpus(NodeIndex n, GpuMask gpus, Instant now, const Sink& sink) {
   const std::string where = "node " + state_.cluster.node_name(n) + " GPU unhealthy";
-  for (const Job* j : MovableJobsOn(n, gpus)) MoveOff(*j, n, PreemptReason::kGpuUnhealthy, where, now, sink);
+  for (const Job* j : MovableJobsOn(state_, n, gpus)) MoveOff(*j, n, PreemptReason::kGpuUnhealthy, where, now, sink);
 }
 
 Status Engine::ReportTaskMemory(JobId job, int32_t replica, int64_t used_mib, Instant now, const Sink& sink) {
@@ -103,7 +103,7 @@ Status Engine::ReportMigLayout(NodeIndex node, int32_t gpu, bool mig_enabled, st
     JobId job;
   };
   std::vector<Planned> planned;
-  for (JobId id : JobsOnNode(node)) {
+  for (JobId id : JobsOnNode(state_, node)) {
     for (const ReplicaPlacement& r : state_.job(id).placements) {
       const Allocation& a = state_.cluster.allocation(r.allocation);
       if (r.node == node && (a.gpus >> gpu & 1) && a.mig_profile >= 0) planned.push_back({a.mig_profile, a.mig_start, id});

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "src/control/control_loops.h"
 #include "src/engine/engine.h"
 #include "src/engine/snapshot.h"
 #include "tests/builders.h"
@@ -23,7 +24,7 @@ struct RegionWorld {
                               {"west", 1.4, {{"shanghai", 42}}}};
     config.regions.users = {{"shop", "shanghai", 30}, {"research", "shanghai", 0}};
     std::vector<Demand> mix = {Whole(1, 1000)};
-    engine = std::move(*Engine::Create(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{}));
+    engine = std::move(*CreateEngine(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{}));
     sink = [this](const Event& e) {
       events.push_back(e);
       if (const auto* p = std::get_if<JobPlaced>(&e.body)) placed[p->job] = p->pool;

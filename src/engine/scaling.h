@@ -1,37 +1,13 @@
-// Elastic scaling settings (SCALE-1..6) for the Engine: per pool, the
-// autoscaler's decision rule (src/engine/autoscaler.h), the node template
-// the provider creates, seasonal forecasting (SCALE-3), the warm pool
-// (SCALE-5) and the drain (SCALE-4/6).
+// Elastic scaling settings (SCALE-1..6), per pool: the autoscaler's
+// decision rule, the node template the provider creates, seasonal
+// forecasting (SCALE-3), the warm pool (SCALE-5) and the drain (SCALE-4/6);
+// their checks (Engine::Create refuses a bad configuration before anything
+// is decided), the provisioned nodes' names, and the forecasters' figures.
 //
-// What the Engine does with them each Tick, per pool (deterministic; see
-// Engine::Scale in src/engine/scaling.cc):
-//  - observes the pool: utilization of its ready nodes (allocated GPU milli,
-//    less what elastic jobs grew onto beyond their minimum, over their GPU
-//    milli), pending jobs that may use it (but not those that preemption or
-//    a MIG re-cut is making room for: vertical scaling serves them), nodes
-//    (ready plus those requested and not yet joined) and, with forecasting
-//    on, the demand (allocated plus queued GPU milli) forecast `ahead` from
-//    now over the capacity at today's size;
-//  - scale-out: first the nodes the pool lent are asked back, then empty
-//    nodes of other pools are borrowed (POOL-3, EngineConfig::
-//    borrow_between_pools, NodeLent); ScaleOutRequested for the rest of the
-//    rule's step; the world's node provider creates the nodes (beside the
-//    pool's scattered free GPUs when it can: Engine::FragmentedRack,
-//    FRAG-3), which join with Engine::AddProvisionedNode (or fail:
-//    Engine::FailScaleOut); the scheduling pass a new node starts serves
-//    tenants with a reserved quota in its pool first (QUOTA-5);
-//  - scale-in: drains the rule's step of nodes, chosen so that capacity
-//    held for reserved tenants goes last, borrowed nodes first, and empty,
-//    then least used (fragmented) nodes first (QUOTA-5, FRAG-3):
-//    NodeDrainStarted, then elastic jobs shrink off the node (JobResized,
-//    SCALE-7) and each other running job there that can move does
-//    (checkpoint first when it can; stateless online inference at once:
-//    PreemptionStarted with reason kDrain) and queues again; the others
-//    finish, or are stopped at `drain_timeout`; an empty drained node is
-//    removed (NodeRemoved), or goes back to its pool when it was borrowed
-//    (NodeReturned);
-//  - warm pool: the largest scale-out of the last `lookback`, at most
-//    `max_nodes` (WarmPoolSized when it changes).
+// The loop that uses them each Tick is src/control/pool_autoscaling.h (the
+// rules, step by step, are there); the rule is src/control/autoscaler.h,
+// the forecaster src/control/forecast.h. The provider answers a scale-out
+// with Engine::AddProvisionedNode or Engine::FailScaleOut.
 #pragma once
 
 #include <cstdint>
@@ -40,11 +16,42 @@
 
 #include "src/base/status.h"
 #include "src/base/time.h"
-#include "src/engine/autoscaler.h"
-#include "src/engine/forecast.h"
 #include "src/model/cluster.h"
 
 namespace gpupool {
+
+// The autoscaler's rule (src/control/autoscaler.h), every number
+// configurable (the seeds' as defaults).
+struct AutoscalerConfig {
+  double out_util = 0.80;
+  Duration out_for = std::chrono::minutes(5);
+  int64_t queue_threshold = 10;  // pending jobs
+  double in_util = 0.30;
+  Duration in_for = std::chrono::minutes(10);
+  Duration cooldown = std::chrono::minutes(3);
+  Duration safety_window = std::chrono::minutes(15);  // no scale-in this long after a scale-out
+  double target_util = 0.65;                          // what a step aims for
+  int32_t max_step = 4;
+  int32_t min_nodes = 0;
+  int32_t max_nodes = 1 << 20;
+  int32_t max_actions_per_hour = 6;
+};
+
+// Fails, naming the field, on thresholds out of [0, 1] or out of order,
+// non-positive durations or steps, or min_nodes > max_nodes.
+Status CheckAutoscalerConfig(const AutoscalerConfig& c);
+
+// The Holt-Winters forecaster's settings (src/control/forecast.h).
+struct HoltWintersConfig {
+  int season_steps = 288;  // samples per season (a day of 5-minute samples)
+  double alpha = 0.3;      // level smoothing, in (0, 1]
+  double beta = 0.01;      // trend smoothing, in [0, 1]
+  double gamma = 0.2;      // season smoothing, in [0, 1]
+};
+
+// Fails, naming the field, unless season_steps >= 2 and the factors are in
+// range.
+Status CheckHoltWintersConfig(const HoltWintersConfig& c);
 
 // What the provider creates for a pool: nodes named PREFIX-N (N counting up
 // from 0 per pool), spread round-robin over `racks` racks PREFIX-rack-K.
@@ -59,7 +66,7 @@ struct NodeTemplate {
   int32_t racks = 1;
 };
 
-struct ForecastConfig {
+struct ForecastConfig {  // a HoltWintersConfig with its season in time
   bool enabled = false;
   Duration ahead = std::chrono::minutes(15);  // how far ahead it pre-scales
   Duration step = std::chrono::minutes(5);    // one sample per step
@@ -82,8 +89,8 @@ struct PoolScalingConfig {
   Duration drain_timeout = std::chrono::hours(1);
 };
 
-// Checks one pool's settings, naming the field: the rule (Autoscaler::
-// Create), a template with GPUs, CPU and memory, at least one rack, a
+// Checks one pool's settings, naming the field: the rule
+// (CheckAutoscalerConfig), a template with GPUs, CPU and memory, at least one rack, a
 // forecast step that divides its season and is not longer than `ahead`.
 Status CheckScalingConfig(const PoolScalingConfig& c);
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/base/rng.h"
+#include "src/control/control_loops.h"
 #include "src/engine/engine.h"
 #include "src/sim/scenario.h"
 #include "src/sim/scenario_runner.h"
@@ -252,7 +253,7 @@ AttributeTable TestAttributes() {
 class World {
  public:
   World() {
-    auto e = Engine::Create(TestConfig(), TestTarget(), TestAttributes());
+    auto e = CreateEngine(TestConfig(), TestTarget(), TestAttributes());
     EXPECT_TRUE(e.has_value()) << e.error().message;
     engine = std::move(*e);
     const auto h100 = *Catalog::Builtin().Find("H100");
@@ -387,7 +388,7 @@ class World {
 std::unique_ptr<Engine> RestoredFrom(const Engine& e, Instant now) {
   auto state = DecodeSnapshot(EncodeSnapshot(e.state()), e.config().lending);
   EXPECT_TRUE(state.has_value()) << state.error().message;
-  auto restored = Engine::Restore(TestConfig(), TestTarget(), TestAttributes(), std::move(*state), now);
+  auto restored = RestoreEngine(TestConfig(), TestTarget(), TestAttributes(), std::move(*state), now);
   EXPECT_TRUE(restored.has_value()) << restored.error().message;
   return std::move(*restored);
 }
@@ -430,21 +431,21 @@ TEST(EngineRestoreTest, RefusesAStateItCannotContinue) {
   const std::string bytes = EncodeSnapshot(w.engine->state());
   auto load = [&] { return std::move(*DecodeSnapshot(bytes, TestConfig().lending)); };
   // A clock stepped back is no reason to refuse: events keep their order.
-  auto early = Engine::Restore(TestConfig(), TestTarget(), TestAttributes(), load(), w.now - 1h);
+  auto early = RestoreEngine(TestConfig(), TestTarget(), TestAttributes(), load(), w.now - 1h);
   ASSERT_TRUE(early.has_value()) << early.error().message;
   std::vector<Event> later;
   (*early)->Tick(w.now - 1h + 1s, [&later](const Event& e) { later.push_back(e); });
   for (const Event& e : later) EXPECT_GE(e.at, w.engine->state().now);
-  auto no_classes = Engine::Restore(TestConfig(), TestTarget(), AttributeTable(), load(), w.now);
+  auto no_classes = RestoreEngine(TestConfig(), TestTarget(), AttributeTable(), load(), w.now);
   ASSERT_FALSE(no_classes.has_value());
   EXPECT_NE(no_classes.error().message.find("unknown to the attribute table"), std::string::npos)
       << no_classes.error().message;
   EngineConfig bad = TestConfig();
   bad.policy = "no-such-policy";
-  EXPECT_FALSE(Engine::Restore(bad, TestTarget(), TestAttributes(), load(), w.now).has_value());
+  EXPECT_FALSE(RestoreEngine(bad, TestTarget(), TestAttributes(), load(), w.now).has_value());
   EngineState broken = load();
   broken.tenants[0].pools[0].usage.gpu_milli += 1000;
-  auto invalid = Engine::Restore(TestConfig(), TestTarget(), TestAttributes(), std::move(broken), w.now);
+  auto invalid = RestoreEngine(TestConfig(), TestTarget(), TestAttributes(), std::move(broken), w.now);
   ASSERT_FALSE(invalid.has_value());
   EXPECT_NE(invalid.error().message.find("invariant broken"), std::string::npos) << invalid.error().message;
 }
@@ -456,7 +457,7 @@ TEST(EngineRestoreTest, AReCutInFlightContinuesAfterARestore) {
   EngineConfig config;
   config.policy = "BestFit";
   auto target = [] { return TestTarget(); };
-  auto engine = Engine::Create(config, target(), AttributeTable{});
+  auto engine = CreateEngine(config, target(), AttributeTable{});
   ASSERT_TRUE(engine.has_value()) << engine.error().message;
   Engine& e = **engine;
   std::vector<Event> log;
@@ -494,7 +495,7 @@ TEST(EngineRestoreTest, AReCutInFlightContinuesAfterARestore) {
 
   auto state = DecodeSnapshot(EncodeSnapshot(e.state()), config.lending);
   ASSERT_TRUE(state.has_value()) << state.error().message;
-  auto restored = Engine::Restore(config, target(), AttributeTable{}, std::move(*state), now);
+  auto restored = RestoreEngine(config, target(), AttributeTable{}, std::move(*state), now);
   ASSERT_TRUE(restored.has_value()) << restored.error().message;
   Engine& r = **restored;
   EXPECT_EQ(r.state().recut_moved, e.state().recut_moved);
@@ -535,7 +536,7 @@ TEST(EngineRestoreTest, FailureDetectionRestartsItsClocksAtTheRestore) {
   w.now = InstantFromMillis(600'000);
   auto state = DecodeSnapshot(EncodeSnapshot(w.engine->state()), config.lending);
   ASSERT_TRUE(state.has_value()) << state.error().message;
-  auto restored = Engine::Restore(config, TestTarget(), TestAttributes(), std::move(*state), w.now);
+  auto restored = RestoreEngine(config, TestTarget(), TestAttributes(), std::move(*state), w.now);
   ASSERT_TRUE(restored.has_value()) << restored.error().message;
   Engine& r = **restored;
   std::vector<NodeIndex> down;
@@ -555,7 +556,7 @@ TEST(EngineRestoreTest, FailureDetectionRestartsItsClocksAtTheRestore) {
 // replica does not fit; the attempt must leave the state as a replay of the
 // events (which never sees it) leaves it, allocation slots included.
 TEST(SnapshotTest, AGangThatDidNotFitLeavesNoTraceInTheState) {
-  auto created = Engine::Create(TestConfig(), TestTarget(), TestAttributes());
+  auto created = CreateEngine(TestConfig(), TestTarget(), TestAttributes());
   ASSERT_TRUE(created.has_value()) << created.error().message;
   Engine& e = **created;
   std::vector<Event> log;

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "src/control/control_loops.h"
 #include "src/engine/engine.h"
 #include "tests/builders.h"
 
@@ -21,7 +22,7 @@ class TopologyHarness {
     config.lending.enabled = false;
     std::vector<Demand> mix = {Whole(1, 1000)};
     auto target = TargetWorkloadOf(mix, 1, 1);
-    auto e = Engine::Create(config, std::move(*target), AttributeTable{});
+    auto e = CreateEngine(config, std::move(*target), AttributeTable{});
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
     engine = std::move(*e);
     sink = [this](const Event& ev) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "src/base/check.h"
+#include "src/control/control_loops.h"
 #include "src/engine/engine.h"
 #include "tests/builders.h"
 
@@ -132,7 +133,7 @@ class ProviderTest : public ::testing::Test {
     config.scaling.push_back(c);
     scaling_ = config.scaling;
     std::vector<Demand> mix = {testing::Whole(1, 1000)};
-    auto e = Engine::Create(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
+    auto e = CreateEngine(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
     ASSERT_TRUE(e.has_value()) << e.error().message;
     engine_ = std::move(*e);
     const Engine::Sink sink = [](const Event&) {};

@@ -12,6 +12,7 @@
 #include "src/api/tenant_ids.h"
 #include "src/base/check.h"
 #include "src/base/time_text.h"
+#include "src/control/control_loops.h"
 #include "src/engine/snapshot.h"
 #include "src/server/default_config.h"
 #include "src/server/log.h"
@@ -166,7 +167,7 @@ Status ServerCore::Recover() {
                                                            state.error().message});
     }
     GP_ASSIGN_OR_RETURN(
-        auto engine, Engine::Restore(s.engine, std::move(target), std::move(attributes), std::move(*state), WallNow()));
+        auto engine, RestoreEngine(s.engine, std::move(target), std::move(attributes), std::move(*state), WallNow()));
     engine_ = std::move(engine);
     engine_seq = snapshot->seq;
     // The scrub orders pending at that snapshot (saved with it).
@@ -178,7 +179,7 @@ Status ServerCore::Recover() {
       }
     }
   } else {
-    GP_ASSIGN_OR_RETURN(auto engine, Engine::Create(s.engine, std::move(target), std::move(attributes)));
+    GP_ASSIGN_OR_RETURN(auto engine, CreateEngine(s.engine, std::move(target), std::move(attributes)));
     engine_ = std::move(engine);
   }
   GP_ASSIGN_OR_RETURN(auto rm_snapshot, journal_->LatestSnapshot("read-model"));

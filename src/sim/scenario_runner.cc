@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "src/config/alibaba_gpu_trace.h"
+#include "src/control/control_loops.h"
 #include "src/sim/runtime_samples.h"
 #include "src/sim/serving_trace.h"
 #include "src/sim/simulator.h"
@@ -129,7 +130,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   if (options.policy) config.policy = *options.policy;
   if (options.lending) config.lending.enabled = *options.lending;
   if (options.reclaim_idle) config.reclaim.idle = *options.reclaim_idle;
-  GP_ASSIGN_OR_RETURN(auto engine, Engine::Create(config, std::move(target), std::move(world.table)));
+  GP_ASSIGN_OR_RETURN(auto engine, CreateEngine(config, std::move(target), std::move(world.table)));
 
   SimOptions sim_options;
   sim_options.tick = s.tick;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/check.h"
+#include "src/control/control_loops.h"
 #include "src/model/gpu_catalog.h"
 #include "tests/builders.h"
 #include "src/sched/target_workload.h"
@@ -129,7 +130,7 @@ struct SmallWorld {
     const GpuModelId h100 = *Catalog::Builtin().Find("H100");
     GP_ASSIGN_OR_RETURN(auto target,
                         TargetWorkloadOf(demands, int64_t{nodes} * 64000, int64_t{nodes} * gpus * kMilliPerGpu));
-    GP_ASSIGN_OR_RETURN(auto engine, Engine::Create(config, std::move(target), AttributeTable{}));
+    GP_ASSIGN_OR_RETURN(auto engine, CreateEngine(config, std::move(target), AttributeTable{}));
     Simulator sim(engine.get(), std::move(jobs), options);
     Engine& e = *engine;
     for (const std::string& t : tenants) GP_CHECK(e.AddTenant(t, kTimeOrigin, sim.sink()).has_value());

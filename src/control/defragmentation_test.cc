@@ -2,8 +2,11 @@
 // it on the planned GPUs, freeing a whole GPU.
 #include <gtest/gtest.h>
 
+#include "src/control/control_loops.h"
 #include "src/engine/engine.h"
+#include "src/control/defragmentation.h"
 #include "tests/builders.h"
+#include "tests/fake_engine_view.h"
 
 namespace gpupool {
 namespace {
@@ -20,7 +23,7 @@ TEST(EngineDefragTest, TwoHalfUsedGpusBecomeOneFullAndOneFree) {
     config.defrag = enabled;
     config.defrag_every = 1min;
     std::vector<Demand> mix = {Whole(1, 1000), Share(500, 1000)};
-    auto e = Engine::Create(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
+    auto e = CreateEngine(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
     ASSERT_TRUE(e.has_value()) << e.error().message;
     Engine& engine = **e;
     std::vector<Event> events;
@@ -75,6 +78,58 @@ TEST(EngineDefragTest, TwoHalfUsedGpusBecomeOneFullAndOneFree) {
     const NodeIndex freed = moves[0].node == n0 ? n1 : n0;
     EXPECT_EQ(engine.state().cluster.node(freed).gpus_fully_free, 1);
   }
+}
+
+// The loop on its own, through a fake Engine: two half-used GPUs on two
+// nodes, one job planned to move beside the other.
+class DefragmentationTest : public ::testing::Test {
+ protected:
+  DefragmentationTest() : loop(true, 1min, DefragConfig{}) {
+    f.observer = &loop;
+    JobSpec half;
+    half.checkpointable = true;
+    half.checkpoint_duration = 30s;
+    half.demand = Share(500, 1000);
+    f.Run(f.Node("n0", 1), 0b1, half);  // a move goes to another node
+    f.Run(f.Node("n1", 1), 0b1, half);
+    loop.Tick(f, f);
+  }
+  JobId Migrating() const { return f.Of<MigrationStarted>().at(0).job; }
+
+  testing::FakeEngineView f;
+  Defragmentation loop;
+};
+
+TEST_F(DefragmentationTest, APlannedMoveCheckpointsTheJobAndPlacesItAtItsDestination) {
+  ASSERT_EQ(f.Of<MigrationStarted>().size(), 1u);
+  ASSERT_EQ(f.Of<PreemptionStarted>().size(), 1u);
+  EXPECT_EQ(f.Of<PreemptionStarted>()[0].reason, PreemptReason::kDefrag);
+  EXPECT_TRUE(f.Of<PreemptionStarted>()[0].checkpoint);
+  const JobId job = Migrating();
+  EXPECT_TRUE(loop.migrating(job));
+  f.Apply(JobPreempted{job, Duration(0)});  // its checkpoint is done
+  ASSERT_TRUE(loop.Checkpointed(job, f, f));
+  ASSERT_EQ(f.Of<JobPlaced>().size(), 1u);
+  EXPECT_EQ(f.Of<JobPlaced>()[0].replicas.at(0).gpus, f.Of<MigrationStarted>()[0].gpus);
+  EXPECT_FALSE(loop.migrating(job));
+  // Planned again only after `every`.
+  loop.Tick(f, f);
+  EXPECT_EQ(f.Of<MigrationStarted>().size(), 1u);
+}
+
+TEST_F(DefragmentationTest, AMigrationEndsWithItsJob) {
+  const JobId job = Migrating();
+  f.Emit(JobCancelled{job});
+  EXPECT_FALSE(loop.migrating(job));
+  EXPECT_FALSE(loop.Checkpointed(job, f, f));
+}
+
+TEST_F(DefragmentationTest, AMigrationEndsWithItsNode) {
+  const JobId job = Migrating();
+  f.Emit(JobInterrupted{job, 0, Duration(0)});
+  EXPECT_FALSE(loop.migrating(job));
+  EXPECT_FALSE(loop.Checkpointed(job, f, f));  // it queues like any interrupted job
+  EXPECT_TRUE(f.Of<JobPlaced>().empty());
 }
 
 }  // namespace

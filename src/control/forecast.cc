@@ -1,14 +1,9 @@
-#include "src/engine/forecast.h"
-
-#include <string>
+#include "src/control/forecast.h"
 
 namespace gpupool {
 
 Result<HoltWinters> HoltWinters::Create(HoltWintersConfig c) {
-  if (c.season_steps < 2) return InvalidArgument("season_steps: must be at least 2, got " + std::to_string(c.season_steps));
-  if (!(c.alpha > 0 && c.alpha <= 1)) return InvalidArgument("alpha: must be in (0, 1], got " + std::to_string(c.alpha));
-  if (!(c.beta >= 0 && c.beta <= 1)) return InvalidArgument("beta: must be in [0, 1], got " + std::to_string(c.beta));
-  if (!(c.gamma >= 0 && c.gamma <= 1)) return InvalidArgument("gamma: must be in [0, 1], got " + std::to_string(c.gamma));
+  GP_TRY(CheckHoltWintersConfig(c));
   return HoltWinters(c);
 }
 

@@ -1,4 +1,4 @@
-#include "src/engine/lending.h"
+#include "src/control/quota_lending.h"
 
 #include <cmath>
 
@@ -34,6 +34,14 @@ std::vector<QuotaRecalled> RecallDecisions(const EngineState& s, const Job& subm
     }
   }
   return out;
+}
+
+void QuotaLending::Tick(const EngineView& view, Actions& act) {
+  for (QuotaLent& e : LendDecisions(view.state(), view.now())) act.Emit(std::move(e));
+}
+
+void QuotaLending::Submitted(const Job& submitted, const EngineView& view, Actions& act) {
+  for (QuotaRecalled& e : RecallDecisions(view.state(), submitted)) act.Emit(std::move(e));
 }
 
 }  // namespace gpupool

@@ -12,20 +12,13 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/engine/scaling.h"
 
 namespace gpupool {
 
-struct HoltWintersConfig {
-  int season_steps = 288;  // samples per season (a day of 5-minute samples)
-  double alpha = 0.3;      // level smoothing, in (0, 1]
-  double beta = 0.01;      // trend smoothing, in [0, 1]
-  double gamma = 0.2;      // season smoothing, in [0, 1]
-};
-
 class HoltWinters {
  public:
-  // Fails, naming the field, unless season_steps >= 2 and the factors are
-  // in range.
+  // Fails as CheckHoltWintersConfig (src/engine/scaling.h) does.
   static Result<HoltWinters> Create(HoltWintersConfig config);
 
   // One sample (the next step's value).

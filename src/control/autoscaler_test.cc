@@ -1,4 +1,4 @@
-#include "src/engine/autoscaler.h"
+#include "src/control/autoscaler.h"
 
 #include <gtest/gtest.h>
 

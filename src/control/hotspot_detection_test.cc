@@ -1,11 +1,12 @@
 // Hotspot detection (OPS-2): a node whose GPUs stay over a threshold for
 // the window is cordoned, a movable job on the hot GPUs moves off (or the
 // pool scales out when none can), and the node takes work again once cool.
-#include "src/engine/hotspot.h"
+#include "src/control/hotspot_detection.h"
 
 #include <gtest/gtest.h>
 
 #include "tests/engine_harness.h"
+#include "tests/fake_engine_view.h"
 
 namespace gpupool {
 namespace {
@@ -115,6 +116,74 @@ TEST(HotspotTest, OverThresholdsNamesEachMetric) {
   EXPECT_EQ(OverThresholds(c, {3, 95, 97.5, 88}),
             "GPU 3 utilization 95% above 90%, memory 97.5% above 95%, temperature 88 C above 85 C");
   EXPECT_EQ(OverThresholds(c, {3, 50, -1, -1}), "");
+}
+
+// The loop on its own, through a fake Engine.
+class HotspotDetectionTest : public ::testing::Test {
+ protected:
+  HotspotDetectionTest() : loop(Config().hotspots) {
+    f.observer = &loop;
+    node = f.Node("n0", 2);
+  }
+  void Report(double celsius) { loop.Telemetry(node, Temps({celsius, 40}), f, f); }
+
+  testing::FakeEngineView f;
+  HotspotDetection loop;
+  NodeIndex node = -1;
+};
+
+TEST_F(HotspotDetectionTest, ANodeThatGoesDownStartsItsWindowAgain) {
+  Report(90);
+  f.Emit(NodeDown{node});
+  f.Apply(NodeUp{node});
+  f.clock += 2min;
+  Report(90);  // hot since now, not since the first report
+  EXPECT_TRUE(f.Of<HotspotDetected>().empty());
+  f.clock += 2min;
+  Report(90);
+  ASSERT_EQ(f.Of<HotspotDetected>().size(), 1u);
+  EXPECT_EQ(f.Of<HotspotDetected>()[0].gpus, GpuMask{1});
+}
+
+TEST_F(HotspotDetectionTest, MovableJobsMoveOffLowestPriorityFirstUpToMaxMoves) {
+  // Two checkpointable halves of the hot GPU 0, and a job on the cool GPU 1.
+  JobSpec high, low, cool;
+  high.checkpointable = low.checkpointable = cool.checkpointable = true;
+  high.priority = 5;
+  high.demand = low.demand = testing::Share(500, 1000);
+  f.Run(node, 0b1, high);
+  const JobId moved = f.Run(node, 0b1, low);
+  f.Run(node, 0b10, cool);
+  Report(90);
+  f.clock += 2min;
+  Report(90);
+  ASSERT_EQ(f.Of<HotspotDetected>().size(), 1u);
+  ASSERT_EQ(f.moves.size(), 1u);  // max_moves: 1
+  EXPECT_EQ(f.moves[0].job, moved);
+  EXPECT_EQ(f.moves[0].reason, PreemptReason::kHotspot);
+  EXPECT_TRUE(f.Of<ScaleOutRequested>().empty());
+  EXPECT_EQ(f.passes, 1);
+}
+
+TEST_F(HotspotDetectionTest, WhenNothingCanMoveAScalingPoolAsksForANodeOnce) {
+  f.Run(node, 0b1);  // cannot checkpoint: stays
+  f.scaling.push_back(PoolScalingConfig{});
+  f.scaling.back().pool = "gpu";
+  Report(90);
+  f.clock += 2min;
+  Report(90);
+  EXPECT_TRUE(f.moves.empty());
+  ASSERT_EQ(f.Of<ScaleOutRequested>().size(), 1u);
+  EXPECT_EQ(f.Of<ScaleOutRequested>()[0].nodes, 1);
+  // Cool, then hot again after the cooldown: the request is still open.
+  Report(50);
+  EXPECT_EQ(f.Of<HotspotCleared>().size(), 1u);
+  f.clock += 10min;
+  Report(90);
+  f.clock += 2min;
+  Report(90);
+  EXPECT_EQ(f.Of<HotspotDetected>().size(), 2u);
+  EXPECT_EQ(f.Of<ScaleOutRequested>().size(), 1u);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "src/engine/autoscaler.h"
+#include "src/control/autoscaler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,21 +11,7 @@ std::string Pct(double x) { return std::to_string(static_cast<int>(std::lround(x
 }  // namespace
 
 Result<Autoscaler> Autoscaler::Create(AutoscalerConfig c) {
-  auto in01 = [](double x) { return x >= 0 && x <= 1; };
-  if (!in01(c.out_util)) return InvalidArgument("out_util: must be between 0 and 1");
-  if (!in01(c.in_util)) return InvalidArgument("in_util: must be between 0 and 1");
-  if (c.in_util >= c.out_util) return InvalidArgument("in_util: must be below out_util");
-  if (!(c.target_util > c.in_util && c.target_util < c.out_util)) {
-    return InvalidArgument("target_util: must be between in_util and out_util");
-  }
-  if (c.out_for <= Duration(0)) return InvalidArgument("out_for: must be positive");
-  if (c.in_for <= Duration(0)) return InvalidArgument("in_for: must be positive");
-  if (c.cooldown < Duration(0)) return InvalidArgument("cooldown: must not be negative");
-  if (c.safety_window < Duration(0)) return InvalidArgument("safety_window: must not be negative");
-  if (c.queue_threshold < 0) return InvalidArgument("queue_threshold: must not be negative");
-  if (c.max_step < 1) return InvalidArgument("max_step: must be at least 1");
-  if (c.min_nodes < 0 || c.min_nodes > c.max_nodes) return InvalidArgument("min_nodes: must be between 0 and max_nodes");
-  if (c.max_actions_per_hour < 1) return InvalidArgument("max_actions_per_hour: must be at least 1");
+  GP_TRY(CheckAutoscalerConfig(c));
   return Autoscaler(std::move(c));
 }
 

@@ -1,10 +1,12 @@
-// Elastic scaling in the Engine (src/engine/scaling.h): scale-out requests
+// Pool autoscaling through the Engine (src/control/pool_autoscaling.h): scale-out requests
 // answered by provisioned nodes, drains that move what can move, wait for
 // what cannot (up to the drain timeout) and remove empty nodes.
 #include <gtest/gtest.h>
 
 #include "src/engine/engine.h"
+#include "src/control/pool_autoscaling.h"
 #include "tests/engine_harness.h"
+#include "tests/fake_engine_view.h"
 
 namespace gpupool {
 namespace {
@@ -167,6 +169,55 @@ TEST(ScalingTest, BadSettingsNameTheField) {
   bad = CheckScalingConfig(c);
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message.find("season"), std::string::npos) << bad.error().message;
+}
+
+// The loop on its own, through a fake Engine.
+PoolScalingConfig QueueTriggered() {
+  PoolScalingConfig c = ScalingConfig(0.3, 0.65).scaling[0];
+  c.rule.queue_threshold = 2;
+  c.warm_pool.enabled = true;
+  c.warm_pool.lookback = 1h;
+  return c;
+}
+
+TEST(PoolAutoscalingTest, ALongQueueAsksTheProviderAndTheWarmPoolFollows) {
+  testing::FakeEngineView f;
+  f.scaling = {QueueTriggered()};
+  PoolAutoscaling loop(f.scaling, /*borrow_between_pools=*/false);
+  f.Node("a");
+  for (int i = 0; i < 3; ++i) f.Queue();
+  loop.Tick(f, f);
+  ASSERT_EQ(f.Of<ScaleOutRequested>().size(), 1u);
+  EXPECT_EQ(f.Of<ScaleOutRequested>()[0].nodes, 1);
+  EXPECT_EQ(f.Of<ScaleOutRequested>()[0].reason, "3 jobs queued (threshold 2)");
+  ASSERT_EQ(f.Of<WarmPoolSized>().size(), 1u);
+  EXPECT_EQ(f.Of<WarmPoolSized>()[0].nodes, 1);
+  // Past the lookback the warm pool empties again.
+  for (int i = 0; i < 3; ++i) f.Apply(JobCancelled{i + 1});
+  f.clock += 61min;
+  loop.Tick(f, f);
+  ASSERT_EQ(f.Of<WarmPoolSized>().size(), 2u);
+  EXPECT_EQ(f.Of<WarmPoolSized>()[1].nodes, 0);
+}
+
+TEST(PoolAutoscalingTest, ANodeThePoolLentComesBackBeforeTheProviderIsAsked) {
+  testing::FakeEngineView f;
+  f.scaling = {QueueTriggered()};
+  PoolAutoscaling loop(f.scaling, /*borrow_between_pools=*/false);
+  f.Apply(PoolAdded{Pool{1, "other", {}, {}}});
+  f.Node("a");
+  const NodeIndex lent = f.Node("b");
+  f.Apply(NodeLent{lent, 1, "pool other is short"});
+  for (int i = 0; i < 3; ++i) f.Queue();
+  loop.Tick(f, f);
+  ASSERT_EQ(f.Of<NodeDrainStarted>().size(), 1u);
+  EXPECT_EQ(f.Of<NodeDrainStarted>()[0].node, lent);
+  EXPECT_TRUE(f.Of<ScaleOutRequested>().empty());
+  // Empty: it goes back at the next Tick.
+  f.clock += 1min;
+  loop.Tick(f, f);
+  ASSERT_EQ(f.Of<NodeReturned>().size(), 1u);
+  EXPECT_EQ(f.state().cluster.node(lent).pool, 0u);
 }
 
 }  // namespace

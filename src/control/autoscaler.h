@@ -4,7 +4,8 @@
 // clock or I/O: time arrives with each observation, so the simulator and
 // the server share it (DESIGN section 2).
 //
-// The rules, every number configurable (the seeds' as defaults):
+// The rules, every number configurable (AutoscalerConfig in
+// src/engine/scaling.h, the seeds' as defaults):
 //  - scale out when utilization averaged over the last `out_for` is above
 //    `out_util`, or the queue holds more than `queue_threshold` jobs, or the
 //    forecast (SCALE-3) for the coming minutes exceeds `out_util`;
@@ -30,23 +31,9 @@
 
 #include "src/base/status.h"
 #include "src/base/time.h"
+#include "src/engine/scaling.h"
 
 namespace gpupool {
-
-struct AutoscalerConfig {
-  double out_util = 0.80;
-  Duration out_for = std::chrono::minutes(5);
-  int64_t queue_threshold = 10;  // pending jobs
-  double in_util = 0.30;
-  Duration in_for = std::chrono::minutes(10);
-  Duration cooldown = std::chrono::minutes(3);
-  Duration safety_window = std::chrono::minutes(15);  // no scale-in this long after a scale-out
-  double target_util = 0.65;                          // what a step aims for
-  int32_t max_step = 4;
-  int32_t min_nodes = 0;
-  int32_t max_nodes = 1 << 20;
-  int32_t max_actions_per_hour = 6;
-};
 
 struct PoolObservation {
   Instant now{};
@@ -64,8 +51,7 @@ struct ScaleDecision {
 
 class Autoscaler {
  public:
-  // Fails, naming the field, on thresholds out of [0, 1] or out of order,
-  // non-positive durations or steps, or min_nodes > max_nodes.
+  // Fails as CheckAutoscalerConfig does.
   static Result<Autoscaler> Create(AutoscalerConfig config);
 
   // Observations must come in time order (any interval; the windows are

@@ -3,7 +3,7 @@
 // planning leaves the cluster as it was, determinism, and a property test
 // that every plan replays on the real Cluster (Allocate checks each move's
 // fit) to the fragmentation it announced.
-#include "src/engine/defrag.h"
+#include "src/control/defrag_planner.h"
 
 #include <gtest/gtest.h>
 

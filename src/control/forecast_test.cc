@@ -1,4 +1,4 @@
-#include "src/engine/forecast.h"
+#include "src/control/forecast.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,45 @@
+// Read-only questions over an EngineState that the Engine and its control
+// loops (src/engine/control_loop.h) both ask. Pure functions of the state:
+// deterministic, no side effects, iteration in id order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/base/time.h"
+#include "src/engine/state.h"
+
+namespace gpupool {
+
+// Running (or checkpointing) jobs with a replica on node n, by id. O(running).
+std::vector<JobId> JobsOnNode(const EngineState& s, NodeIndex n);
+
+// Running jobs with a replica on node n's GPUs `gpus` that can move off
+// them: not stopping, and elastic above their minimum, checkpointable, or
+// stateless online inference; by id.
+std::vector<const Job*> MovableJobsOn(const EngineState& s, NodeIndex n, GpuMask gpus);
+
+// Pools (a pool-id mask) that some queued job may run in: its group's
+// pools where its tenant has quota.
+uint64_t PoolsWantedByQueue(const EngineState& s);
+
+// QUOTA-1: may tenant t borrow `need` more GPU milli in pool p (its elastic
+// limit, and the pool's elastic capacity left after every effective
+// guarantee), once `freed` GPU milli of its own work there has stopped?
+bool MayBorrow(const EngineState& s, TenantId t, PoolId p, int64_t need, int64_t freed = 0);
+
+// The work `v` loses when stopped at `now` without a checkpoint: nothing
+// when it checkpoints, else what ran since its last periodic checkpoint
+// (or since it started).
+Duration LostWork(const Job& v, Instant now);
+
+// FRAG-3: the rack of `pool` with the most free GPU capacity on partly used
+// ready nodes (where a new node best joins gangs with what is left), or ""
+// when the pool has no such node. Ties: the first rack by name.
+std::string FragmentedRack(const EngineState& s, PoolId pool);
+
+// Does node n hold nothing (no GPU or CPU in use, no resident)?
+bool NodeEmpty(const Node& n);
+
+}  // namespace gpupool
