@@ -3,117 +3,18 @@
 #include <cstdint>
 #include <string_view>
 
-#include "src/api/task_request.h"
+#include "src/api/agent_wire.h"
 
 namespace gpupool {
+
+using namespace agent_wire;  // the items' readers and writers
+
 namespace {
 
-using nlohmann::json;
-
-constexpr size_t kMaxItems = 4096;           // tasks, scrubs, logs per message
-constexpr size_t kMaxLogChunkBytes = 1 << 20;
-
-std::string At(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
-
-// Calls fn(item, path) for each element of the array `key` (absent: none).
-template <class Fn>
-bool Each(const FieldReader& f, std::string_view key, ApiError* err, Fn fn) {
-  const json* v = f.Find(key);
-  if (!v) return true;
-  if (!v->is_array()) {
-    *err = BadField(f.PathOf(key), "expected an array, got " + JsonTypeName(*v));
-    return false;
-  }
-  if (v->size() > kMaxItems) {
-    *err = BadField(f.PathOf(key), "too many entries (at most " + std::to_string(kMaxItems) + ")");
-    return false;
-  }
-  for (size_t i = 0; i < v->size(); ++i) {
-    if (!fn((*v)[i], At(f.PathOf(key), i))) return false;
-  }
-  return true;
-}
-
-template <class T>
-bool IntAs(const FieldReader& f, std::string_view key, T& out, int64_t lo, int64_t hi, ApiError* err) {
-  int64_t v = out;
-  if (!f.Int(key, v, lo, hi, err)) return false;
-  out = static_cast<T>(v);
-  return true;
-}
-
-bool IntList(const FieldReader& f, std::string_view key, std::vector<int>& out, int hi, ApiError* err) {
-  return Each(f, key, err, [&](const json& v, const std::string& path) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > hi) {
-      *err = BadField(path, "expected an integer between 0 and " + std::to_string(hi));
-      return false;
-    }
-    out.push_back(v.get<int>());
-    return true;
-  });
-}
-
-constexpr int64_t kMaxMib = int64_t{1} << 40;
-constexpr int kMaxGpuIndex = 1023;
-constexpr size_t kMaxImageBytes = 4096;
-constexpr int64_t kMaxShmMib = 64 * 1024;
-constexpr int64_t kMaxCpuMilli = int64_t{1} << 40;
-constexpr int64_t kMaxUid = (int64_t{1} << 31) - 1;
-
-json MigJson(const std::vector<MigInstance>& instances) {
-  json mig = json::array();
-  for (const MigInstance& m : instances) {
-    mig.push_back(json{{"uuid", m.uuid}, {"profile", m.profile}, {"start", m.start}, {"memory_mib", m.memory_mib}});
-  }
-  return mig;
-}
-
-bool ReadMigList(const FieldReader& f, std::vector<MigInstance>& out, ApiError* err) {
-  return Each(f, "mig", err, [&](const json& m, const std::string& p) {
-    MigInstance mi;
-    FieldReader mf;
-    if (!FieldReader::Open(m, p, {"uuid", "profile", "start", "memory_mib"}, &mf, err) ||
-        !mf.Require("uuid", err) || !mf.String("uuid", mi.uuid, 128, err) || !mf.String("profile", mi.profile, 32, err) ||
-        !IntAs(mf, "start", mi.start, 0, 63, err) || !IntAs(mf, "memory_mib", mi.memory_mib, 0, kMaxMib, err)) {
-      return false;
-    }
-    out.push_back(std::move(mi));
-    return true;
-  });
-}
-
-json GpuJson(const GpuDevice& g) {
-  json mig = MigJson(g.mig);
-  return json{{"index", g.index},        {"uuid", g.uuid},
-              {"product", g.product},    {"model", g.model},
-              {"memory_mib", g.memory_mib}, {"mig_enabled", g.mig_enabled},
-              {"mig", std::move(mig)},   {"nvlink_peers", g.nvlink_peers}};
-}
-
-bool ReadGpu(const json& j, const std::string& path, GpuDevice& g, ApiError* err) {
-  FieldReader f;
-  if (!FieldReader::Open(j, path, {"index", "uuid", "product", "model", "memory_mib", "mig_enabled", "mig",
-                                   "nvlink_peers"},
-                         &f, err) ||
-      !f.Require("index", err) || !IntAs(f, "index", g.index, 0, kMaxGpuIndex, err) || !f.Require("uuid", err) ||
-      !f.String("uuid", g.uuid, 128, err) || !f.String("product", g.product, 256, err) ||
-      !f.String("model", g.model, 64, err) || !f.Require("memory_mib", err) ||
-      !IntAs(f, "memory_mib", g.memory_mib, 0, kMaxMib, err) || !f.Bool("mig_enabled", g.mig_enabled, err) ||
-      !IntList(f, "nvlink_peers", g.nvlink_peers, kMaxGpuIndex, err)) {
-    return false;
-  }
-  return ReadMigList(f, g.mig, err);
-}
-
-bool ReadTaskSpec(const json& j, const std::string& path, TaskSpec& t, ApiError* err) {
-  FieldReader f;
-  if (!FieldReader::Open(j, path, {"command", "env", "working_dir", "checkpoint_signal", "checkpoint_timeout",
-                                   "stop_grace"},
-                         &f, err)) {
-    return false;
-  }
-  if (!f.Require("command", err)) return false;
-  return ParseTaskFields(f, t, err);
+// The protocol an agent names: absent means 1 (older than the field).
+bool ReadProtocol(const FieldReader& f, int& out, ApiError* err) {
+  out = 1;
+  return IntAs(f, "protocol", out, 1, 1000, err);
 }
 
 }  // namespace
@@ -129,25 +30,26 @@ const char* TaskPhaseName(TaskPhase p) {
 }
 
 json ToJson(const RegisterRequest& r) {
-  json gpus = json::array();
-  for (const GpuDevice& g : r.gpus) gpus.push_back(GpuJson(g));
-  return json{{"node", r.node},           {"backend", r.backend},       {"class", r.node_class},
-              {"region", r.region},       {"zone", r.zone},             {"rack", r.rack},
-              {"cpu_milli", r.cpu_milli}, {"memory_mib", r.memory_mib}, {"gpus", std::move(gpus)},
-              {"isolation", r.isolation}, {"metrics_url", r.metrics_url}};
+  json out{{"node", r.node},           {"backend", r.backend},       {"class", r.node_class},
+           {"region", r.region},       {"zone", r.zone},             {"rack", r.rack},
+           {"cpu_milli", r.cpu_milli}, {"memory_mib", r.memory_mib}, {"gpus", ListJson(r.gpus, GpuJson)},
+           {"isolation", r.isolation}, {"metrics_url", r.metrics_url}};
+  if (r.protocol >= 2) out["protocol"] = r.protocol;  // a server of protocol 1 refuses the key
+  return out;
 }
 
-ApiResult<RegisterRequest> ParseRegisterRequest(const json& j) {
+ApiResult<RegisterRequest> ParseRegisterRequest(const json& j, UnknownKeys u) {
   ApiResult<RegisterRequest> out;
   ApiError* err = &out.error;
   RegisterRequest r;
   FieldReader f;
   if (!FieldReader::Open(j, "", {"node", "backend", "class", "region", "zone", "rack", "cpu_milli", "memory_mib",
-                                 "gpus", "isolation", "metrics_url"},
-                         &f, err) ||
-      !f.Require("node", err) || !f.String("node", r.node, 253, err) || !f.String("backend", r.backend, 16, err) ||
-      !f.String("class", r.node_class, 63, err) || !f.String("region", r.region, 63, err) ||
-      !f.String("zone", r.zone, 63, err) || !f.String("rack", r.rack, 63, err) || !f.Require("cpu_milli", err) ||
+                                 "gpus", "isolation", "metrics_url", "protocol"},
+                         &f, err, u) ||
+      !ReadProtocol(f, r.protocol, err) || !f.Require("node", err) || !f.String("node", r.node, 253, err) ||
+      !f.String("backend", r.backend, 16, err) || !f.String("class", r.node_class, 63, err) ||
+      !f.String("region", r.region, 63, err) || !f.String("zone", r.zone, 63, err) ||
+      !f.String("rack", r.rack, 63, err) || !f.Require("cpu_milli", err) ||
       !IntAs(f, "cpu_milli", r.cpu_milli, 1, int64_t{1} << 40, err) || !f.Require("memory_mib", err) ||
       !IntAs(f, "memory_mib", r.memory_mib, 1, kMaxMib, err) || !f.String("isolation", r.isolation, 16, err) ||
       !f.String("metrics_url", r.metrics_url, 2048, err)) {
@@ -164,300 +66,174 @@ ApiResult<RegisterRequest> ParseRegisterRequest(const json& j) {
     *err = BadField("isolation", "unknown isolation '" + r.isolation + "' (known: container, none)");
     return out;
   }
-  if (!Each(f, "gpus", err, [&](const json& g, const std::string& path) {
-        GpuDevice d;
-        if (!ReadGpu(g, path, d, err)) return false;
-        r.gpus.push_back(std::move(d));
-        return true;
-      })) {
-    return out;
-  }
+  if (!ReadList(f, "gpus", r.gpus, err, u, ReadGpu)) return out;
   out.value = std::move(r);
   return out;
 }
 
 json ToJson(const HeartbeatRequest& r) {
   json gpus = json::array();
-  for (const GpuSample& g : r.gpus) {
-    gpus.push_back(json{{"index", g.index},
-                        {"util_pct", g.util_pct},
-                        {"memory_used_mib", g.memory_used_mib},
-                        {"memory_total_mib", g.memory_total_mib},
-                        {"temperature_c", g.temperature_c},
-                        {"healthy", g.healthy},
-                        {"health_detail", g.health_detail}});
-    if (auto m = r.mig.find(g.index); m != r.mig.end()) gpus.back()["mig"] = MigJson(m->second);
-  }
-  json tasks = json::array();
-  for (const TaskReport& t : r.tasks) {
-    json x{{"job", t.job},         {"replica", t.replica},       {"attempt", t.attempt},
-           {"phase", TaskPhaseName(t.phase)}, {"pid", t.pid}, {"util_pct", t.util_pct},
-           {"gpu_memory_mib", t.gpu_memory_mib}};
-    if (t.phase == TaskPhase::kExited) {
-      x["exit_code"] = t.exit_code;
-      x["signal"] = t.signal;
-    }
-    if (t.phase == TaskPhase::kCheckpointed) x["checkpoint_acked"] = t.checkpoint_acked;
-    if (!t.error.empty()) x["error"] = t.error;
-    tasks.push_back(std::move(x));
-  }
-  json scrubs = json::array();
-  for (const ScrubReport& s : r.scrubs) {
-    json x{{"id", s.id}, {"ok", s.ok}, {"bytes", s.bytes}, {"seconds", s.seconds}};
-    if (!s.error.empty()) x["error"] = s.error;
-    scrubs.push_back(std::move(x));
-  }
-  json logs = json::array();
-  for (const LogChunk& l : r.logs) {
-    // JSON strings are UTF-8: the agent sends log bytes made valid
-    // (SanitizeUtf8), so that offsets count the same bytes on both sides.
-    logs.push_back(json{{"job", l.job}, {"replica", l.replica}, {"attempt", l.attempt}, {"offset", l.offset},
-                        {"data", l.data}});
-  }
-  return json{{"node", r.node}, {"session", r.session}, {"gpus", std::move(gpus)}, {"tasks", std::move(tasks)},
-              {"scrubs", std::move(scrubs)}, {"logs", std::move(logs)}};
+  for (const GpuSample& g : r.gpus) gpus.push_back(GpuSampleJson(g, r.mig));
+  json out{{"node", r.node},
+           {"session", r.session},
+           {"gpus", std::move(gpus)},
+           {"tasks", ListJson(r.tasks, TaskReportJson)},
+           {"scrubs", ListJson(r.scrubs, ScrubReportJson)},
+           {"logs", ListJson(r.logs, LogChunkJson)}};
+  if (r.protocol >= 2) out["protocol"] = r.protocol;
+  return out;
 }
 
-ApiResult<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
+ApiResult<HeartbeatRequest> ParseHeartbeatRequest(const json& j, UnknownKeys u) {
   ApiResult<HeartbeatRequest> out;
   ApiError* err = &out.error;
   HeartbeatRequest r;
   FieldReader f;
-  if (!FieldReader::Open(j, "", {"node", "session", "gpus", "tasks", "scrubs", "logs"}, &f, err) ||
-      !f.Require("node", err) || !f.String("node", r.node, 253, err) || !f.Require("session", err) ||
-      !f.String("session", r.session, 128, err)) {
+  if (!FieldReader::Open(j, "", {"node", "session", "gpus", "tasks", "scrubs", "logs", "protocol"}, &f, err, u) ||
+      !ReadProtocol(f, r.protocol, err) || !f.Require("node", err) || !f.String("node", r.node, 253, err) ||
+      !f.Require("session", err) || !f.String("session", r.session, 128, err)) {
     return out;
   }
-  const bool ok =
-      Each(f, "gpus", err,
-           [&](const json& g, const std::string& path) {
-             GpuSample s;
-             FieldReader gf;
-             if (!FieldReader::Open(g, path, {"index", "util_pct", "memory_used_mib", "memory_total_mib",
-                                              "temperature_c", "healthy", "health_detail", "mig"},
-                                    &gf, err) ||
-                 !gf.Require("index", err) || !IntAs(gf, "index", s.index, 0, kMaxGpuIndex, err) ||
-                 !gf.Number("util_pct", s.util_pct, 0, 100, err) ||
-                 !IntAs(gf, "memory_used_mib", s.memory_used_mib, 0, kMaxMib, err) ||
-                 !IntAs(gf, "memory_total_mib", s.memory_total_mib, 0, kMaxMib, err) ||
-                 !IntAs(gf, "temperature_c", s.temperature_c, -1, 1000, err) || !gf.Bool("healthy", s.healthy, err) ||
-                 !gf.String("health_detail", s.health_detail, 1024, err)) {
-               return false;
-             }
-             if (gf.Has("mig")) {
-               std::vector<MigInstance> mig;
-               if (!ReadMigList(gf, mig, err)) return false;
-               r.mig[s.index] = std::move(mig);
-             }
-             r.gpus.push_back(std::move(s));
-             return true;
-           }) &&
-      Each(f, "tasks", err,
-           [&](const json& t, const std::string& path) {
-             TaskReport x;
-             FieldReader tf;
-             std::string phase;
-             if (!FieldReader::Open(t, path, {"job", "replica", "attempt", "phase", "pid", "exit_code", "signal",
-                                              "checkpoint_acked", "error", "util_pct", "gpu_memory_mib"},
-                                    &tf, err) ||
-                 !tf.Require("job", err) || !IntAs(tf, "job", x.job, 1, INT64_MAX, err) ||
-                 !IntAs(tf, "replica", x.replica, 0, INT32_MAX, err) ||
-                 !IntAs(tf, "attempt", x.attempt, 0, INT32_MAX, err) || !tf.Require("phase", err) ||
-                 !tf.String("phase", phase, 16, err) || !IntAs(tf, "pid", x.pid, 0, INT32_MAX, err) ||
-                 !IntAs(tf, "exit_code", x.exit_code, -1, 255, err) || !IntAs(tf, "signal", x.signal, 0, 128, err) ||
-                 !tf.Bool("checkpoint_acked", x.checkpoint_acked, err) || !tf.String("error", x.error, 4096, err) ||
-                 !tf.Number("util_pct", x.util_pct, -1, 100, err) ||
-                 !IntAs(tf, "gpu_memory_mib", x.gpu_memory_mib, 0, kMaxMib, err)) {
-               return false;
-             }
-             bool known = false;
-             for (TaskPhase p : {TaskPhase::kRunning, TaskPhase::kExited, TaskPhase::kCheckpointed,
-                                 TaskPhase::kStartFailed}) {
-               if (phase == TaskPhaseName(p)) x.phase = p, known = true;
-             }
-             if (!known) {
-               *err = BadField(path + ".phase",
-                               "unknown phase '" + phase + "' (known: running, exited, checkpointed, start_failed)");
-               return false;
-             }
-             r.tasks.push_back(std::move(x));
-             return true;
-           }) &&
-      Each(f, "scrubs", err,
-           [&](const json& s, const std::string& path) {
-             ScrubReport x;
-             FieldReader sf;
-             if (!FieldReader::Open(s, path, {"id", "ok", "bytes", "seconds", "error"}, &sf, err) ||
-                 !sf.Require("id", err) || !IntAs(sf, "id", x.id, 1, INT64_MAX, err) || !sf.Bool("ok", x.ok, err) ||
-                 !IntAs(sf, "bytes", x.bytes, 0, INT64_MAX, err) || !sf.Number("seconds", x.seconds, 0, 1e9, err) ||
-                 !sf.String("error", x.error, 4096, err)) {
-               return false;
-             }
-             r.scrubs.push_back(std::move(x));
-             return true;
-           }) &&
-      Each(f, "logs", err, [&](const json& l, const std::string& path) {
-        LogChunk x;
-        FieldReader lf;
-        if (!FieldReader::Open(l, path, {"job", "replica", "attempt", "offset", "data"}, &lf, err) ||
-            !lf.Require("job", err) || !IntAs(lf, "job", x.job, 1, INT64_MAX, err) ||
-            !IntAs(lf, "replica", x.replica, 0, INT32_MAX, err) ||
-            !IntAs(lf, "attempt", x.attempt, 0, INT32_MAX, err) ||
-            !IntAs(lf, "offset", x.offset, 0, INT64_MAX, err) || !lf.String("data", x.data, kMaxLogChunkBytes, err)) {
-          return false;
-        }
-        r.logs.push_back(std::move(x));
-        return true;
-      });
+  const bool ok = Each(f, "gpus", err,
+                       [&](const json& g, const std::string& path) {
+                         GpuSample s;
+                         if (!ReadGpuSample(g, path, s, r.mig, err, u)) return false;
+                         r.gpus.push_back(std::move(s));
+                         return true;
+                       }) &&
+                  ReadList(f, "tasks", r.tasks, err, u, ReadTaskReport) &&
+                  ReadList(f, "scrubs", r.scrubs, err, u, ReadScrubReport) &&
+                  ReadList(f, "logs", r.logs, err, u, ReadLogChunk);
   if (!ok) return out;
   out.value = std::move(r);
   return out;
 }
 
 json ToJson(const AgentReply& r) {
-  json tasks = json::array();
-  for (const TaskOrder& t : r.tasks) {
-    // The task object keeps its first keys (an older agent refuses others):
-    // the container fields travel beside it.
-    TaskSpec bare = t.task;
-    bare.image.clear();
-    bare.shm_mib = kDefaultShmMib;
-    bare.network_isolated = false;
-    json task = json::object();
-    TaskToRequest(bare, task);
-    json x{{"job", t.job},
-           {"replica", t.replica},
-           {"attempt", t.attempt},
-           {"name", t.name},
-           {"tenant", t.tenant},
-           {"action", t.action == TaskAction::kRun ? "run" : "checkpoint"},
-           {"idle_notice", t.idle_notice},
-           {"gpus", t.gpus},
-           {"gpu_mode", t.gpu_mode},
-           {"gpu_milli", t.gpu_milli},
-           {"gpu_memory_mib", t.gpu_memory_mib},
-           {"task", std::move(task)}};
-    if (t.gpu_mode == "mig") {
-      x["mig_profile"] = t.mig_profile;
-      x["mig_start"] = t.mig_start;
-    }
-    // Only away from their defaults, so that a reply to an agent older than
-    // them (which the server leaves at the defaults) has none of them.
-    if (!t.image.empty()) x["image"] = t.image;
-    if (t.shm_mib != kDefaultShmMib) x["shm_mib"] = t.shm_mib;
-    if (t.network_isolated) x["network_isolated"] = true;
-    if (t.memory_mib != 0) x["memory_mib"] = t.memory_mib;
-    if (t.cpu_milli != 0) x["cpu_milli"] = t.cpu_milli;
-    if (t.uid != 0 || t.uid_count != 0) {
-      x["uid"] = t.uid;
-      x["uid_count"] = t.uid_count;
-    }
-    tasks.push_back(std::move(x));
-  }
-  json scrubs = json::array();
-  for (const ScrubOrder& s : r.scrubs) scrubs.push_back(json{{"id", s.id}, {"gpus", s.gpus}});
-  json logs = json::array();
-  for (const LogAck& l : r.logs) {
-    logs.push_back(json{{"job", l.job}, {"replica", l.replica}, {"attempt", l.attempt}, {"bytes", l.bytes}});
-  }
   json out{{"node_index", r.node_index},
            {"session", r.session},
            {"heartbeat_interval_ms", r.heartbeat_interval_ms},
            {"fence_after_ms", r.fence_after_ms},
-           {"tasks", std::move(tasks)},
-           {"scrubs", std::move(scrubs)},
-           {"logs", std::move(logs)}};
+           {"logs", ListJson(r.logs, LogAckJson)}};
+  if (r.has_desired) {
+    out["tasks"] = ListJson(r.tasks, TaskOrderJson);
+    out["scrubs"] = ListJson(r.scrubs, ScrubOrderJson);
+  }
   if (!r.pool.empty()) out["pool"] = r.pool;  // an older agent refuses the key
+  if (r.protocol > 0) {  // protocol 2's fields: never to an agent of protocol 1
+    out["protocol"] = r.protocol;
+    out["incarnation"] = r.incarnation;
+    out["revision"] = r.revision;
+  }
   return out;
 }
 
-ApiResult<AgentReply> ParseAgentReply(const json& j) {
+ApiResult<AgentReply> ParseAgentReply(const json& j, UnknownKeys u) {
   ApiResult<AgentReply> out;
   ApiError* err = &out.error;
   AgentReply r;
   FieldReader f;
   if (!FieldReader::Open(j, "", {"node_index", "session", "heartbeat_interval_ms", "fence_after_ms", "tasks", "scrubs",
-                                 "logs", "pool"},
-                         &f, err) ||
+                                 "logs", "pool", "protocol", "incarnation", "revision"},
+                         &f, err, u) ||
       !IntAs(f, "node_index", r.node_index, 0, INT32_MAX, err) || !f.String("session", r.session, 128, err) ||
       !f.String("pool", r.pool, 253, err) ||
       !IntAs(f, "heartbeat_interval_ms", r.heartbeat_interval_ms, 1, 86'400'000, err) ||
-      !IntAs(f, "fence_after_ms", r.fence_after_ms, 0, INT64_MAX, err)) {
+      !IntAs(f, "fence_after_ms", r.fence_after_ms, 0, INT64_MAX, err) || !IntAs(f, "protocol", r.protocol, 0, 1000, err) ||
+      !f.String("incarnation", r.incarnation, 128, err) || !IntAs(f, "revision", r.revision, 0, INT64_MAX, err)) {
     return out;
   }
-  const bool ok =
-      Each(f, "tasks", err,
-           [&](const json& t, const std::string& path) {
-             TaskOrder x;
-             FieldReader tf;
-             std::string action;
-             if (!FieldReader::Open(t, path, {"job", "replica", "attempt", "name", "tenant", "action", "idle_notice",
-                                              "gpus", "gpu_mode", "gpu_milli", "gpu_memory_mib", "mig_profile",
-                                              "mig_start", "task", "image", "shm_mib", "network_isolated",
-                                              "memory_mib", "cpu_milli", "uid", "uid_count"},
-                                    &tf, err) ||
-                 !tf.Require("job", err) || !IntAs(tf, "job", x.job, 1, INT64_MAX, err) ||
-                 !IntAs(tf, "replica", x.replica, 0, INT32_MAX, err) ||
-                 !IntAs(tf, "attempt", x.attempt, 0, INT32_MAX, err) || !tf.String("name", x.name, 253, err) ||
-                 !tf.String("tenant", x.tenant, 63, err) || !tf.String("action", action, 16, err) ||
-                 !tf.Bool("idle_notice", x.idle_notice, err) || !IntList(tf, "gpus", x.gpus, kMaxGpuIndex, err) ||
-                 !tf.String("gpu_mode", x.gpu_mode, 16, err) || !IntAs(tf, "gpu_milli", x.gpu_milli, 0, 1000, err) ||
-                 !IntAs(tf, "gpu_memory_mib", x.gpu_memory_mib, 0, kMaxMib, err) ||
-                 !tf.String("mig_profile", x.mig_profile, 32, err) || !IntAs(tf, "mig_start", x.mig_start, 0, 63, err) ||
-                 !tf.String("image", x.image, kMaxImageBytes, err) ||
-                 !IntAs(tf, "shm_mib", x.shm_mib, 1, kMaxShmMib, err) ||
-                 !tf.Bool("network_isolated", x.network_isolated, err) ||
-                 !IntAs(tf, "memory_mib", x.memory_mib, 0, kMaxMib, err) ||
-                 !IntAs(tf, "cpu_milli", x.cpu_milli, 0, kMaxCpuMilli, err) ||
-                 !IntAs(tf, "uid", x.uid, 0, kMaxUid, err) || !IntAs(tf, "uid_count", x.uid_count, 0, kMaxUid, err)) {
-               return false;
-             }
-             if (!x.image.empty()) {
-               if (std::string why = ImageProblem(x.image); !why.empty()) {
-                 *err = BadField(path + ".image", why);
-                 return false;
-               }
-             }
-             if ((x.uid == 0) != (x.uid_count == 0) || x.uid + x.uid_count > kMaxUid + 1) {
-               *err = BadField(path + ".uid_count", "uid and uid_count are both 0 (no user namespace) or both set, "
-                                                    "the range ending at or below 2^31");
-               return false;
-             }
-             if (action != "run" && action != "checkpoint") {
-               *err = BadField(path + ".action", "unknown action '" + action + "' (known: run, checkpoint)");
-               return false;
-             }
-             x.action = action == "run" ? TaskAction::kRun : TaskAction::kCheckpoint;
-             if (const json* task = tf.Find("task"); !task || !ReadTaskSpec(*task, path + ".task", x.task, err)) {
-               if (!task) *err = BadField(path + ".task", "missing");
-               return false;
-             }
-             r.tasks.push_back(std::move(x));
-             return true;
-           }) &&
-      Each(f, "scrubs", err,
-           [&](const json& s, const std::string& path) {
-             ScrubOrder x;
-             FieldReader sf;
-             if (!FieldReader::Open(s, path, {"id", "gpus"}, &sf, err) || !sf.Require("id", err) ||
-                 !IntAs(sf, "id", x.id, 1, INT64_MAX, err) || !IntList(sf, "gpus", x.gpus, kMaxGpuIndex, err)) {
-               return false;
-             }
-             r.scrubs.push_back(std::move(x));
-             return true;
-           }) &&
-      Each(f, "logs", err, [&](const json& l, const std::string& path) {
-        LogAck x;
-        FieldReader lf;
-        if (!FieldReader::Open(l, path, {"job", "replica", "attempt", "bytes"}, &lf, err) ||
-            !IntAs(lf, "job", x.job, 1, INT64_MAX, err) || !IntAs(lf, "replica", x.replica, 0, INT32_MAX, err) ||
-            !IntAs(lf, "attempt", x.attempt, 0, INT32_MAX, err) || !IntAs(lf, "bytes", x.bytes, 0, INT64_MAX, err)) {
-          return false;
-        }
-        r.logs.push_back(std::move(x));
-        return true;
-      });
+  // Protocol 2's heartbeat replies carry no desired state (the watch does).
+  r.has_desired = f.Has("tasks") || r.protocol < 2;
+  const bool ok = ReadList(f, "tasks", r.tasks, err, u, ReadTaskOrder) &&
+                  ReadList(f, "scrubs", r.scrubs, err, u, ReadScrubOrder) &&
+                  ReadList(f, "logs", r.logs, err, u, ReadLogAck);
   if (!ok) return out;
+  out.value = std::move(r);
+  return out;
+}
+
+json ToJson(const WatchRequest& r) {
+  return json{{"protocol", r.protocol},         {"node", r.node},         {"session", r.session},
+              {"incarnation", r.incarnation},   {"revision", r.revision}, {"wait_ms", r.wait_ms}};
+}
+
+ApiResult<WatchRequest> ParseWatchRequest(const json& j, UnknownKeys u) {
+  ApiResult<WatchRequest> out;
+  ApiError* err = &out.error;
+  WatchRequest r;
+  FieldReader f;
+  if (!FieldReader::Open(j, "", {"protocol", "node", "session", "incarnation", "revision", "wait_ms"}, &f, err, u) ||
+      !ReadProtocol(f, r.protocol, err) || !f.Require("node", err) || !f.String("node", r.node, 253, err) ||
+      !f.Require("session", err) || !f.String("session", r.session, 128, err) ||
+      !f.String("incarnation", r.incarnation, 128, err) || !IntAs(f, "revision", r.revision, 0, INT64_MAX, err) ||
+      !IntAs(f, "wait_ms", r.wait_ms, 0, 3'600'000, err)) {
+    return out;
+  }
+  out.value = std::move(r);
+  return out;
+}
+
+json ToJson(const WatchReply& r) {
+  json out{{"incarnation", r.incarnation}, {"revision", r.revision}, {"changed", r.changed}};
+  if (!r.changed) return out;
+  out["full"] = r.full;
+  out["since"] = r.since;
+  out["session"] = r.session;
+  out["heartbeat_interval_ms"] = r.heartbeat_interval_ms;
+  out["fence_after_ms"] = r.fence_after_ms;
+  if (!r.pool.empty()) out["pool"] = r.pool;
+  out["tasks"] = ListJson(r.tasks, TaskOrderJson);
+  out["task_keys"] = ListJson(r.task_keys, TaskRefJson);
+  out["scrubs"] = ListJson(r.scrubs, ScrubOrderJson);
+  return out;
+}
+
+ApiResult<WatchReply> ParseWatchReply(const json& j, UnknownKeys u) {
+  ApiResult<WatchReply> out;
+  ApiError* err = &out.error;
+  WatchReply r;
+  FieldReader f;
+  if (!FieldReader::Open(j, "", {"incarnation", "revision", "changed", "full", "since", "session", "pool",
+                                 "heartbeat_interval_ms", "fence_after_ms", "tasks", "task_keys", "scrubs"},
+                         &f, err, u) ||
+      !f.Require("incarnation", err) || !f.String("incarnation", r.incarnation, 128, err) ||
+      !f.Require("revision", err) || !IntAs(f, "revision", r.revision, 0, INT64_MAX, err) ||
+      !f.Bool("changed", r.changed, err) || !f.Bool("full", r.full, err) ||
+      !IntAs(f, "since", r.since, 0, INT64_MAX, err) || !f.String("session", r.session, 128, err) ||
+      !f.String("pool", r.pool, 253, err) ||
+      !IntAs(f, "heartbeat_interval_ms", r.heartbeat_interval_ms, 1, 86'400'000, err) ||
+      !IntAs(f, "fence_after_ms", r.fence_after_ms, 0, INT64_MAX, err) ||
+      !ReadList(f, "tasks", r.tasks, err, u, ReadTaskOrder) ||
+      !ReadList(f, "task_keys", r.task_keys, err, u, ReadTaskRef) ||
+      !ReadList(f, "scrubs", r.scrubs, err, u, ReadScrubOrder)) {
+    return out;
+  }
+  out.value = std::move(r);
+  return out;
+}
+
+json ToJson(const TaskReportRequest& r) {
+  return json{{"protocol", r.protocol},
+              {"node", r.node},
+              {"session", r.session},
+              {"tasks", ListJson(r.tasks, TaskReportJson)},
+              {"scrubs", ListJson(r.scrubs, ScrubReportJson)},
+              {"logs", ListJson(r.logs, LogChunkJson)}};
+}
+
+ApiResult<TaskReportRequest> ParseTaskReportRequest(const json& j, UnknownKeys u) {
+  ApiResult<TaskReportRequest> out;
+  ApiError* err = &out.error;
+  TaskReportRequest r;
+  FieldReader f;
+  if (!FieldReader::Open(j, "", {"protocol", "node", "session", "tasks", "scrubs", "logs"}, &f, err, u) ||
+      !ReadProtocol(f, r.protocol, err) || !f.Require("node", err) || !f.String("node", r.node, 253, err) ||
+      !f.Require("session", err) || !f.String("session", r.session, 128, err) ||
+      !ReadList(f, "tasks", r.tasks, err, u, ReadTaskReport) ||
+      !ReadList(f, "scrubs", r.scrubs, err, u, ReadScrubReport) || !ReadList(f, "logs", r.logs, err, u, ReadLogChunk)) {
+    return out;
+  }
   out.value = std::move(r);
   return out;
 }

@@ -1,23 +1,34 @@
 // The agent protocol (docs/agent.md): JSON bodies of the agent endpoints.
 //
-//   POST /v1/agent/register   RegisterRequest  -> AgentReply
-//   POST /v1/agent/heartbeat  HeartbeatRequest -> AgentReply
+//   POST /v1/agent/register   RegisterRequest   -> AgentReply (the whole desired state)
+//   POST /v1/agent/heartbeat  HeartbeatRequest  -> AgentReply
+//   POST /v1/agent/watch      WatchRequest      -> WatchReply (protocol 2)
+//   POST /v1/agent/report     TaskReportRequest -> AgentReply without desired state (protocol 2)
 //
-// Both are authenticated with the node's token (POST /v1/nodes/{name}/token)
-// and answered only once everything they caused is durable. Every reply
-// carries the node's desired state in full (the tasks that should run
-// there, with what each should do, and the scrubs to perform), so a lost
-// message or an agent restart heals at the next heartbeat. A reply also
-// acknowledges every report of the request it answers; an agent keeps
-// reporting the final state of a task for as long as the task is desired.
+// All are authenticated with the node's token (POST /v1/nodes/{name}/token)
+// and answered only once everything they caused is durable.
 //
-// Parsing is strict (unknown fields are errors) and every error names the
-// field as a JSON path, on both sides. Fields added later are optional (a
-// missing one takes its default) and the server sends an agent only the
-// fields its registration showed it knows, so a server may be upgraded
-// before its agents (issue 14's fields: RegisterRequest.isolation, the
-// container fields of TaskOrder; issue 15's: RegisterRequest.metrics_url,
-// AgentReply.pool).
+// Versions (`protocol`): 1 is the protocol of agents older than the field:
+// every reply carries the node's whole desired state (the tasks that should
+// run there, with what each should do, and the scrubs to perform), so a
+// lost message or an agent restart heals at the next heartbeat. 2 adds the
+// watch: the agent holds one request that the server answers as soon as the
+// node's desired state changes, with a revision (src/server/watch_hub.h),
+// and reports task starts and exits at once (`report`); heartbeats keep
+// health, utilization, logs and liveness, and their replies carry no
+// desired state. A server accepts agents of its version and the one before
+// (kOldestAgentProtocol); an agent speaks the server's version when it is
+// older (the registration's reply says it). A reply acknowledges every
+// report of the request it answers; an agent keeps reporting the final
+// state of a task for as long as the task is desired.
+//
+// Unknown fields are ignored on both sides (UnknownKeys::kIgnore, the
+// default here; unlike the API's requests), so that either side may be
+// newer. An agent of protocol 1 refused them: the server sends such an
+// agent only the fields its registration showed it knows (issue 14's
+// RegisterRequest.isolation and TaskOrder's container fields; issue 15's
+// RegisterRequest.metrics_url and AgentReply.pool; issue 18's fields go
+// only to protocol 2). Every error names the field as a JSON path.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +42,12 @@
 
 namespace gpupool {
 
+// This build's protocol, and the oldest an agent may speak to it.
+inline constexpr int kAgentProtocol = 2;
+inline constexpr int kOldestAgentProtocol = 1;
+
 struct RegisterRequest {
+  int protocol = 1;  // absent: 1 (an agent older than the field)
   std::string node;
   std::string backend;     // "nvml" or "fake"
   std::string node_class;  // empty: none
@@ -94,6 +110,7 @@ struct LogChunk {
 };
 
 struct HeartbeatRequest {
+  int protocol = 1;  // absent: 1; 2: the reply carries no desired state (the watch does)
   std::string node;
   std::string session;  // from the registration's reply: one agent per node
   std::vector<GpuSample> gpus;  // processes are not sent
@@ -136,6 +153,14 @@ struct TaskOrder {
   int64_t cpu_milli = 0;          // the replica's CPU: a quota; 0 = none
   int64_t uid = 0;                // host uid and gid of the container's root (the tenant's range)
   int64_t uid_count = 0;          // the range's size; 0 = no user namespace
+  friend bool operator==(const TaskOrder&, const TaskOrder&) = default;
+};
+
+// Names a task replica's attempt: what the agent keeps its tasks by.
+struct TaskRef {
+  JobId job = -1;
+  int32_t replica = 0, attempt = 0;
+  friend auto operator<=>(const TaskRef&, const TaskRef&) = default;
 };
 
 struct ScrubOrder {
@@ -150,6 +175,15 @@ struct LogAck {
 };
 
 struct AgentReply {
+  // Protocol 2 only (0 / empty: not written, for an agent of protocol 1):
+  // the server's protocol, its incarnation (a run of the server: revisions
+  // count within one) and the node's desired-state revision.
+  int protocol = 0;
+  std::string incarnation;
+  int64_t revision = 0;
+  // False: the reply carries no desired state (a protocol-2 heartbeat's or
+  // report's; on the wire, no "tasks" and no "scrubs"): keep the one held.
+  bool has_desired = true;
   int32_t node_index = -1;
   // Names this agent's registration. A heartbeat with another session than
   // the node's latest is refused (409): a second agent registered for the
@@ -168,12 +202,63 @@ struct AgentReply {
   std::string pool;
 };
 
+// Protocol 2: a held request for the node's desired state after `revision`.
+struct WatchRequest {
+  int protocol = kAgentProtocol;
+  std::string node, session;
+  std::string incarnation;   // of the server that gave `revision`; empty: none yet
+  int64_t revision = 0;      // the revision the agent holds (0: none: the whole state is answered)
+  int64_t wait_ms = 25000;   // hold at most this long (the server caps it); 0: answer at once
+};
+
+// The answer to a watch. With `changed` false nothing changed after the
+// watch's revision (the hold ended) and only incarnation and revision are
+// set. Otherwise: `tasks` holds every desired task (`full`: a resync, the
+// agent replaces what it holds) or those added or changed after `since`;
+// `task_keys` names every desired task (one the agent holds and that is
+// not named left the desired state), `scrubs` every pending scrub order.
+struct WatchReply {
+  std::string incarnation;
+  int64_t revision = 0;
+  bool changed = false;
+  bool full = false;
+  int64_t since = 0;
+  std::string session, pool;
+  int64_t heartbeat_interval_ms = 5000;
+  int64_t fence_after_ms = 0;
+  std::vector<TaskOrder> tasks;
+  std::vector<TaskRef> task_keys;
+  std::vector<ScrubOrder> scrubs;
+};
+
+// Protocol 2: task phases and scrub results as they happen, between
+// heartbeats (one request for everything that changed meanwhile), with the
+// output not yet uploaded of the tasks that ended (so that a job's logs are
+// there when it is seen to end; acknowledged in the reply's `logs`).
+struct TaskReportRequest {
+  int protocol = kAgentProtocol;
+  std::string node, session;
+  std::vector<TaskReport> tasks;
+  std::vector<ScrubReport> scrubs;
+  std::vector<LogChunk> logs;
+};
+
 nlohmann::json ToJson(const RegisterRequest& r);
 nlohmann::json ToJson(const HeartbeatRequest& r);
 nlohmann::json ToJson(const AgentReply& r);
-ApiResult<RegisterRequest> ParseRegisterRequest(const nlohmann::json& j);
-ApiResult<HeartbeatRequest> ParseHeartbeatRequest(const nlohmann::json& j);
-ApiResult<AgentReply> ParseAgentReply(const nlohmann::json& j);
+nlohmann::json ToJson(const WatchRequest& r);
+nlohmann::json ToJson(const WatchReply& r);
+nlohmann::json ToJson(const TaskReportRequest& r);
+// `unknown`: kIgnore, the protocol's rule; kRefuse is how agents of
+// protocol 1 read replies (tests use it to play one).
+ApiResult<RegisterRequest> ParseRegisterRequest(const nlohmann::json& j, UnknownKeys unknown = UnknownKeys::kIgnore);
+ApiResult<HeartbeatRequest> ParseHeartbeatRequest(const nlohmann::json& j,
+                                                  UnknownKeys unknown = UnknownKeys::kIgnore);
+ApiResult<AgentReply> ParseAgentReply(const nlohmann::json& j, UnknownKeys unknown = UnknownKeys::kIgnore);
+ApiResult<WatchRequest> ParseWatchRequest(const nlohmann::json& j, UnknownKeys unknown = UnknownKeys::kIgnore);
+ApiResult<WatchReply> ParseWatchReply(const nlohmann::json& j, UnknownKeys unknown = UnknownKeys::kIgnore);
+ApiResult<TaskReportRequest> ParseTaskReportRequest(const nlohmann::json& j,
+                                                    UnknownKeys unknown = UnknownKeys::kIgnore);
 
 // Log bytes as a JSON string can carry them: every byte of an invalid
 // UTF-8 sequence becomes '?', so the length is unchanged. An incomplete

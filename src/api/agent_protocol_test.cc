@@ -85,8 +85,9 @@ TEST(AgentProtocolTest, BadMessagesNameTheField) {
   auto no_session = ParseHeartbeatRequest(json::parse(R"({"node":"n"})"));
   ASSERT_FALSE(no_session.ok());
   EXPECT_EQ(no_session.error.field, "session");
-  auto unknown =
-      ParseHeartbeatRequest(json::parse(R"({"node":"n","session":"s","tasks":[{"job":1,"phase":"running","x":1}]})"));
+  // Read as an agent of protocol 1 read (unknown keys refused), the key is named.
+  auto unknown = ParseHeartbeatRequest(
+      json::parse(R"({"node":"n","session":"s","tasks":[{"job":1,"phase":"running","x":1}]})"), UnknownKeys::kRefuse);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error.field, "tasks[0].x");
   auto phase = ParseHeartbeatRequest(json::parse(R"({"node":"n","session":"s","tasks":[{"job":1,"phase":"sleeping"}]})"));
@@ -300,6 +301,119 @@ TEST(AgentProtocolTest, HeartbeatsCarryMigInstancesOptionally) {
       json::parse(R"({"node":"n","session":"s","gpus":[{"index":0,"mig":[{"uuid":"MIG-a","start":99}]}]})"));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error.field, "gpus[0].mig[0].start");
+}
+
+TEST(AgentProtocolTest, UnknownFieldsAreIgnoredSoEitherSideMayBeNewer) {
+  // A newer agent's fields at every level of a heartbeat.
+  auto hb = ParseHeartbeatRequest(json::parse(
+      R"({"node":"n","session":"s","protocol":3,"future":{"a":1},
+          "gpus":[{"index":0,"util_pct":5,"new_sensor":7}],
+          "tasks":[{"job":1,"phase":"running","cgroup_stats":[1,2]}]})"));
+  ASSERT_TRUE(hb.ok()) << hb.error.field << ": " << hb.error.message;
+  EXPECT_EQ(hb.value->protocol, 3);
+  ASSERT_EQ(hb.value->tasks.size(), 1u);
+  EXPECT_EQ(hb.value->tasks[0].phase, TaskPhase::kRunning);
+  // A newer server's fields in a reply and in a task order.
+  auto reply = ParseAgentReply(json::parse(
+      R"({"node_index":0,"protocol":3,"incarnation":"i","revision":4,"hint":"x",
+          "tasks":[{"job":1,"action":"run","priority_class":"gold","task":{"command":["x"],"new":true}}]})"));
+  ASSERT_TRUE(reply.ok()) << reply.error.field << ": " << reply.error.message;
+  ASSERT_EQ(reply.value->tasks.size(), 1u);
+  EXPECT_EQ(reply.value->tasks[0].task.command, std::vector<std::string>{"x"});
+  // Known fields keep their checks.
+  auto bad = ParseAgentReply(json::parse(R"({"revision":-1,"extra":1})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error.field, "revision");
+}
+
+TEST(AgentProtocolTest, AnAbsentProtocolIsOneAndProtocolOneMessagesHaveNoNewKeys) {
+  auto old = ParseRegisterRequest(json::parse(R"({"node":"n","cpu_milli":1,"memory_mib":1})"));
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old.value->protocol, 1);
+  RegisterRequest r = *old.value;
+  EXPECT_FALSE(ToJson(r).contains("protocol"));  // a server of protocol 1 refused the key
+  r.protocol = 2;
+  EXPECT_EQ(ToJson(r)["protocol"], 2);
+  auto zero = ParseRegisterRequest(json::parse(R"({"node":"n","cpu_milli":1,"memory_mib":1,"protocol":0})"));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.error.field, "protocol");
+
+  // A reply to an agent of protocol 1 (protocol 0: not written) reads back
+  // under that agent's strict rule; one of protocol 2 carries its keys.
+  AgentReply a;
+  a.node_index = 1;
+  a.session = "s";
+  a.tasks = {TaskOrder{}};
+  a.tasks[0].job = 5;
+  a.tasks[0].task.command = {"true"};
+  const json one = ToJson(a);
+  for (const char* key : {"protocol", "incarnation", "revision"}) EXPECT_FALSE(one.contains(key)) << key;
+  auto strict = ParseAgentReply(one, UnknownKeys::kRefuse);
+  ASSERT_TRUE(strict.ok()) << strict.error.field << ": " << strict.error.message;
+  EXPECT_TRUE(strict.value->has_desired);
+  a.protocol = 2;
+  a.incarnation = "inc";
+  a.revision = 9;
+  a.has_desired = false;  // a heartbeat's reply: the watch carries the desired state
+  const json two = ToJson(a);
+  EXPECT_FALSE(two.contains("tasks"));
+  EXPECT_FALSE(two.contains("scrubs"));
+  auto back = ParseAgentReply(two);
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back.value->has_desired);
+  EXPECT_EQ(back.value->revision, 9);
+  EXPECT_EQ(back.value->incarnation, "inc");
+}
+
+TEST(AgentProtocolTest, WatchesAndReportsRoundTrip) {
+  WatchRequest w{2, "gpu-7", "s-1", "inc-1", 17, 25000};
+  auto wb = ParseWatchRequest(ToJson(w));
+  ASSERT_TRUE(wb.ok()) << wb.error.message;
+  EXPECT_EQ(ToJson(*wb.value), ToJson(w));
+  auto no_session = ParseWatchRequest(json::parse(R"({"node":"n"})"));
+  ASSERT_FALSE(no_session.ok());
+  EXPECT_EQ(no_session.error.field, "session");
+
+  WatchReply r;
+  r.incarnation = "inc-1";
+  r.revision = 18;
+  r.changed = true;
+  r.since = 17;
+  r.session = "s-1";
+  r.pool = "gpu";
+  r.heartbeat_interval_ms = 30000;
+  r.fence_after_ms = 90000;
+  r.tasks = {TaskOrder{}};
+  r.tasks[0].job = 3;
+  r.tasks[0].task.command = {"true"};
+  r.task_keys = {TaskRef{3, 0, 0}, TaskRef{2, 1, 4}};
+  r.scrubs = {ScrubOrder{8, {0, 1}}};
+  auto rb = ParseWatchReply(ToJson(r));
+  ASSERT_TRUE(rb.ok()) << rb.error.field << ": " << rb.error.message;
+  EXPECT_EQ(ToJson(*rb.value), ToJson(r));
+  EXPECT_EQ(rb.value->task_keys[1], (TaskRef{2, 1, 4}));
+  // A hold that ended: only where the agent stands.
+  WatchReply same;
+  same.incarnation = "inc-1";
+  same.revision = 18;
+  EXPECT_EQ(ToJson(same), json::parse(R"({"incarnation":"inc-1","revision":18,"changed":false})"));
+  auto key = ParseWatchReply(json::parse(R"({"incarnation":"i","revision":1,"changed":true,"task_keys":[[1,2]]})"));
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.error.field, "task_keys[0]");
+
+  TaskReportRequest t;
+  t.node = "gpu-7";
+  t.session = "s-1";
+  TaskReport x;
+  x.job = 3;
+  x.phase = TaskPhase::kExited;
+  x.exit_code = 0;
+  t.tasks = {x};
+  t.scrubs = {ScrubReport{8, true, 1024, 0.25, ""}};
+  t.logs = {LogChunk{3, 0, 0, 0, "done\n"}};
+  auto tb = ParseTaskReportRequest(ToJson(t));
+  ASSERT_TRUE(tb.ok()) << tb.error.message;
+  EXPECT_EQ(ToJson(*tb.value), ToJson(t));
 }
 
 }  // namespace

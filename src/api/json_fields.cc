@@ -37,12 +37,13 @@ std::string JsonTypeName(const nlohmann::json& j) {
 }
 
 bool FieldReader::Open(const nlohmann::json& j, std::string path, std::initializer_list<std::string_view> known,
-                       FieldReader* out, ApiError* err) {
+                       FieldReader* out, ApiError* err, UnknownKeys unknown) {
   if (!j.is_object()) {
     *err = BadField(path, "expected an object, got " + JsonTypeName(j));
     return false;
   }
   for (const auto& [key, value] : j.items()) {
+    if (unknown == UnknownKeys::kIgnore) break;
     bool found = false;
     for (std::string_view k : known) found = found || k == key;
     if (!found) {

@@ -37,11 +37,17 @@ ApiError MakeApiError(int http_status, std::string code, std::string message, st
 // A JSON object being read. Every accessor returns false after setting
 // *err when the key is present but wrong; a missing key leaves `out` alone
 // and returns true.
+// What Open does with a key not in its list: the API's requests refuse it
+// (a typo is an error); the agent protocol ignores it (a newer peer's
+// field, src/api/agent_protocol.h).
+enum class UnknownKeys { kRefuse, kIgnore };
+
 class FieldReader {
  public:
-  // Fails unless `j` is an object whose keys are all in `known`.
+  // Fails unless `j` is an object whose keys are all in `known` (with
+  // kIgnore: unless `j` is an object).
   static bool Open(const nlohmann::json& j, std::string path, std::initializer_list<std::string_view> known,
-                   FieldReader* out, ApiError* err);
+                   FieldReader* out, ApiError* err, UnknownKeys unknown = UnknownKeys::kRefuse);
 
   bool Has(std::string_view key) const { return j_->contains(key); }
   const nlohmann::json* Find(std::string_view key) const;
