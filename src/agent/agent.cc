@@ -1,5 +1,6 @@
 #include "src/agent/agent.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
@@ -55,6 +56,9 @@ std::string Join(const std::vector<int>& v) {
   return out;
 }
 
+// An agent playing protocol 1 reads replies as such an agent did.
+UnknownKeys UnknownFieldsOf(int protocol) { return protocol >= 2 ? UnknownKeys::kIgnore : UnknownKeys::kRefuse; }
+
 bool Overlaps(const std::vector<int>& a, const std::vector<int>& b) {
   for (int x : a) {
     for (int y : b) {
@@ -87,7 +91,12 @@ Agent::Agent(AgentOptions options, std::unique_ptr<DeviceBackend> backend)
   http_->set_tcp_nodelay(true);
 }
 
-Agent::~Agent() = default;
+Agent::~Agent() {
+  StopWatch();
+  for (int fd : wake_) {
+    if (fd >= 0) ::close(fd);
+  }
+}
 
 Result<std::string> Agent::StartMetrics() {
   if (metrics_) return metrics_url_;
@@ -133,6 +142,7 @@ void Agent::Log(const std::string& action, std::vector<std::pair<std::string, st
   for (auto& [k, v] : fields) line[k] = v;
   const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace);
   const std::string file = options_.work_dir + "/agent.log";
+  std::lock_guard lock(log_mu_);
   std::error_code ec;
   if (fs::file_size(file, ec) > kMaxActionLogBytes && !ec) fs::rename(file, file + ".1", ec);  // keep two
   std::ofstream(file, std::ios::app) << text << "\n";
@@ -179,21 +189,24 @@ Status Agent::Register() {
   r.gpus = gpus_;
   r.isolation = runtime_->isolation();
   r.metrics_url = metrics_url_;
+  r.protocol = options_.protocol;
   int status = 0;
   auto reply = Post("/v1/agent/register", ToJson(r), &status);
   register_status_ = status;
   if (!reply) return std::unexpected(Error{status >= 400 && status < 500 ? ErrorCode::kFailedPrecondition
                                                                          : ErrorCode::kIo,
                                            reply.error().message});
-  auto parsed = ParseAgentReply(*reply);
+  auto parsed = ParseAgentReply(*reply, UnknownFieldsOf(options_.protocol));
   if (!parsed.ok()) return IoError("register: bad reply: " + parsed.error.field + ": " + parsed.error.message);
   registered_ = true;
   session_ = parsed.value->session;
+  server_protocol_ = std::min(options_.protocol, std::max(parsed.value->protocol, 1));
   last_ok_ = SteadyClock::now();
   fenced_ = false;
   Log("registered", {{"server", options_.server_url}, {"gpus", std::to_string(gpus_.size())},
-                     {"backend", backend_->name()}});
+                     {"backend", backend_->name()}, {"protocol", std::to_string(server_protocol_)}});
   Apply(*parsed.value);
+  if (server_protocol_ >= 2) StartWatch(*parsed.value);
   DiscardUnadopted();  // what the desired state does not account for
   return {};
 }
@@ -202,8 +215,16 @@ void Agent::Apply(const AgentReply& reply) {
   interval_ = std::chrono::milliseconds(reply.heartbeat_interval_ms);
   if (!reply.pool.empty()) pool_ = reply.pool;
   fence_after_ = std::chrono::milliseconds(reply.fence_after_ms);
+  for (const LogAck& a : reply.logs) {
+    auto it = tasks_.find(Key{a.job, a.replica, a.attempt});
+    if (it != tasks_.end()) it->second.log_uploaded = a.bytes;
+  }
+  if (reply.has_desired) ApplyDesired(reply.tasks, reply.scrubs);
+}
+
+void Agent::ApplyDesired(const std::vector<TaskOrder>& tasks, const std::vector<ScrubOrder>& scrubs) {
   std::set<Key> desired;
-  for (const TaskOrder& o : reply.tasks) {
+  for (const TaskOrder& o : tasks) {
     const Key key{o.job, o.replica, o.attempt};
     desired.insert(key);
     auto it = tasks_.find(key);
@@ -224,16 +245,17 @@ void Agent::Apply(const AgentReply& reply) {
       BeginStop(t);
     }
   }
-  scrub_orders_ = reply.scrubs;
+  scrub_orders_ = scrubs;
   std::set<int64_t> orders;
   for (const ScrubOrder& s : scrub_orders_) orders.insert(s.id);
   for (auto it = scrubs_done_.begin(); it != scrubs_done_.end();) {
     // Done and acknowledged (the order left), or failed: retried at the next pass.
-    it = (!orders.count(it->first) || !it->second.ok) ? scrubs_done_.erase(it) : std::next(it);
-  }
-  for (const LogAck& a : reply.logs) {
-    auto it = tasks_.find(Key{a.job, a.replica, a.attempt});
-    if (it != tasks_.end()) it->second.log_uploaded = a.bytes;
+    if (!orders.count(it->first) || !it->second.ok) {
+      scrubs_reported_.erase(it->first);
+      it = scrubs_done_.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 
@@ -571,12 +593,13 @@ void Agent::StartTask(LocalTask& t) {
   }
   t.proc = std::move(*p);
   t.state = LocalTask::State::kRunning;
+  t.exit_fd = ExitFd(t.proc->pid());
   if (!t.mig_uuid.empty()) mig_clean_.erase(t.mig_uuid);  // its memory is the task's now
   Log("start", {{"job", std::to_string(o.job)}, {"replica", std::to_string(o.replica)},
                 {"attempt", std::to_string(o.attempt)}, {"pid", std::to_string(t.proc->pid())},
                 {"tenant", o.tenant}, {"gpus", Join(o.gpus)}, {"gpu_mode", o.gpu_mode},
                 {"cuda_visible_devices", visible}, {"runtime", runtime_->name()}, {"id", t.proc->id()}});
-  SaveState();
+  state_dirty_ = true;  // saved at the end of this pass: one write for every task it starts
 }
 
 void Agent::Step() {
@@ -587,6 +610,7 @@ void Agent::Step() {
     if (!t.proc->reaped()) {
       if (auto st = t.proc->Poll()) {
         t.exit = *st;
+        t.exit_fd = ExitFd();
         if (st->oom) {
           t.error = "out of memory (limit " + GibText(t.order.memory_mib) + ")";
           std::ofstream(t.log_file, std::ios::app) << "gpupool agent: " << t.error << "\n";
@@ -603,7 +627,7 @@ void Agent::Step() {
         Log("exit", {{"job", std::to_string(t.order.job)}, {"replica", std::to_string(t.order.replica)},
                      {"attempt", std::to_string(t.order.attempt)}, {"exit_code", std::to_string(st->exit_code)},
                      {"signal", std::to_string(st->signal)}, {"oom", st->oom ? "true" : "false"}});
-        SaveState();
+        state_dirty_ = true;
       }
     }
     if (t.state != LocalTask::State::kStopping) continue;
@@ -680,6 +704,10 @@ void Agent::Step() {
     if (t.state == LocalTask::State::kDone && t.proc && !t.proc->Alive()) t.proc->Remove();  // container and bundle
     it = (t.state == LocalTask::State::kDone && uploaded) ? tasks_.erase(it) : std::next(it);
   }
+  if (state_dirty_) {
+    SaveState();
+    state_dirty_ = false;
+  }
 }
 
 Status Agent::Heartbeat() {
@@ -718,38 +746,8 @@ Status Agent::Heartbeat() {
   }
   const auto usage = backend_->SampleTasks(probes);
   PublishContention(r.gpus, usage);
-  for (auto& [key, t] : tasks_) {
-    if (t.desired) {
-      TaskReport x;
-      x.job = t.order.job;
-      x.replica = t.order.replica;
-      x.attempt = t.order.attempt;
-      bool report = true;
-      if (t.order.action == TaskAction::kCheckpoint && t.checkpoint_done) {
-        x.phase = TaskPhase::kCheckpointed;
-        x.checkpoint_acked = t.checkpoint_acked;
-      } else if (t.state == LocalTask::State::kRunning) {
-        x.phase = TaskPhase::kRunning;
-        x.pid = t.proc->pid();
-        auto u = usage.find(std::to_string(t.order.job) + "." + std::to_string(t.order.replica) + "." +
-                            std::to_string(t.order.attempt));
-        if (u != usage.end()) {
-          x.util_pct = u->second.util_pct;
-          x.gpu_memory_mib = u->second.memory_mib;
-        }
-      } else if (t.state == LocalTask::State::kExited) {
-        x.phase = TaskPhase::kExited;
-        x.exit_code = t.exit.exit_code;
-        x.signal = t.exit.signal;
-        x.error = t.error;  // e.g. the OOM kill
-      } else if (t.state == LocalTask::State::kStartFailed) {
-        x.phase = TaskPhase::kStartFailed;
-        x.error = t.error;
-      } else {
-        report = false;  // waiting to start
-      }
-      if (report) r.tasks.push_back(std::move(x));
-    }
+  for (const auto& [key, t] : tasks_) {
+    if (auto x = ReportOf(t, usage)) r.tasks.push_back(std::move(*x));
   }
   // New log bytes, within the budget, the tasks taking turns to go first.
   std::vector<LocalTask*> order;
@@ -758,26 +756,14 @@ Status Agent::Heartbeat() {
   }
   int64_t budget = skip_logs_ ? 0 : kLogBudgetBytes;
   for (size_t k = 0; k < order.size() && budget > 0; ++k) {
-    LocalTask& t = *order[(log_turn_ + k) % order.size()];
-    std::ifstream in(t.log_file, std::ios::binary);
-    if (!in) continue;
-    in.seekg(0, std::ios::end);
-    const int64_t size = static_cast<int64_t>(in.tellg());
-    if (size <= t.log_uploaded) continue;
-    std::string data(static_cast<size_t>(std::min({kMaxLogChunk, budget, size - t.log_uploaded})), '\0');
-    in.seekg(t.log_uploaded);
-    in.read(data.data(), static_cast<std::streamsize>(data.size()));
-    data.resize(static_cast<size_t>(in.gcount()));
-    std::string clean = SanitizeUtf8(data);
-    const bool finished = !t.proc || t.proc->reaped();
-    if (clean.size() < data.size() && finished && t.log_uploaded + static_cast<int64_t>(data.size()) == size) {
-      clean.append(data.size() - clean.size(), '?');  // a sequence its writer will never complete
+    if (auto c = NextLogChunk(*order[(log_turn_ + k) % order.size()], budget)) {
+      budget -= static_cast<int64_t>(c->data.size());
+      r.logs.push_back(std::move(*c));
     }
-    budget -= static_cast<int64_t>(clean.size());
-    if (!clean.empty()) r.logs.push_back(LogChunk{t.order.job, t.order.replica, t.order.attempt, t.log_uploaded, clean});
   }
   ++log_turn_;
   for (const auto& [id, s] : scrubs_done_) r.scrubs.push_back(s);
+  r.protocol = server_protocol_;
   int status = 0;
   auto reply = Post("/v1/agent/heartbeat", ToJson(r), &status);
   if (!reply) {
@@ -788,10 +774,67 @@ Status Agent::Heartbeat() {
   }
   skip_logs_ = false;
   last_ok_ = SteadyClock::now();
-  auto parsed = ParseAgentReply(*reply);
+  auto parsed = ParseAgentReply(*reply, UnknownFieldsOf(options_.protocol));
   if (!parsed.ok()) return IoError("heartbeat: bad reply: " + parsed.error.field + ": " + parsed.error.message);
+  // What it reported is acknowledged: reports send only what changes after.
+  for (const TaskReport& x : r.tasks) {
+    if (auto it = tasks_.find(Key{x.job, x.replica, x.attempt}); it != tasks_.end()) it->second.reported = x.phase;
+  }
+  for (const ScrubReport& x : r.scrubs) scrubs_reported_.insert(x.id);
   Apply(*parsed.value);
   return {};
+}
+
+std::optional<LogChunk> Agent::NextLogChunk(const LocalTask& t, int64_t budget) const {
+  if (t.log_file.empty()) return std::nullopt;
+  std::ifstream in(t.log_file, std::ios::binary);
+  if (!in) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  const int64_t size = static_cast<int64_t>(in.tellg());
+  if (size <= t.log_uploaded) return std::nullopt;
+  std::string data(static_cast<size_t>(std::min({kMaxLogChunk, budget, size - t.log_uploaded})), '\0');
+  in.seekg(t.log_uploaded);
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<size_t>(in.gcount()));
+  std::string clean = SanitizeUtf8(data);
+  const bool finished = !t.proc || t.proc->reaped();
+  if (clean.size() < data.size() && finished && t.log_uploaded + static_cast<int64_t>(data.size()) == size) {
+    clean.append(data.size() - clean.size(), '?');  // a sequence its writer will never complete
+  }
+  if (clean.empty()) return std::nullopt;
+  return LogChunk{t.order.job, t.order.replica, t.order.attempt, t.log_uploaded, std::move(clean)};
+}
+
+std::optional<TaskReport> Agent::ReportOf(const LocalTask& t, const std::map<std::string, TaskUsage>& usage) const {
+  if (!t.desired) return std::nullopt;
+  TaskReport x;
+  x.job = t.order.job;
+  x.replica = t.order.replica;
+  x.attempt = t.order.attempt;
+  if (t.order.action == TaskAction::kCheckpoint && t.checkpoint_done) {
+    x.phase = TaskPhase::kCheckpointed;
+    x.checkpoint_acked = t.checkpoint_acked;
+  } else if (t.state == LocalTask::State::kRunning) {
+    x.phase = TaskPhase::kRunning;
+    x.pid = t.proc->pid();
+    auto u = usage.find(std::to_string(t.order.job) + "." + std::to_string(t.order.replica) + "." +
+                        std::to_string(t.order.attempt));
+    if (u != usage.end()) {
+      x.util_pct = u->second.util_pct;
+      x.gpu_memory_mib = u->second.memory_mib;
+    }
+  } else if (t.state == LocalTask::State::kExited) {
+    x.phase = TaskPhase::kExited;
+    x.exit_code = t.exit.exit_code;
+    x.signal = t.exit.signal;
+    x.error = t.error;  // e.g. the OOM kill
+  } else if (t.state == LocalTask::State::kStartFailed) {
+    x.phase = TaskPhase::kStartFailed;
+    x.error = t.error;
+  } else {
+    return std::nullopt;  // waiting to start
+  }
+  return x;
 }
 
 // `d` less up to a fifth, at random: agents that restarted together (a
@@ -838,6 +881,7 @@ void Agent::Adopt(LocalTask& t) {
   t.proc = std::move(it->second);
   adoptable_.erase(it);
   t.state = LocalTask::State::kRunning;
+  t.exit_fd = ExitFd(t.proc->pid());
   const TaskOrder& o = t.order;
   if (o.gpu_mode == "mig" && o.gpus.size() == 1 && o.gpus[0] >= 0 && o.gpus[0] < static_cast<int>(gpus_.size())) {
     for (const MigInstance& m : gpus_[o.gpus[0]].mig) {
@@ -879,6 +923,10 @@ int Agent::Run() {
       return 2;
     }
   }
+  if (::pipe2(wake_, O_NONBLOCK | O_CLOEXEC) != 0) {
+    std::cerr << "agent: cannot make a pipe\n";
+    return 2;
+  }
   adoptable_ = runtime_->Recover();
   LoadMigCreated();
   mps_ = std::make_unique<MpsDaemons>(MpsOptions());
@@ -908,12 +956,14 @@ int Agent::Run() {
         next_heartbeat = SteadyClock::now() + Jittered(interval_);
       }
     }
+    TakeWatchAnswers();  // the desired state's changes, as soon as they come
     if (superseded_) {
       Log("superseded", {{"reason", "another agent registered for this node"}});
       rc = 4;
       break;
     }
     Step();  // reaping and stops go on while the server is away
+    ReportChanges();  // what Step started and saw end, at once (protocol 2)
     if (registered_ && SteadyClock::now() >= next_heartbeat) {
       if (auto ok = Heartbeat(); !ok) Log("heartbeat_failed", {{"error", ok.error().message}});
       next_heartbeat = SteadyClock::now() + Jittered(interval_);
@@ -924,8 +974,12 @@ int Agent::Run() {
       PublishMetrics();
       next_metrics = SteadyClock::now() + interval_;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Until a watch answer, a task's exit, or the next periodic pass
+    // (checkpoint acknowledgements, stop deadlines, fencing).
+    const auto until_heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(next_heartbeat - SteadyClock::now());
+    WaitForWork(std::clamp(until_heartbeat, std::chrono::milliseconds(0), std::chrono::milliseconds(50)));
   }
+  StopWatch();
   // Leaving: the node's tasks stop with the agent (SIGTERM, then SIGKILL
   // after their grace); the server re-places them once the node is down.
   const auto deadline = SteadyClock::now() + std::chrono::seconds(10);

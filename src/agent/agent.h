@@ -42,6 +42,17 @@
 //    (scrubbed first) once no task holds them; those it found are kept
 //    unless a placement needs their slices. MIG mode is never changed.
 //    Heartbeats report each MIG GPU's instances as they are.
+// Protocol 2 (issue 18, agent_watch.cc; src/api/agent_protocol.h): a
+// second thread holds a watch on the server, which answers as soon as the
+// node's desired state changes; the main loop applies each answer at once
+// (it is woken, and also wakes when a task's first process exits, through
+// a pidfd) and reports what changed (a task started, exited, failed to
+// start or checkpointed; a scrub done) in one request right away, so a job
+// starts and ends in milliseconds. Heartbeats go on at the server's
+// interval with samples, utilization, logs and every report again. The
+// desired state is held with its revision: an answer that does not follow
+// from the revision held (or a server restart) asks for the whole state
+// again. Against a server of protocol 1 the agent heartbeats only.
 // Reports repeat until the task or order leaves the desired state, so a
 // lost reply or a restarted server heals at the next heartbeat. A
 // restarted agent re-adopts the containers its predecessor left
@@ -64,18 +75,24 @@
 // Every action is logged as a JSON line to WORK/agent.log (16 MiB, then it
 // becomes agent.log.1) and stderr.
 //
-// Thread-safety: Run on one thread; Stop from any.
+// Thread-safety: Run on one thread; Stop from any. Run starts the watch
+// thread and joins it before returning.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "src/agent/device_backend.h"
@@ -117,6 +134,10 @@ struct AgentOptions {
   // metrics on HOST:PORT (port 0: any free one); metrics_port < 0: none.
   std::string metrics_host;
   int metrics_port = -1;
+  // The agent protocol spoken (src/api/agent_protocol.h): kAgentProtocol;
+  // 1 plays an agent older than the watch (heartbeats only, and replies
+  // read as that agent read them: unknown fields refused), for upgrade tests.
+  int protocol = kAgentProtocol;
 };
 
 class MetricsListener;
@@ -143,9 +164,28 @@ class Agent {
 
  private:
   using Key = std::tuple<JobId, int32_t, int32_t>;  // job, replica, attempt
+  // A pidfd of a task's first process: readable once it exits (wakes the loop).
+  class ExitFd {
+   public:
+    ExitFd() = default;
+    explicit ExitFd(int pid);
+    ExitFd(ExitFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)), fired_(o.fired_) {}
+    ExitFd& operator=(ExitFd&& o) noexcept;
+    ~ExitFd();
+    int fd() const { return fired_ ? -1 : fd_; }  // -1: nothing to wait for
+    void Fired() { fired_ = true; }
+    bool fired() const { return fired_; }
+
+   private:
+    int fd_ = -1;
+    bool fired_ = false;
+  };
   struct LocalTask {
     TaskOrder order;
     std::unique_ptr<RunningTask> proc;
+    ExitFd exit_fd;
+    // The phase the server last acknowledged (protocol 2's reports send changes).
+    std::optional<TaskPhase> reported;
     enum class State { kWaiting, kRunning, kExited, kStartFailed, kStopping, kDone } state = State::kWaiting;
     bool desired = true;
     ExitStatus exit;
@@ -164,7 +204,23 @@ class Agent {
 
   Status Register();
   Status Heartbeat();
+  // A reply's settings and log acknowledgements; with a desired state, that too.
   void Apply(const AgentReply& reply);
+  void ApplyDesired(const std::vector<TaskOrder>& tasks, const std::vector<ScrubOrder>& scrubs);
+  // The task's log bytes not yet uploaded, at most `budget` (and kMaxLogChunk); none: nothing new.
+  std::optional<LogChunk> NextLogChunk(const LocalTask& t, int64_t budget) const;
+  // What a task's report says now (nothing while it waits to start).
+  std::optional<TaskReport> ReportOf(const LocalTask& t, const std::map<std::string, TaskUsage>& usage) const;
+  // Protocol 2 (agent_watch.cc).
+  void WatchLoop();
+  void StartWatch(const AgentReply& registered);
+  void StopWatch();
+  void TakeWatchAnswers();
+  void ApplyWatch(const WatchReply& w);
+  void Resync(const std::string& why);
+  void ReportChanges();
+  void Wake();
+  void WaitForWork(std::chrono::milliseconds at_most);
   void Step();  // one convergence pass
   void StartTask(LocalTask& t);
   void BeginStop(LocalTask& t);
@@ -214,6 +270,28 @@ class Agent {
   std::map<Key, std::unique_ptr<RunningTask>> adoptable_;
   std::unique_ptr<httplib::Client> http_;
   std::atomic<bool> stop_{false};
+  int server_protocol_ = 1;  // from the registration's reply
+  bool state_dirty_ = false;  // a task started or exited: SaveState at the end of the pass
+  // The desired state held (protocol 2): what a watch's changes apply to.
+  struct Held {
+    std::string incarnation;
+    int64_t revision = 0;
+    std::map<Key, TaskOrder> orders;
+  } held_;
+  std::set<int64_t> scrubs_reported_;  // done scrubs the server acknowledged
+  std::chrono::steady_clock::time_point next_report_{};  // after a failed report
+  // The watch thread and what it hands to the main loop.
+  std::thread watch_thread_;
+  std::unique_ptr<httplib::Client> watch_http_;
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_on_ = false;               // guarded by watch_mu_
+  bool watch_quit_ = false;             // guarded by watch_mu_
+  WatchRequest watch_next_;             // guarded by watch_mu_: what the next watch names
+  std::deque<WatchReply> watch_inbox_;  // guarded by watch_mu_
+  int watch_refused_ = 0;               // guarded by watch_mu_: 404 or 409 for the main loop
+  int wake_[2] = {-1, -1};              // a pipe: the watch thread wakes the main loop
+  mutable std::mutex log_mu_;           // Log is called from both threads
   std::vector<GpuDevice> gpus_;
   bool registered_ = false;
   int register_status_ = 0;  // the HTTP status of the last registration (0: no answer)

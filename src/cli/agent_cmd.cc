@@ -38,6 +38,7 @@ struct AgentFlags {
   bool print_devices = false;
   int mig_check = -1;  // a GPU index: --mig-check
   std::string metrics_listen;  // HOST:PORT; empty: no metrics listener
+  int protocol = kAgentProtocol;
 };
 
 std::string WorkDirOf(const AgentFlags& f) {
@@ -83,6 +84,7 @@ AgentOptions OptionsOf(const AgentFlags& f) {
   o.pids_limit = f.pids_limit;
   o.expose_all_gpu_nodes = f.expose_all_gpu_nodes;
   o.mps_control = f.mps_control;
+  o.protocol = f.protocol;
   return o;
 }
 
@@ -351,6 +353,10 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--metrics-listen", f->metrics_listen,
                   "HOST:PORT to serve the GPUs' DCGM-named metrics on (GET /metrics, like the DCGM exporter; port 0: "
                   "any free port; default: off)");
+  cmd->add_option("--protocol", f->protocol,
+                  "Agent protocol to speak: 2, or 1 as an agent older than the watch (upgrade tests)")
+      ->check(CLI::Range(kOldestAgentProtocol, kAgentProtocol))
+      ->capture_default_str();
   cmd->add_option("--fake-dev-dir", f->fake_dev_dir, "Fake GPUs: where their device nodes are made (default WORK/dev)");
   cmd->add_flag("--test-expose-all-gpu-nodes", f->expose_all_gpu_nodes,
                 "Tests only: bind every GPU's device node into each container (the devices cgroup still denies "

@@ -6,6 +6,7 @@
 #include "src/model/gpu_catalog.h"
 #include "src/model/mig.h"
 #include "src/base/time_text.h"
+#include "src/server/auth.h"
 
 namespace gpupool {
 namespace {
@@ -30,7 +31,37 @@ std::string SpecText(const NodeSpec& s, const std::string& cls) {
   return t;
 }
 
+// Event bodies that name a job, a preempted job or a node.
+template <class T>
+concept NamesJob = requires(const T& b) { JobId{b.job}; };
+template <class T>
+concept NamesVictim = requires(const T& b) { JobId{b.victim}; };
+template <class T>
+concept NamesNode = requires(const T& b) { NodeIndex{b.node}; };
+
+// Protocol 1's agents older than TaskOrder's container fields get none.
+void StripContainerFields(TaskOrder& t) {
+  t.image.clear();
+  t.shm_mib = 1024;
+  t.network_isolated = false;
+  t.memory_mib = 0;
+  t.cpu_milli = 0;
+  t.uid = 0;
+  t.uid_count = 0;
+}
+
+std::string NewIncarnation() {
+  return std::to_string(ToMillis(WallNow())) + "-" + NewToken().substr(4, 8);
+}
+
 }  // namespace
+
+AgentService::AgentService(Duration heartbeat_interval, Duration heartbeat_timeout, LogStore* logs,
+                           std::string incarnation)
+    : interval_(heartbeat_interval),
+      timeout_(heartbeat_timeout),
+      logs_(logs),
+      incarnation_(incarnation.empty() ? NewIncarnation() : std::move(incarnation)) {}
 
 std::optional<NodeIndex> AgentService::FindNode(const std::string& name) const {
   auto it = node_by_name_.find(name);
@@ -42,6 +73,38 @@ void AgentService::SizeFor(const EngineState& st) {
   const size_t n = static_cast<size_t>(st.cluster.node_count());
   if (jobs_on_node_.size() < n) jobs_on_node_.resize(n);
   if (scrubs_.size() < n) scrubs_.resize(n);
+  if (desired_.size() < n) desired_.resize(n);
+  if (marked_.size() < n) marked_.resize(n, 0);
+}
+
+void AgentService::MarkDirty(NodeIndex node) {
+  if (node < 0 || static_cast<size_t>(node) >= marked_.size() || marked_[node]) return;
+  marked_[node] = 1;
+  dirty_.push_back(node);
+}
+
+void AgentService::MarkJob(JobId job, const EngineState& st) {
+  if (auto it = nodes_of_job_.find(job); it != nodes_of_job_.end()) {
+    for (NodeIndex n : it->second) MarkDirty(n);
+  }
+  if (const Job* j = st.find_job(job)) {
+    for (const ReplicaPlacement& p : j->placements) MarkDirty(p.node);
+  }
+}
+
+// The nodes whose desired state the event may change: called once the
+// engine applied it (the state has the job's new placements) and before it
+// is indexed here (nodes_of_job_ still has the old ones).
+void AgentService::MarkEvent(const Event& e, const EngineState& st) {
+  std::visit(
+      [&](const auto& b) {
+        using T = std::decay_t<decltype(b)>;
+        if constexpr (NamesJob<T>) MarkJob(b.job, st);
+        if constexpr (NamesVictim<T>) MarkJob(b.victim, st);
+        if constexpr (NamesNode<T>) MarkDirty(b.node);
+        if constexpr (std::is_same_v<T, NodeAdded>) MarkDirty(st.cluster.node_count() - 1);
+      },
+      e.body);
 }
 
 void AgentService::RememberPlacement(const Job& j) {
@@ -68,6 +131,7 @@ void AgentService::Rebuild(const EngineState& st) {
     if (j->state == JobState::kCheckpointing && j->spec.task.empty()) settle_.push_back(id);
   }
   progress_.clear();
+  for (NodeIndex i = 0; i < n; ++i) MarkDirty(i);
 }
 
 void AgentService::Forget(JobId job) {
@@ -99,6 +163,7 @@ void AgentService::AddScrub(NodeIndex node, int64_t id, GpuMask gpus) {
 
 void AgentService::OnEvent(const Event& e, const EngineState& st) {
   SizeFor(st);  // replay at start-up may come before Rebuild
+  MarkEvent(e, st);
   std::visit(
       [&](const auto& b) {
         using T = std::decay_t<decltype(b)>;
@@ -115,6 +180,18 @@ void AgentService::OnEvent(const Event& e, const EngineState& st) {
         } else if constexpr (std::is_same_v<T, JobFinished> || std::is_same_v<T, JobCancelled> ||
                              std::is_same_v<T, JobReclaimed> || std::is_same_v<T, JobInterrupted>) {
           Forget(b.job);
+        } else if constexpr (std::is_same_v<T, JobResized>) {
+          // SCALE-7: replicas left or joined; the job's nodes are its placements now.
+          if (const Job* j = st.find_job(b.job); Live(j)) {
+            RememberPlacement(*j);
+            std::vector<NodeIndex>& nodes = nodes_of_job_[b.job];
+            for (NodeIndex n : nodes) jobs_on_node_[n].erase(b.job);
+            nodes.clear();
+            for (const ReplicaPlacement& p : j->placements) {
+              jobs_on_node_[p.node].insert(b.job);
+              nodes.push_back(p.node);
+            }
+          }
         } else if constexpr (std::is_same_v<T, JobPreempted>) {
           Forget(b.victim);
         } else if constexpr (std::is_same_v<T, GpusScrubbed>) {
@@ -148,6 +225,12 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
                                              const std::map<std::string, uint16_t>& node_classes, Instant now,
                                              const Engine::Sink& sink) {
   Outcome out;
+  if (r.protocol < kOldestAgentProtocol) {
+    out.error = BadField("protocol", "agent protocol " + std::to_string(r.protocol) + " is too old for this server "
+                                         "(it accepts " + std::to_string(kOldestAgentProtocol) + " to " +
+                                         std::to_string(kAgentProtocol) + "): upgrade the agent");
+    return out;
+  }
   NodeSpec spec;
   spec.name = r.node;
   spec.cpu_milli = r.cpu_milli;
@@ -258,7 +341,8 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
   static const std::string boot = std::to_string(ToMillis(WallNow()));
   sessions_[node] = boot + "-" + std::to_string(++next_session_);
   agent_info_[node] = AgentInfo{r.isolation_given, r.isolation, r.metrics_url_given};
-  out.reply = Desired(engine.state(), node);
+  MarkDirty(node);
+  out.reply = r.protocol >= 2 ? FullReplyOf(Current(engine.state(), node), incarnation_) : Desired(engine.state(), node);
   return out;
 }
 
@@ -293,6 +377,7 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   auto session = sessions_.find(node);
   if (session == sessions_.end()) {
     sessions_[node] = r.session;  // the server restarted: the agent that speaks first keeps the node
+    MarkDirty(node);              // watches check it
   } else if (session->second != r.session) {
     out.error = MakeApiError(409, "conflict",
                              "another agent registered for node '" + r.node +
@@ -324,6 +409,22 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
     }
     (void)engine.ReportNodeTelemetry(node, telemetry, now, sink);
   }
+  ApplyTaskReports(engine, node, r.tasks, now, sink);
+  for (const ScrubReport& s : r.scrubs) {
+    if (!s.ok) continue;  // the order stays; the agent retries and no task starts on those GPUs
+    std::vector<Scrub>& v = scrubs_[node];
+    const size_t before = v.size();
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const Scrub& x) { return x.id == s.id; }), v.end());
+    if (v.size() != before) MarkDirty(node);
+  }
+  Settle(engine, now, sink);
+  out.reply = r.protocol >= 2 ? Acknowledgement(engine.state(), node) : Desired(engine.state(), node);
+  out.reply.logs = StoreLogs(node, r.logs);
+  return out;
+}
+
+void AgentService::ApplyTaskReports(Engine& engine, NodeIndex node, const std::vector<TaskReport>& tasks, Instant now,
+                                    const Engine::Sink& sink) {
   const EngineState& st = engine.state();
   // Each engine call below may start a scheduling pass that ends or moves
   // other jobs: every decision re-checks that the job is still the attempt
@@ -341,7 +442,7 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
     int64_t mib;
   };
   std::vector<Memory> memory;  // GPU memory the running tasks use
-  for (const TaskReport& t : r.tasks) {
+  for (const TaskReport& t : tasks) {
     const Job* j = current(t.job, t.attempt);
     if (!j || t.replica < 0 || t.replica >= static_cast<int32_t>(j->placements.size()) ||
         j->placements[t.replica].node != node) {
@@ -401,15 +502,6 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   for (const Memory& m : memory) {
     if (current(m.job, m.attempt)) (void)engine.ReportTaskMemory(m.job, m.replica, m.mib, now, sink);
   }
-  for (const ScrubReport& s : r.scrubs) {
-    if (!s.ok) continue;  // the order stays; the agent retries and no task starts on those GPUs
-    std::vector<Scrub>& v = scrubs_[node];
-    v.erase(std::remove_if(v.begin(), v.end(), [&](const Scrub& x) { return x.id == s.id; }), v.end());
-  }
-  Settle(engine, now, sink);
-  out.reply = Desired(engine.state(), node);
-  out.reply.logs = StoreLogs(node, r.logs);
-  return out;
 }
 
 std::vector<LogAck> AgentService::StoreLogs(NodeIndex node, const std::vector<LogChunk>& chunks) {
@@ -463,17 +555,16 @@ Status AgentService::LoadScrubs(const std::string& text, int node_count) {
   return {};
 }
 
-AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
-  AgentReply r;
+NodeDesired AgentService::ComputeNode(const EngineState& st, NodeIndex node) const {
+  NodeDesired r;
+  r.node = st.cluster.node_name(node);
   r.node_index = node;
   if (auto s = sessions_.find(node); s != sessions_.end()) r.session = s->second;
   r.heartbeat_interval_ms = ToMillis(interval_);
   r.fence_after_ms = ToMillis(timeout_);
   const Node& n = st.cluster.node(node);
-  const auto info = agent_info_.find(node);
-  const bool container_fields = info == agent_info_.end() || info->second.container_fields;
-  if (info != agent_info_.end() && info->second.knows_pool && n.pool < st.pools.size()) r.pool = st.pools[n.pool].name;
-  for (JobId id : jobs_on_node_[node]) {
+  if (n.pool < st.pools.size()) r.pool = st.pools[n.pool].name;
+  for (JobId id : jobs_on_node_[node]) {  // ascending ids: tasks come out in key order
     const Job* j = st.find_job(id);
     if (!Live(j) || j->spec.task.empty()) continue;
     for (size_t i = 0; i < j->placements.size(); ++i) {
@@ -503,17 +594,15 @@ AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
         }
       }
       t.task = j->spec.task;
-      if (container_fields) {
-        // The container: the job's choices, the replica's resources as
-        // limits, the tenant's uid range (the same on every node).
-        t.image = j->spec.task.image;
-        t.shm_mib = j->spec.task.shm_mib;
-        t.network_isolated = j->spec.task.network_isolated;
-        t.memory_mib = d.memory_mib;
-        t.cpu_milli = d.cpu_milli;
-        std::tie(t.uid, t.uid_count) = TenantUidRange(j->spec.tenant);
-      }
-      r.tasks.push_back(std::move(t));
+      // The container: the job's choices, the replica's resources as
+      // limits, the tenant's uid range (the same on every node).
+      t.image = j->spec.task.image;
+      t.shm_mib = j->spec.task.shm_mib;
+      t.network_isolated = j->spec.task.network_isolated;
+      t.memory_mib = d.memory_mib;
+      t.cpu_milli = d.cpu_milli;
+      std::tie(t.uid, t.uid_count) = TenantUidRange(j->spec.tenant);
+      r.tasks.push_back(DesiredTask{0, std::move(t)});
     }
   }
   for (const Scrub& s : scrubs_[node]) {
@@ -523,6 +612,65 @@ AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
     }
     r.scrubs.push_back(std::move(o));
   }
+  return r;
+}
+
+AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
+  NodeDesired d = ComputeNode(st, node);
+  AgentReply r;
+  r.node_index = node;
+  r.session = d.session;
+  r.heartbeat_interval_ms = d.heartbeat_interval_ms;
+  r.fence_after_ms = d.fence_after_ms;
+  const auto info = agent_info_.find(node);
+  const bool container_fields = info == agent_info_.end() || info->second.container_fields;
+  if (info != agent_info_.end() && info->second.knows_pool) r.pool = d.pool;
+  for (DesiredTask& t : d.tasks) {
+    if (!container_fields) StripContainerFields(t.order);
+    r.tasks.push_back(std::move(t.order));
+  }
+  r.scrubs = std::move(d.scrubs);
+  return r;
+}
+
+const NodeDesired& AgentService::Current(const EngineState& st, NodeIndex node) {
+  SizeFor(st);
+  if (marked_[node] || !desired_[node]) {
+    marked_[node] = 0;
+    if (NodeDesiredPtr next = NextRevision(desired_[node].get(), ComputeNode(st, node))) {
+      desired_[node] = next;
+      changes_.push_back(std::move(next));
+    }
+  }
+  return *desired_[node];
+}
+
+std::vector<NodeDesiredPtr> AgentService::TakeChanges(const EngineState& st) {
+  for (NodeIndex n : dirty_) {
+    if (marked_[n]) Current(st, n);
+  }
+  dirty_.clear();
+  // A node recomputed twice in one batch is published once, at its newest.
+  std::vector<NodeDesiredPtr> out;
+  for (const NodeDesiredPtr& d : changes_) {
+    if (desired_[d->node_index] == d) out.push_back(d);
+  }
+  changes_.clear();
+  return out;
+}
+
+AgentReply AgentService::Acknowledgement(const EngineState& st, NodeIndex node) {
+  const NodeDesired& d = Current(st, node);
+  AgentReply r;
+  r.protocol = kAgentProtocol;
+  r.incarnation = incarnation_;
+  r.revision = d.revision;
+  r.has_desired = false;
+  r.node_index = node;
+  r.session = d.session;
+  r.pool = d.pool;
+  r.heartbeat_interval_ms = d.heartbeat_interval_ms;
+  r.fence_after_ms = d.fence_after_ms;
   return r;
 }
 

@@ -39,7 +39,18 @@
 // so that their last output arrives); other chunks are acknowledged as
 // consumed and dropped, so a node cannot write another node's logs.
 //
-// Thread-safety: none (the engine thread only).
+// Revisions (issue 18): every event marks the nodes whose desired state it
+// may change (the node it names, the nodes of the job it names, before and
+// after), and so do registrations (a new session) and scrub
+// acknowledgements. After each batch of commands TakeChanges recomputes
+// those nodes and gives each whose state differs a new revision
+// (src/server/desired_state.h), which the core publishes to the watches
+// once the batch is durable. Protocol 2's replies carry the incarnation and
+// revision: a registration's the whole state, a heartbeat's none (the watch
+// carries it).
+//
+// Thread-safety: none (the engine thread only), but incarnation() may be
+// read from any thread (it never changes).
 #pragma once
 
 #include <deque>
@@ -50,6 +61,7 @@
 
 #include "src/api/agent_protocol.h"
 #include "src/engine/engine.h"
+#include "src/server/desired_state.h"
 #include "src/server/log_store.h"
 
 namespace gpupool {
@@ -59,8 +71,11 @@ class AgentService {
   // heartbeat_interval: what replies tell agents (the engine's utilization poll).
   // heartbeat_timeout: what replies tell agents to fence themselves after
   // (stop their tasks when the server has been unreachable that long).
-  AgentService(Duration heartbeat_interval, Duration heartbeat_timeout, LogStore* logs)
-      : interval_(heartbeat_interval), timeout_(heartbeat_timeout), logs_(logs) {}
+  // incarnation: names this run of the server in protocol 2's revisions;
+  // empty: a new one (the start time and a random suffix).
+  AgentService(Duration heartbeat_interval, Duration heartbeat_timeout, LogStore* logs, std::string incarnation = "");
+
+  const std::string& incarnation() const { return incarnation_; }
 
   // Pools (by id) configured with `isolation: required`: a node there whose
   // agent reports isolation "none" is refused at registration (400 naming
@@ -82,8 +97,14 @@ class AgentService {
                    Instant now, const Engine::Sink& sink);
   Outcome Heartbeat(Engine& engine, const HeartbeatRequest& r, Instant now, const Engine::Sink& sink);
 
-  // The node's desired state (the reply without log acknowledgements).
+  // The node's desired state as protocol 1 sends it (the reply without log
+  // acknowledgements; only the fields its agent's registration showed it knows).
   AgentReply Desired(const EngineState& st, NodeIndex node) const;
+
+  // Whether some node may have a new revision (TakeChanges has work).
+  bool has_changes() const { return !dirty_.empty() || !changes_.empty(); }
+  // The new revisions since the last call, each node's newest once.
+  std::vector<NodeDesiredPtr> TakeChanges(const EngineState& st);
   std::optional<NodeIndex> FindNode(const std::string& name) const;
 
   // The pending scrub orders, for the journal (with each engine snapshot),
@@ -101,6 +122,18 @@ class AgentService {
   void SizeFor(const EngineState& st);
   void RememberPlacement(const Job& j);
   std::vector<LogAck> StoreLogs(NodeIndex node, const std::vector<LogChunk>& chunks);
+  // Applies the task phases of a heartbeat or report (finishes, checkpoints, utilization).
+  void ApplyTaskReports(Engine& engine, NodeIndex node, const std::vector<TaskReport>& tasks, Instant now,
+                        const Engine::Sink& sink);
+  // Every field of every task order (protocol 2's view).
+  NodeDesired ComputeNode(const EngineState& st, NodeIndex node) const;
+  // The node's latest revision, recomputed first when it is marked.
+  const NodeDesired& Current(const EngineState& st, NodeIndex node);
+  // A protocol-2 reply without desired state (heartbeats, reports).
+  AgentReply Acknowledgement(const EngineState& st, NodeIndex node);
+  void MarkDirty(NodeIndex node);
+  void MarkJob(JobId job, const EngineState& st);
+  void MarkEvent(const Event& e, const EngineState& st);
 
   Duration interval_, timeout_;
   LogStore* logs_;
@@ -137,6 +170,11 @@ class AgentService {
   };
   std::map<JobId, Progress> progress_;
   std::vector<JobId> settle_;  // checkpointing jobs with nothing to run
+  std::string incarnation_;
+  std::vector<NodeDesiredPtr> desired_;  // per node: its latest revision (null: none yet)
+  std::vector<char> marked_;             // per node: in dirty_
+  std::vector<NodeIndex> dirty_;         // nodes to recompute, in the order marked
+  std::vector<NodeDesiredPtr> changes_;  // new revisions not yet taken
 };
 
 }  // namespace gpupool

@@ -215,10 +215,18 @@ HttpApi::HttpApi(ServerCore& core) : core_(core) {
   };
   o.log = [](const std::string& line) { LogError("http", {{"error", line}}); };
   http_ = std::make_unique<http::Server>(std::move(o));
+  // A hold ends well before the layer's request_timeout would answer 504.
+  WatchHubOptions w;
+  w.max_hold = std::min<std::chrono::milliseconds>(w.max_hold, s.http.request_timeout / 2);
+  watches_ = std::make_unique<WatchHub>(core_.agent_incarnation(), w);
+  core_.set_desired_listener([hub = watches_.get()](const std::vector<NodeDesiredPtr>& d) { hub->Publish(d); });
   Routes();
 }
 
-HttpApi::~HttpApi() { Stop(); }
+HttpApi::~HttpApi() {
+  core_.set_desired_listener(nullptr);
+  Stop();
+}
 
 Result<int> HttpApi::Bind(const std::string& host, int port) {
   return http_->Listen(host, port, HttpLimits(core_.settings()));
@@ -246,6 +254,7 @@ void HttpApi::Stop() {
   }
   cv_.notify_all();
   http_->Stop();
+  watches_->Stop();
 }
 
 void HttpApi::Routes() {
@@ -273,6 +282,8 @@ void HttpApi::Routes() {
       {Method::kPost, "/v1/nodes/{name}/token", L::kApi, nullptr, &HttpApi::IssueNodeToken},
       {Method::kPost, "/v1/agent/register", L::kReserved, nullptr, &HttpApi::RegisterNode},
       {Method::kPost, "/v1/agent/heartbeat", L::kReserved, nullptr, &HttpApi::AgentHeartbeat},
+      {Method::kPost, "/v1/agent/watch", L::kReserved, nullptr, &HttpApi::AgentWatch},
+      {Method::kPost, "/v1/agent/report", L::kReserved, nullptr, &HttpApi::AgentReport},
       {Method::kGet, "/v1/nodes", L::kApi, &HttpApi::ListNodes, nullptr},
       {Method::kGet, "/v1/pools", L::kApi, &HttpApi::ListPools, nullptr},
       {Method::kGet, "/v1/regions", L::kApi, &HttpApi::GetRegions, nullptr},
@@ -733,21 +744,36 @@ void HttpApi::IssueNodeToken(const ExchangePtr& ex) {
   });
 }
 
-void HttpApi::RegisterNode(const ExchangePtr& ex) {
+// The agent endpoints' first steps: a node token, a body `parse` accepts,
+// naming the token's node. Answers the exchange when one fails.
+template <class T>
+std::optional<T> HttpApi::AgentRequest(const ExchangePtr& ex,
+                                       ApiResult<T> (*parse)(const nlohmann::json&, UnknownKeys)) {
   const Request& req = ex->request();
   Response res;
   auto node = AgentAuth(req, res);
-  if (!node) return (void)ex->Respond(std::move(res));
-  auto j = Body(req, res);
-  if (!j) return (void)ex->Respond(std::move(res));
-  auto r = ParseRegisterRequest(*j);
-  if (!r.ok()) SendError(res, r.error);
-  if (r.ok() && r.value->node != *node) {
-    SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
+  auto j = node ? Body(req, res) : std::nullopt;
+  if (!j) {
+    ex->Respond(std::move(res));
+    return std::nullopt;
   }
-  if (!r.ok() || r.value->node != *node) return (void)ex->Respond(std::move(res));
-  RegisterRequest registered = *r.value;
-  Await(ex, RegisterAgentCmd{std::move(*r.value)},
+  auto r = parse(*j, UnknownKeys::kIgnore);
+  if (!r.ok()) {
+    SendError(res, r.error);
+  } else if (r.value->node != *node) {
+    SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
+  } else {
+    return std::move(r.value);
+  }
+  ex->Respond(std::move(res));
+  return std::nullopt;
+}
+
+void HttpApi::RegisterNode(const ExchangePtr& ex) {
+  auto r = AgentRequest(ex, ParseRegisterRequest);
+  if (!r) return;
+  RegisterRequest registered = *r;
+  Await(ex, RegisterAgentCmd{std::move(*r)},
         [this, registered = std::move(registered)](const Reply& reply, Response& res) {
           if (ReplyFailed(res, reply)) return;
           core_.agent_status().Registered(registered, ToMillis(WallNow()));
@@ -756,22 +782,13 @@ void HttpApi::RegisterNode(const ExchangePtr& ex) {
 }
 
 void HttpApi::AgentHeartbeat(const ExchangePtr& ex) {
-  const Request& req = ex->request();
-  Response res;
-  auto node = AgentAuth(req, res);
-  if (!node) return (void)ex->Respond(std::move(res));
-  auto j = Body(req, res);
-  if (!j) return (void)ex->Respond(std::move(res));
-  auto r = ParseHeartbeatRequest(*j);
-  if (!r.ok()) SendError(res, r.error);
-  if (r.ok() && r.value->node != *node) {
-    SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
-  }
-  if (!r.ok() || r.value->node != *node) return (void)ex->Respond(std::move(res));
-  std::vector<GpuSample> gpus = r.value->gpus;
-  std::map<int, std::vector<MigInstance>> mig = r.value->mig;
-  Await(ex, AgentHeartbeatCmd{std::move(*r.value)},
-        [this, name = *node, gpus = std::move(gpus), mig = std::move(mig)](const Reply& reply, Response& res) {
+  auto r = AgentRequest(ex, ParseHeartbeatRequest);
+  if (!r) return;
+  std::string name = r->node;
+  std::vector<GpuSample> gpus = r->gpus;
+  std::map<int, std::vector<MigInstance>> mig = r->mig;
+  Await(ex, AgentHeartbeatCmd{std::move(*r)},
+        [this, name = std::move(name), gpus = std::move(gpus), mig = std::move(mig)](const Reply& reply, Response& res) {
           if (ReplyFailed(res, reply)) return;
           for (const GpuSample& g : gpus) {
             core_.metrics().SetGpuUtilization(static_cast<int32_t>(reply.id), g.index, g.util_pct);
@@ -781,6 +798,30 @@ void HttpApi::AgentHeartbeat(const ExchangePtr& ex) {
           SendJson(res, 200, reply.detail);
         });
 }
+
+void HttpApi::AgentWatch(const ExchangePtr& ex) {
+  auto r = AgentRequest(ex, ParseWatchRequest);
+  if (!r) return;
+  watches_->Watch(*r, ex);  // answered now or when the node's state changes
+}
+
+// Task phases between heartbeats: the heartbeat command without GPU samples.
+void HttpApi::AgentReport(const ExchangePtr& ex) {
+  auto r = AgentRequest(ex, ParseTaskReportRequest);
+  if (!r) return;
+  HeartbeatRequest h;
+  h.protocol = std::max(r->protocol, 2);  // its reply carries no desired state
+  h.node = std::move(r->node);
+  h.session = std::move(r->session);
+  h.tasks = std::move(r->tasks);
+  h.scrubs = std::move(r->scrubs);
+  h.logs = std::move(r->logs);
+  Await(ex, AgentHeartbeatCmd{std::move(h)}, [](const Reply& reply, Response& res) {
+    if (ReplyFailed(res, reply)) return;
+    SendJson(res, 200, reply.detail);
+  });
+}
+
 void HttpApi::ListNodes(const Request& req, Response& res) {
   if (!Auth(req, res, true)) return;
   std::shared_lock lock(core_.read_model().mu());

@@ -10,6 +10,10 @@
 // and /healthz also have worker threads of their own
 // (`server.http.agent_threads`) on either listener.
 //
+// Agents' watches (POST /v1/agent/watch) are held by a WatchHub that the
+// core feeds with each node's new desired-state revisions; construct this
+// before the core starts, so that the hub gets the first publication.
+//
 // Threads: Bind and BindAgent, then Serve on one thread (it blocks); Stop
 // from any thread (also before Serve has started: Serve then returns at
 // once). Stop before the core stops (its last callbacks then find the
@@ -27,6 +31,7 @@
 #include "src/base/status.h"
 #include "src/http/server.h"
 #include "src/server/server_core.h"
+#include "src/server/watch_hub.h"
 
 namespace gpupool {
 
@@ -65,6 +70,9 @@ class HttpApi {
   std::optional<Principal> Auth(const Request& req, Response& res, bool admin_only);
   // Authenticates a node token (the agent endpoints); returns the node it speaks for.
   std::optional<std::string> AgentAuth(const Request& req, Response& res);
+  // An agent endpoint's request, parsed and checked (see the .cc); nothing after answering an error.
+  template <class T>
+  std::optional<T> AgentRequest(const ExchangePtr& ex, ApiResult<T> (*parse)(const nlohmann::json&, UnknownKeys));
   // The body as JSON, refused when over the configured size or malformed.
   std::optional<nlohmann::json> Body(const Request& req, Response& res);
   // The job the path's first capture names, if it exists and `p` may see it; -1 (after a 404) otherwise.
@@ -86,6 +94,8 @@ class HttpApi {
   void IssueNodeToken(const ExchangePtr& ex);              // POST /v1/nodes/{name}/token (admin)
   void RegisterNode(const ExchangePtr& ex);                // POST /v1/agent/register (node token)
   void AgentHeartbeat(const ExchangePtr& ex);              // POST /v1/agent/heartbeat (node token)
+  void AgentWatch(const ExchangePtr& ex);                  // POST /v1/agent/watch (node token; held)
+  void AgentReport(const ExchangePtr& ex);                 // POST /v1/agent/report (node token)
   void ListNodes(const Request& req, Response& res);       // GET /v1/nodes (admin)
   void ListPools(const Request& req, Response& res);       // GET /v1/pools
   void GetRegions(const Request& req, Response& res);      // GET /v1/regions
@@ -93,6 +103,7 @@ class HttpApi {
   void ListEvents(const Request& req, Response& res);      // GET /v1/events (admin)
 
   ServerCore& core_;
+  std::unique_ptr<WatchHub> watches_;  // fed by the core's publisher thread
   std::unique_ptr<http::Server> http_;
   std::mutex mu_;
   std::condition_variable cv_;

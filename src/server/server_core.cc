@@ -594,7 +594,7 @@ void ServerCore::EngineLoop() {
       std::unique_lock lock(mu_);
       const auto deadline = std::chrono::system_clock::time_point(
           std::chrono::milliseconds(ToMillis(next_tick)));
-      cv_.wait_until(lock, deadline, [&] { return stopping_ || !queue_.empty(); });
+      cv_.wait_until(lock, deadline, [&] { return stopping_ || !queue_.empty() || agents_->has_changes(); });
       if (stopping_ && queue_.empty()) break;
       const size_t n = std::min<size_t>(queue_.size(), 4096);
       for (size_t i = 0; i < n; ++i) {
@@ -628,6 +628,7 @@ void ServerCore::EngineLoop() {
       next_tick = now + tick;
     }
     agents_->Settle(*engine_, now, sink);
+    item.desired = agents_->TakeChanges(engine_->state());
     events_since_snapshot_ += static_cast<int64_t>(item.events.size());
     if (events_since_snapshot_ >= snapshot_every && !item.engine_snapshot) {
       item.batch.snapshots.push_back(
@@ -637,13 +638,18 @@ void ServerCore::EngineLoop() {
       events_since_snapshot_ = 0;
     }
     if (setup || ticked) item.summary = Summarize();
-    if (item.batch.empty() && item.replies.empty() && !item.summary) continue;
+    if (item.batch.empty() && item.replies.empty() && !item.summary && item.desired.empty()) continue;
     {
       std::lock_guard lock(writer_mu_);
       writer_queue_.push_back(std::move(item));
     }
     writer_cv_.notify_one();
   }
+}
+
+void ServerCore::set_desired_listener(DesiredListener f) {
+  std::lock_guard lock(listener_mu_);
+  desired_listener_ = std::move(f);
 }
 
 void ServerCore::CommitOrDie(const JournalBatch& batch) {
@@ -714,6 +720,15 @@ void ServerCore::PublishLoop() {
           for (const Event& e : it.events) read_model_.Apply(e);
           if (it.summary) read_model_.set_summary(it.summary);
           engine_snapshot = engine_snapshot || it.engine_snapshot;
+        }
+      }
+    }
+    {
+      // Watches hear of a revision before any reply that names it.
+      std::lock_guard lock(listener_mu_);
+      for (const auto& items : groups) {
+        for (const WriterItem& it : items) {
+          if (desired_listener_ && !it.desired.empty()) desired_listener_(it.desired);
         }
       }
     }

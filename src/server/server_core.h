@@ -145,6 +145,15 @@ class ServerCore {
   std::future<Reply> Execute(Command c);
   Reply Call(Command c) { return Execute(std::move(c)).get(); }
 
+  // Nodes' new desired-state revisions (src/server/agent_service.h), called
+  // on the publisher thread once they are durable, before the replies of
+  // the same group are given out. It must not block. Set it before Start;
+  // set it to null before the callee goes away.
+  using DesiredListener = std::function<void(const std::vector<NodeDesiredPtr>&)>;
+  void set_desired_listener(DesiredListener f);
+  // This run's incarnation in the agent protocol (constant; any thread).
+  const std::string& agent_incarnation() const { return agents_->incarnation(); }
+
   const ReadModel& read_model() const { return read_model_; }
   AuthStore& auth() { return auth_; }
   Journal& journal() { return *journal_; }
@@ -172,6 +181,7 @@ class ServerCore {
     std::vector<std::pair<Done, Reply>> replies;
     std::shared_ptr<const EngineSummary> summary;
     bool engine_snapshot = false;
+    std::vector<NodeDesiredPtr> desired;  // new revisions, published once durable
   };
 
   Status Recover();
@@ -227,6 +237,8 @@ class ServerCore {
   std::deque<std::deque<WriterItem>> publish_queue_;  // guarded by publish_mu_
   bool publish_stopping_ = false;  // guarded by publish_mu_
   std::thread publish_thread_;
+  std::mutex listener_mu_;
+  DesiredListener desired_listener_;  // guarded by listener_mu_
 };
 
 }  // namespace gpupool
