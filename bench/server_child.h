@@ -30,6 +30,7 @@ struct Server {
   pid_t pid = -1;
 
   bool Start() {
+    std::fflush(nullptr);  // the child's freopen would write what is buffered a second time
     pid = fork();
     if (pid == 0) {
       const std::string log = dir + "/server.log";
@@ -96,19 +97,25 @@ inline std::string ReadLine(const std::string& path) {
   return s;
 }
 
-// CPU seconds (user + system) the process has used so far.
-inline double ProcessCpuSeconds(pid_t pid) {
+// Two adjacent clock-tick fields of /proc/PID/stat, `skip` fields after
+// the command name's closing parenthesis, in seconds added together.
+inline double StatSeconds(pid_t pid, int skip) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   std::getline(in, line);
   const size_t close = line.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream fields(line.substr(close + 2));
-  std::string skip;
-  for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt
-  unsigned long long utime = 0, stime = 0;
-  fields >> utime >> stime;
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  std::string word;
+  for (int i = 0; i < skip; ++i) fields >> word;
+  unsigned long long a = 0, b = 0;
+  fields >> a >> b;
+  return static_cast<double>(a + b) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
+
+// CPU seconds (user + system) the process has used so far.
+inline double ProcessCpuSeconds(pid_t pid) { return StatSeconds(pid, 11); }  // after state .. cmajflt
+// CPU seconds of its reaped children (cutime + cstime).
+inline double ChildrenCpuSeconds(pid_t pid) { return StatSeconds(pid, 13); }  // after state .. stime
 
 }  // namespace gpupool::bench
