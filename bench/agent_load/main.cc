@@ -11,6 +11,13 @@
 // checkpoint is acknowledged; a scrub is reported done. So jobs churn
 // through submit, place, run, finish.
 //
+// With --protocol 2 (issue 18) the agents speak the watch protocol: a
+// heartbeat's reply carries no desired state, and each heartbeat is
+// followed by a watch asked with wait_ms 0 from the agent's revision
+// (answered at once with the changes since), so the figures include the
+// cost of building watch answers at scale; held watches (idle connections
+// answered on a change) are not simulated here.
+//
 // Reports heartbeat latency (p50, p99, max) over the measured window,
 // heartbeats per second, failed requests, jobs finished, and the server's
 // CPU use over the window (from /proc/PID/stat), as a table and, with
@@ -46,18 +53,54 @@ struct SimAgent {
   std::map<std::tuple<int64_t, int32_t, int32_t>, SimTask> tasks;
   std::set<int64_t> scrubs;  // orders to report done
   std::vector<TaskOrder> orders;
+  std::string incarnation;  // protocol 2: the desired state's revision held
+  int64_t revision = 0;
 };
 
 struct Totals {
   std::mutex mu;
-  std::vector<double> latency_ms;
+  std::vector<double> latency_ms, watch_ms;
   int64_t heartbeats = 0, failed = 0;
   std::string first_error;
 };
 
-// One heartbeat: reports from the agent's view of its tasks, then applies the reply.
-void Beat(SimAgent& a, int port, double job_seconds, bool measure, Totals& totals) {
+// Applies a watch's answer to the orders held (protocol 2).
+void ApplyWatch(SimAgent& a, const WatchReply& w) {
+  a.incarnation = w.incarnation;
+  a.revision = w.revision;
+  if (!w.changed) return;
+  std::map<std::tuple<int64_t, int32_t, int32_t>, TaskOrder> held;
+  if (!w.full) {
+    for (const TaskOrder& o : a.orders) held[{o.job, o.replica, o.attempt}] = o;
+  }
+  for (const TaskOrder& o : w.tasks) held[{o.job, o.replica, o.attempt}] = o;
+  a.orders.clear();
+  for (const TaskRef& k : w.task_keys) {
+    if (auto it = held.find({k.job, k.replica, k.attempt}); it != held.end()) a.orders.push_back(it->second);
+  }
+  a.scrubs.clear();
+  for (const ScrubOrder& s : w.scrubs) a.scrubs.insert(s.id);
+}
+
+// A watch answered at once (wait_ms 0): the changes since the agent's revision.
+std::string Watch(SimAgent& a, httplib::Client& c, double* ms) {
+  const WatchRequest w{kAgentProtocol, a.name, a.session, a.incarnation, a.revision, 0};
+  const auto t0 = Clock::now();
+  auto res = c.Post("/v1/agent/watch", ToJson(w).dump(), "application/json");
+  *ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (!res) return "watch: no answer: " + httplib::to_string(res.error());
+  if (res->status != 200) return "watch: HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 200);
+  auto reply = ParseWatchReply(json::parse(res->body, nullptr, false));
+  if (!reply.ok()) return "watch: bad reply: " + reply.error.message;
+  ApplyWatch(a, *reply.value);
+  return "";
+}
+
+// One heartbeat: reports from the agent's view of its tasks, then applies
+// the reply (protocol 2: then watches).
+void Beat(SimAgent& a, int port, double job_seconds, bool measure, int protocol, Totals& totals) {
   HeartbeatRequest r;
+  r.protocol = protocol;
   r.node = a.name;
   r.session = a.session;
   const auto now = Clock::now();
@@ -103,6 +146,13 @@ void Beat(SimAgent& a, int port, double job_seconds, bool measure, Totals& total
     auto reply = ParseAgentReply(json::parse(res->body, nullptr, false));
     if (!reply.ok()) {
       error = "bad reply: " + reply.error.message;
+    } else if (!reply.value->has_desired) {  // protocol 2
+      double watch_ms = 0;
+      error = Watch(a, c, &watch_ms);
+      if (measure) {
+        std::lock_guard lock(totals.mu);
+        totals.watch_ms.push_back(watch_ms);
+      }
     } else {
       a.orders = reply.value->tasks;
       a.scrubs.clear();
@@ -138,6 +188,10 @@ int main(int argc, char** argv) {
   app.add_option("--job-rate", job_rate, "jobs submitted per second")->capture_default_str();
   app.add_option("--job-seconds", job_seconds, "how long each task runs")->capture_default_str();
   app.add_option("--json", json_path, "also write the figures to this file");
+  int protocol = 1;
+  app.add_option("--protocol", protocol, "agent protocol: 1 (desired state in heartbeat replies) or 2 (and watches)")
+      ->check(CLI::Range(1, 2))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   const std::string root = std::filesystem::temp_directory_path() / ("gpupool-agent-load-" + std::to_string(getpid()));
@@ -175,6 +229,7 @@ int main(int argc, char** argv) {
       workers.emplace_back([&] {
         for (int i; (i = next++) < agents;) {
           RegisterRequest r;
+          r.protocol = protocol;
           r.node = sims[i].name;
           r.backend = "fake";
           r.cpu_milli = 96000;
@@ -195,7 +250,10 @@ int main(int argc, char** argv) {
             ++bad;
             continue;
           }
-          sims[i].session = json::parse(res->body).value("session", "");
+          const json reply = json::parse(res->body);
+          sims[i].session = reply.value("session", "");
+          sims[i].incarnation = reply.value("incarnation", "");
+          sims[i].revision = reply.value("revision", int64_t{0});
         }
       });
     }
@@ -224,7 +282,7 @@ int main(int argc, char** argv) {
           SimAgent& a = sims[i];
           const auto now = Clock::now();
           if (now >= a.next) {
-            Beat(a, server.port, job_seconds, now >= window_start && now < window_end, totals);
+            Beat(a, server.port, job_seconds, now >= window_start && now < window_end, protocol, totals);
             a.next += interval;
           }
           soonest = std::min(soonest, a.next);
@@ -269,14 +327,19 @@ int main(int argc, char** argv) {
   const double p50 = Percentile(totals.latency_ms, 0.5), p99 = Percentile(totals.latency_ms, 0.99);
   const double max = totals.latency_ms.empty() ? 0 : *std::max_element(totals.latency_ms.begin(), totals.latency_ms.end());
   const double cpu_pct = (cpu1 - cpu0) / wall * 100;
-  std::printf("agents %d (8xH100 each), heartbeat every %lld ms, %d client threads, jobs submitted %.1f/s\n", agents,
-              static_cast<long long>(interval.count()), threads, job_rate);
+  std::printf("agents %d (8xH100 each, protocol %d), heartbeat every %lld ms, %d client threads, jobs submitted %.1f/s\n",
+              agents, protocol, static_cast<long long>(interval.count()), threads, job_rate);
   std::printf("  registration of %d nodes      %8.2f s\n", agents, register_s);
   std::printf("  heartbeats in %d s window     %8lld (%.0f/s)\n", seconds, static_cast<long long>(totals.heartbeats),
               totals.heartbeats / wall);
   std::printf("  heartbeat latency p50         %8.2f ms\n", p50);
   std::printf("  heartbeat latency p99         %8.2f ms\n", p99);
   std::printf("  heartbeat latency max         %8.2f ms\n", max);
+  const double watch_p50 = Percentile(totals.watch_ms, 0.5), watch_p99 = Percentile(totals.watch_ms, 0.99);
+  if (protocol >= 2) {
+    std::printf("  watch latency p50 / p99       %8.2f / %.2f ms (%zu watches, answered at once)\n", watch_p50,
+                watch_p99, totals.watch_ms.size());
+  }
   std::printf("  failed requests               %8lld %s\n", static_cast<long long>(totals.failed),
               totals.first_error.c_str());
   std::printf("  server CPU over the window    %8.1f %% of one core\n", cpu_pct);
@@ -285,6 +348,9 @@ int main(int argc, char** argv) {
               static_cast<long long>(succeeded));
   if (!json_path.empty()) {
     std::ofstream(json_path) << json{{"agents", agents},
+                                     {"protocol", protocol},
+                                     {"watch_p50_ms", watch_p50},
+                                     {"watch_p99_ms", watch_p99},
                                      {"heartbeat_interval_ms", interval.count()},
                                      {"registration_s", register_s},
                                      {"heartbeats", totals.heartbeats},
