@@ -16,20 +16,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The server's configuration with heartbeats `poll` apart and nodes down after `timeout`.
+std::string ConfigWith(const std::string& poll, const std::string& timeout) {
+  return "name: watch\nengine:\n  reclaim: {idle: false, poll: " + poll + "}\n  heartbeat_timeout: " + timeout +
+         "\npools:\n  - name: gpu\nserver:\n  tick: 100ms\n  default_image: host\n";
+}
+
 class AgentWatchE2eTest : public AgentE2eTest {
  protected:
-  std::string Config() const override {
-    return R"(name: watch
-engine:
-  reclaim: {idle: false, poll: 30s}
-  heartbeat_timeout: 90s
-pools:
-  - name: gpu
-server:
-  tick: 100ms
-  default_image: host
-)";
-  }
+  std::string Config() const override { return ConfigWith("30s", "90s"); }
   std::vector<std::string> AgentFlags() const override { return {"--runtime", "process"}; }
 
   // The wall-clock ms of the agent's first action line `action` for `job`; -1: none.
@@ -70,18 +65,7 @@ TEST_F(AgentWatchE2eTest, AStartOrderArrivesWithinASecondWithHeartbeats30Seconds
 // build's, against this server.
 class MixedProtocolE2eTest : public AgentWatchE2eTest {
  protected:
-  std::string Config() const override {
-    return R"(name: mixed
-engine:
-  reclaim: {idle: false, poll: 500ms}
-  heartbeat_timeout: 5s
-pools:
-  - name: gpu
-server:
-  tick: 100ms
-  default_image: host
-)";
-  }
+  std::string Config() const override { return ConfigWith("500ms", "5s"); }
 };
 
 TEST_F(MixedProtocolE2eTest, AnAgentOfThePreviousProtocolStillRunsJobs) {

@@ -160,6 +160,9 @@ Result<json> Agent::Post(const std::string& path, const json& body, int* status)
     if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
         j["error"]["message"].is_string()) {
       message = j["error"]["message"].get<std::string>();
+      if (j["error"].contains("field") && j["error"]["field"].is_string() && !j["error"]["field"].empty()) {
+        message += " (field " + j["error"]["field"].get<std::string>() + ")";
+      }
     }
     return FailedPrecondition("POST " + path + ": HTTP " + std::to_string(res->status) + ": " + message);
   }
@@ -192,6 +195,11 @@ Status Agent::Register() {
   r.protocol = options_.protocol;
   int status = 0;
   auto reply = Post("/v1/agent/register", ToJson(r), &status);
+  if (!reply && status == 400 && r.protocol >= 2 && reply.error().message.ends_with("(field protocol)")) {
+    // A server of protocol 1 refuses the key: speak its protocol (heartbeats only).
+    r.protocol = 1;
+    reply = Post("/v1/agent/register", ToJson(r), &status);
+  }
   register_status_ = status;
   if (!reply) return std::unexpected(Error{status >= 400 && status < 500 ? ErrorCode::kFailedPrecondition
                                                                          : ErrorCode::kIo,
@@ -200,7 +208,7 @@ Status Agent::Register() {
   if (!parsed.ok()) return IoError("register: bad reply: " + parsed.error.field + ": " + parsed.error.message);
   registered_ = true;
   session_ = parsed.value->session;
-  server_protocol_ = std::min(options_.protocol, std::max(parsed.value->protocol, 1));
+  server_protocol_ = std::min(r.protocol, std::max(parsed.value->protocol, 1));
   last_ok_ = SteadyClock::now();
   fenced_ = false;
   Log("registered", {{"server", options_.server_url}, {"gpus", std::to_string(gpus_.size())},

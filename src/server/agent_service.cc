@@ -660,17 +660,10 @@ std::vector<NodeDesiredPtr> AgentService::TakeChanges(const EngineState& st) {
 }
 
 AgentReply AgentService::Acknowledgement(const EngineState& st, NodeIndex node) {
-  const NodeDesired& d = Current(st, node);
-  AgentReply r;
-  r.protocol = kAgentProtocol;
-  r.incarnation = incarnation_;
-  r.revision = d.revision;
-  r.has_desired = false;
-  r.node_index = node;
-  r.session = d.session;
-  r.pool = d.pool;
-  r.heartbeat_interval_ms = d.heartbeat_interval_ms;
-  r.fence_after_ms = d.fence_after_ms;
+  AgentReply r = FullReplyOf(Current(st, node), incarnation_);
+  r.has_desired = false;  // the watch carries it
+  r.tasks.clear();
+  r.scrubs.clear();
   return r;
 }
 
