@@ -8,11 +8,6 @@
 #include "src/agent/proc_stat.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,11 +26,10 @@
 #include <utility>
 #include <vector>
 
+#include "src/base/install_paths.h"
+#include "src/base/subprocess.h"
 #include "src/model/gpu_catalog.h"
 #include "src/model/mig.h"
-#include "src/base/install_paths.h"
-
-extern char** environ;
 
 namespace gpupool {
 namespace {
@@ -137,83 +131,6 @@ std::optional<int> ProcessGroupOf(int pid) {
   if (!s) return std::nullopt;
   return s->pgrp;
 }
-
-struct ChildRun {
-  int status = 0;  // as waitpid reports it
-  bool timed_out = false;
-  std::string out, err;
-};
-
-// Runs `argv` (argv[0] is the executable's path; no shell) with environment
-// `env`, stdin from /dev/null, and captures stdout and stderr. Kills it with
-// SIGKILL after `timeout_s`.
-Result<ChildRun> RunChild(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                          double timeout_s) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return IoError(std::string("pipe: ") + std::strerror(errno));
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    const int e = errno;
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return IoError(std::string("pipe: ") + std::strerror(e));
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (rc != 0) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    return IoError("cannot run " + argv[0] + ": " + std::strerror(rc));
-  }
-
-  ChildRun run;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&run.out, &run.err};
-  int open_fds = 2;
-  while (open_fds > 0) {
-    using std::chrono::milliseconds;
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      run.timed_out = true;
-      kill(pid, SIGKILL);
-      break;
-    }
-    const int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
-    if (n < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2 && n > 0; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[4096];
-      const ssize_t got = read(fds[i].fd, buf, sizeof(buf));
-      if (got > 0) {
-        sinks[i]->append(buf, static_cast<size_t>(got));
-      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-        close(fds[i].fd);
-        fds[i].fd = -1;  // poll ignores negative descriptors
-        --open_fds;
-      }
-    }
-  }
-  for (auto& f : fds) {
-    if (f.fd >= 0) close(f.fd);
-  }
-  while (waitpid(pid, &run.status, 0) < 0 && errno == EINTR) {
-  }
-  return run;
-}
-
 
 class NvmlBackend final : public DeviceBackend {
  public:
@@ -721,28 +638,28 @@ Result<ScrubResult> NvmlBackend::Scrub(int gpu, const std::string& mig_uuid) {
   if (access(tool.c_str(), X_OK) != 0) {
     return NotFound("scrub tool " + tool + " is missing or not executable: " + std::strerror(errno));
   }
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0) env.emplace_back(*e);
-  }
-  env.push_back("CUDA_VISIBLE_DEVICES=" + target);
-  GP_ASSIGN_OR_RETURN(auto run, RunChild({tool}, env, options_.scrub_timeout_s));
+  // The shared subprocess helper: the answer on stdout, the last lines of
+  // stderr for the error.
+  ProgramOptions run_options;
+  run_options.keep_stdout = true;
+  const auto timeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(options_.scrub_timeout_s));
+  const CommandOutcome run = RunProgram({tool}, {{"CUDA_VISIBLE_DEVICES", target}}, timeout, run_options);
+  if (!run.start_error.empty()) return IoError("cannot run " + run.start_error);
 
   const std::string what = "scrub of GPU " + std::to_string(gpu) + " (" + target + ") by " + tool;
-  std::string err = Trim(run.err);
-  if (err.size() > 2000) err = "..." + err.substr(err.size() - 2000);
+  const std::string& err = run.output_tail;
   if (run.timed_out) {
     return FailedPrecondition(what + " did not finish within " + std::to_string(options_.scrub_timeout_s) +
                               " s and was killed" + (err.empty() ? "" : ": " + err));
   }
-  if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0) {
-    const std::string how = WIFEXITED(run.status) ? "exit status " + std::to_string(WEXITSTATUS(run.status))
-                                                  : "signal " + std::to_string(WTERMSIG(run.status));
+  if (run.signal != 0 || run.exit_code != 0) {
+    const std::string how =
+        run.signal == 0 ? "exit status " + std::to_string(run.exit_code) : "signal " + std::to_string(run.signal);
     return FailedPrecondition(what + " failed (" + how + ")" + (err.empty() ? "" : ": " + err));
   }
   // The last non-empty line of stdout: {"bytes":N,"seconds":S,...}
   std::string line;
-  std::istringstream out(run.out);
+  std::istringstream out(run.stdout_text);
   for (std::string l; std::getline(out, l);) {
     if (!Trim(l).empty()) line = Trim(l);
   }

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -84,7 +85,7 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
 }
 
 // Starts the child with posix_spawn; 0 or an errno.
-int SpawnChild(char* const* argv, char* const* envp, int in_fd, int out_fd, pid_t* pid) {
+int SpawnChild(char* const* argv, char* const* envp, int in_fd, int out_fd, int err_fd, pid_t* pid) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (in_fd >= 0) {
@@ -93,7 +94,7 @@ int SpawnChild(char* const* argv, char* const* envp, int in_fd, int out_fd, pid_
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   }
   posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, out_fd, 2);
+  posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);  // the caller's sockets and files
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -118,7 +119,7 @@ struct ChildFailure {
 
 // In the forked child: only async-signal-safe calls (the caller may have
 // other threads); raw id syscalls change this thread, the only one here.
-[[noreturn]] void ExecChild(char* const* argv, char* const* envp, int in_fd, int out_fd, int report,
+[[noreturn]] void ExecChild(char* const* argv, char* const* envp, int in_fd, int out_fd, int err_fd, int report,
                             const ProgramOptions& o) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -130,7 +131,7 @@ struct ChildFailure {
   const int in = in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY);
   ::dup2(in, 0);
   ::dup2(out_fd, 1);
-  ::dup2(out_fd, 2);
+  ::dup2(err_fd, 2);
   ::close_range(3, static_cast<unsigned>(report) - 1, 0);  // keep only `report` (close-on-exec)
   ::close_range(static_cast<unsigned>(report) + 1, ~0U, 0);
   ChildFailure f;
@@ -147,12 +148,12 @@ struct ChildFailure {
 }
 
 // Starts the child with fork, as o.uid/o.gid; "" or why it did not run.
-std::string ForkChild(char* const* argv, char* const* envp, int in_fd, int out_fd, const ProgramOptions& o,
-                      pid_t* pid) {
+std::string ForkChild(char* const* argv, char* const* envp, int in_fd, int out_fd, int err_fd,
+                      const ProgramOptions& o, pid_t* pid) {
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
   *pid = ::fork();
-  if (*pid == 0) ExecChild(argv, envp, in_fd, out_fd, report[1], o);
+  if (*pid == 0) ExecChild(argv, envp, in_fd, out_fd, err_fd, report[1], o);
   ::close(report[1]);
   if (*pid < 0) {
     ::close(report[0]);
@@ -190,61 +191,135 @@ int InputPipe(const std::string& input) {
   return fds[0];
 }
 
-// Waits for `pid` (reading its output from `out`) at most o.timeout, then
-// kills its group; fills the rest of `o`.
-void Collect(pid_t pid, int out, CommandOutcome& o) {
+// One of the child's output pipes and the newest `keep` bytes of it (at
+// most twice that while reading).
+struct Stream {
+  int fd = -1;
+  size_t keep = kKeepOutputBytes;
+  bool open = false;
   std::string text;
-  auto read_some = [&]() -> bool {  // false at end of file (or error)
+
+  void Append(const char* p, size_t n) {
+    text.append(p, n);
+    if (text.size() > 2 * keep) text.erase(0, text.size() - keep);
+  }
+  // Reads what is there; closes the stream at end of file (or an error).
+  void ReadSome() {
     char buf[4096];
-    const ssize_t n = ::read(out, buf, sizeof buf);
+    const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0) {
-      text.append(buf, static_cast<size_t>(n));
-      if (text.size() > 2 * kKeepOutputBytes) text.erase(0, text.size() - kKeepOutputBytes);
-      return true;
-    }
-    return n < 0 && errno == EINTR;
-  };
-  const auto deadline = Clock::now() + o.timeout;
-  bool open = true, ended = false;
-  while (!ended) {
-    if (open) {
-      pollfd p{out, POLLIN, 0};
-      if (::poll(&p, 1, 50) > 0) open = read_some();
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // output closed, process not yet gone
-    }
-    ended = Reaped(pid, o);
-    if (!ended && Clock::now() >= deadline) {
-      o.timed_out = true;
-      ::kill(-pid, SIGTERM);
-      const auto grace = Clock::now() + std::chrono::seconds(1);
-      while (!(ended = Reaped(pid, o)) && Clock::now() < grace) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      if (!ended) {
-        ::kill(-pid, SIGKILL);
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        o.signal = SIGKILL;
-        ended = true;
-      }
+      Append(buf, static_cast<size_t>(n));
+    } else if (!(n < 0 && errno == EINTR)) {
+      open = false;
     }
   }
   // What it wrote before it ended (a grandchild that keeps the pipe open
   // does not hold us up).
-  if (open) {
-    ::fcntl(out, F_SETFL, O_NONBLOCK);
+  void Drain() {
+    ::fcntl(fd, F_SETFL, O_NONBLOCK);
     char buf[4096];
     for (;;) {
-      const ssize_t n = ::read(out, buf, sizeof buf);
+      const ssize_t n = ::read(fd, buf, sizeof buf);
       if (n > 0) {
-        text.append(buf, static_cast<size_t>(n));
+        Append(buf, static_cast<size_t>(n));
       } else if (!(n < 0 && errno == EINTR)) {
         break;
       }
     }
   }
-  o.output_tail = TailLines(text);
+};
+
+// Waits up to 50 ms for output on the open streams and reads it (20 ms of
+// sleep when every stream is closed and the process is not yet gone).
+void PollOnce(Stream (&streams)[2]) {
+  pollfd fds[2];
+  Stream* polled[2];
+  nfds_t n = 0;
+  for (Stream& s : streams) {
+    if (!s.open) continue;
+    fds[n] = pollfd{s.fd, POLLIN, 0};
+    polled[n++] = &s;
+  }
+  if (n == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return;
+  }
+  if (::poll(fds, n, 50) <= 0) return;
+  for (nfds_t i = 0; i < n; ++i) {
+    if (fds[i].revents != 0) polled[i]->ReadSome();
+  }
+}
+
+// At the timeout: SIGTERM to the group, SIGKILL a second later.
+void KillGroup(pid_t pid, CommandOutcome& o) {
+  o.timed_out = true;
+  ::kill(-pid, SIGTERM);
+  const auto grace = Clock::now() + std::chrono::seconds(1);
+  bool reaped = false;
+  while (!(reaped = Reaped(pid, o)) && Clock::now() < grace) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (reaped) return;
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  o.signal = SIGKILL;
+}
+
+// The child's output pipes: one for stdout and stderr together, or with
+// `apart` one for stderr ([0]) and one for stdout ([1]).
+struct Pipes {
+  int read[2] = {-1, -1};
+  int write[2] = {-1, -1};
+
+  // "" or why not (nothing left open then).
+  std::string Open(bool apart) {
+    for (int i = 0; i < (apart ? 2 : 1); ++i) {
+      int fds[2];
+      if (::pipe2(fds, O_CLOEXEC) != 0) {
+        const std::string why = std::string("pipe: ") + std::strerror(errno);
+        CloseWriteEnds();
+        CloseReadEnds();
+        return why;
+      }
+      read[i] = fds[0];
+      write[i] = fds[1];
+    }
+    return "";
+  }
+  int stdout_fd() const { return write[1] >= 0 ? write[1] : write[0]; }
+  void CloseWriteEnds() { Close(write); }
+  void CloseReadEnds() { Close(read); }
+
+ private:
+  static void Close(int (&fds)[2]) {
+    for (int& fd : fds) {
+      if (fd >= 0) ::close(fd);
+      fd = -1;
+    }
+  }
+};
+
+// Waits for `pid` (reading its output) at most o.timeout, then kills its
+// group; fills the rest of `o`.
+void Collect(pid_t pid, Stream (&streams)[2], CommandOutcome& o) {
+  const auto deadline = Clock::now() + o.timeout;
+  bool ended = false;
+  while (!ended) {
+    PollOnce(streams);
+    ended = Reaped(pid, o);
+    if (!ended && Clock::now() >= deadline) {
+      KillGroup(pid, o);
+      ended = true;
+    }
+  }
+  for (Stream& s : streams) {
+    if (s.open) s.Drain();
+  }
+  o.output_tail = TailLines(streams[0].text);
+  std::string& out = streams[1].text;
+  if (out.size() > kMaxProgramStdout) out.erase(0, out.size() - kMaxProgramStdout);
+  o.stdout_text = std::move(out);
   o.ok = !o.timed_out && o.signal == 0 && o.exit_code == 0;
 }
 }  // namespace
@@ -289,26 +364,27 @@ CommandOutcome RunProgram(const std::vector<std::string>& program,
     o.start_error = std::string("stdin pipe: ") + std::strerror(errno);
     return o;
   }
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    o.start_error = std::string("pipe: ") + std::strerror(errno);
+  Pipes pipes;
+  o.start_error = pipes.Open(options.keep_stdout);
+  if (!o.start_error.empty()) {
     if (in >= 0) ::close(in);
     return o;
   }
   pid_t pid = -1;
   if (options.uid >= 0 || options.gid >= 0) {
-    o.start_error = ForkChild(argv.data(), envp.data(), in, fds[1], options, &pid);
-  } else if (const int rc = SpawnChild(argv.data(), envp.data(), in, fds[1], &pid); rc != 0) {
+    o.start_error = ForkChild(argv.data(), envp.data(), in, pipes.stdout_fd(), pipes.write[0], options, &pid);
+  } else if (const int rc = SpawnChild(argv.data(), envp.data(), in, pipes.stdout_fd(), pipes.write[0], &pid);
+             rc != 0) {
     o.start_error = program[0] + ": " + std::string(std::strerror(rc));
   }
-  ::close(fds[1]);
+  pipes.CloseWriteEnds();
   if (in >= 0) ::close(in);
-  if (!o.start_error.empty()) {
-    ::close(fds[0]);
-    return o;
+  if (o.start_error.empty()) {
+    Stream streams[2] = {{pipes.read[0], kKeepOutputBytes, true, {}},
+                         {pipes.read[1], kMaxProgramStdout, pipes.read[1] >= 0, {}}};
+    Collect(pid, streams, o);
   }
-  Collect(pid, fds[0], o);
-  ::close(fds[0]);
+  pipes.CloseReadEnds();
   return o;
 }
 

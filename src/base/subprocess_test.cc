@@ -1,5 +1,5 @@
 // RunProgram's options (ProgramOptions): stdin text, an environment of its
-// own, another uid/gid.
+// own, another uid/gid, stdout kept apart.
 #include "src/base/subprocess.h"
 
 #include <gtest/gtest.h>
@@ -32,6 +32,25 @@ TEST(SubprocessTest, AnEnvironmentOfItsOwn) {
   const CommandOutcome inherited = RunProgram({"/bin/sh", "-c", "echo $GPUPOOL_SUBPROCESS_TEST"}, {}, kTimeout);
   EXPECT_EQ(inherited.output_tail, "inherited");
   ::unsetenv("GPUPOOL_SUBPROCESS_TEST");
+}
+
+TEST(SubprocessTest, StdoutKeptApartFromStderr) {
+  ProgramOptions o;
+  o.keep_stdout = true;
+  const CommandOutcome r =
+      RunProgram({"/bin/sh", "-c", "echo out-1; echo err-1 >&2; echo out-2; echo err-2 >&2; exit 4"}, {}, kTimeout, o);
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.stdout_text, "out-1\nout-2\n");
+  EXPECT_EQ(r.output_tail, "err-1 | err-2");
+  // A long answer keeps its end (where a tool puts its result); the
+  // program is never blocked by a full pipe.
+  const CommandOutcome big = RunProgram(
+      {"/bin/sh", "-c", "i=0; while [ $i -lt 20000 ]; do echo line-$i; i=$((i+1)); done; echo '{\"done\":1}'"}, {},
+      kTimeout, o);
+  EXPECT_TRUE(big.ok) << big.Describe();
+  EXPECT_EQ(big.stdout_text.size(), kMaxProgramStdout);
+  EXPECT_TRUE(big.stdout_text.ends_with("line-19999\n{\"done\":1}\n"));
+  EXPECT_EQ(RunProgram({"/bin/sh", "-c", "echo both"}, {}, kTimeout).stdout_text, "");  // without: in the tail
 }
 
 TEST(SubprocessTest, RunsAsAnotherUser) {

@@ -50,10 +50,6 @@ void StripContainerFields(TaskOrder& t) {
   t.uid_count = 0;
 }
 
-std::string NewIncarnation() {
-  return std::to_string(ToMillis(WallNow())) + "-" + NewToken().substr(4, 8);
-}
-
 }  // namespace
 
 AgentService::AgentService(Duration heartbeat_interval, Duration heartbeat_timeout, LogStore* logs,
@@ -61,7 +57,11 @@ AgentService::AgentService(Duration heartbeat_interval, Duration heartbeat_timeo
     : interval_(heartbeat_interval),
       timeout_(heartbeat_timeout),
       logs_(logs),
-      incarnation_(incarnation.empty() ? NewIncarnation() : std::move(incarnation)) {}
+      incarnation_(std::move(incarnation)) {}
+
+std::string AgentService::NewIncarnation(Instant start) {
+  return std::to_string(ToMillis(start)) + "-" + NewToken().substr(4, 8);
+}
 
 std::optional<NodeIndex> AgentService::FindNode(const std::string& name) const {
   auto it = node_by_name_.find(name);
@@ -221,6 +221,104 @@ void AgentService::Settle(Engine& engine, Instant now, const Engine::Sink& sink)
   }
 }
 
+// The node the agent describes; an error names the field it cannot take.
+std::optional<ApiError> AgentService::SpecOf(const RegisterRequest& r,
+                                             const std::map<std::string, uint16_t>& node_classes, NodeSpec& spec) {
+  spec.name = r.node;
+  spec.cpu_milli = r.cpu_milli;
+  spec.memory_mib = r.memory_mib;
+  spec.gpu_count = static_cast<int>(r.gpus.size());
+  if (spec.gpu_count > kMaxGpusPerNode) {
+    return BadField("gpus", "at most " + std::to_string(kMaxGpusPerNode) + " GPUs per node (got " +
+                                std::to_string(spec.gpu_count) + ")");
+  }
+  for (size_t i = 0; i < r.gpus.size(); ++i) {
+    const GpuDevice& g = r.gpus[i];
+    const std::string path = "gpus[" + std::to_string(i) + "]";
+    if (g.index != static_cast<int>(i)) {
+      return BadField(path + ".index", "GPUs must be listed by index from 0 (got " + std::to_string(g.index) + ")");
+    }
+    const auto id = Catalog::Builtin().Find(g.model);
+    if (!id) {
+      return BadField(path + ".model", "GPU '" + g.product + "' is not a catalog model (got '" + g.model +
+                                           "'; known: " + Catalog::Builtin().Names() + ")");
+    }
+    if (i > 0 && *id != spec.gpu_model) {
+      return BadField(path + ".model", "a node holds GPUs of one model (GPU 0 is " +
+                                           Catalog::Builtin().Get(spec.gpu_model).name + ", this one " + g.model + ")");
+    }
+    spec.gpu_model = *id;
+  }
+  if (r.node_class.empty()) return std::nullopt;
+  auto it = node_classes.find(r.node_class);
+  if (it == node_classes.end()) {
+    std::string known;
+    for (const auto& [n, v] : node_classes) known += (known.empty() ? "" : ", ") + n;
+    return BadField("class", "unknown node class '" + r.node_class + "' (known: " +
+                                 (known.empty() ? "none configured" : known) + ")");
+  }
+  spec.attr_class = it->second;
+  return std::nullopt;
+}
+
+// A pool with `isolation: required` takes no node whose tasks would run as
+// plain processes: refused before anything is decided (a new node does not
+// join; a known one gets no session and stays silent).
+std::optional<ApiError> AgentService::CheckIsolation(Engine& engine, const RegisterRequest& r,
+                                                     const NodeSpec& spec) const {
+  if (r.isolation == "container") return std::nullopt;
+  const EngineState& st = engine.state();
+  std::vector<PoolId> pools;
+  if (const auto found = FindNode(r.node)) {
+    pools.push_back(st.cluster.node(*found).pool);
+    if (auto home = st.lent_nodes.find(*found); home != st.lent_nodes.end()) pools.push_back(home->second);
+  } else if (auto p = engine.PoolFor(spec.gpu_model, r.region)) {
+    pools.push_back(*p);
+  }
+  for (PoolId p : pools) {
+    if (p < isolation_required_.size() && isolation_required_[p]) {
+      return BadField("isolation", "pool '" + st.pools[p].name +
+                                       "' requires isolated tasks; this agent runs them as plain processes "
+                                       "(isolation: " + r.isolation +
+                                       "; no OCI runtime: install runc, or run the agent with --runtime oci)");
+    }
+  }
+  return std::nullopt;
+}
+
+// A known node must come back as it was; a new one is added. Sets `node`.
+std::optional<ApiError> AgentService::JoinNode(Engine& engine, const RegisterRequest& r, const NodeSpec& spec,
+                                               const std::map<std::string, uint16_t>& node_classes, Instant now,
+                                               const Engine::Sink& sink, NodeIndex& node) {
+  if (auto found = FindNode(r.node)) {
+    node = *found;
+    const Node& have = engine.state().cluster.node(node);
+    const bool same = have.cpu_milli_total == spec.cpu_milli && have.memory_mib_total == spec.memory_mib &&
+                      have.gpu_count == spec.gpu_count && (spec.gpu_count == 0 || have.gpu_model == spec.gpu_model) &&
+                      have.attr_class == spec.attr_class;
+    if (same) return std::nullopt;
+    NodeSpec was;
+    was.cpu_milli = have.cpu_milli_total;
+    was.memory_mib = have.memory_mib_total;
+    was.gpu_count = have.gpu_count;
+    was.gpu_model = have.gpu_model;
+    std::string was_class;
+    for (const auto& [n, v] : node_classes) was_class = v == have.attr_class && have.attr_class ? n : was_class;
+    return MakeApiError(409, "conflict",
+                        "node '" + r.node + "' is registered with " + SpecText(was, was_class) +
+                            "; this agent reports " + SpecText(spec, r.node_class) +
+                            " (a node's resources cannot change under a running pool)");
+  }
+  auto added = engine.AddNode(spec, r.region, r.zone, r.rack, now, sink);
+  if (!added) {
+    // The one refusal a valid report can meet: no pool takes the node.
+    const bool no_pool = added.error().message.find("no pool selects") != std::string::npos;
+    return BadField(no_pool ? (r.gpus.empty() ? "region" : "gpus[0].model") : "node", added.error().message);
+  }
+  node = *added;
+  return std::nullopt;
+}
+
 AgentService::Outcome AgentService::Register(Engine& engine, const RegisterRequest& r,
                                              const std::map<std::string, uint16_t>& node_classes, Instant now,
                                              const Engine::Sink& sink) {
@@ -232,101 +330,11 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
     return out;
   }
   NodeSpec spec;
-  spec.name = r.node;
-  spec.cpu_milli = r.cpu_milli;
-  spec.memory_mib = r.memory_mib;
-  spec.gpu_count = static_cast<int>(r.gpus.size());
-  if (spec.gpu_count > kMaxGpusPerNode) {
-    out.error = BadField("gpus", "at most " + std::to_string(kMaxGpusPerNode) + " GPUs per node (got " +
-                                     std::to_string(spec.gpu_count) + ")");
-    return out;
-  }
-  for (size_t i = 0; i < r.gpus.size(); ++i) {
-    const GpuDevice& g = r.gpus[i];
-    const std::string path = "gpus[" + std::to_string(i) + "]";
-    if (g.index != static_cast<int>(i)) {
-      out.error = BadField(path + ".index", "GPUs must be listed by index from 0 (got " + std::to_string(g.index) + ")");
-      return out;
-    }
-    const auto id = Catalog::Builtin().Find(g.model);
-    if (!id) {
-      out.error = BadField(path + ".model", "GPU '" + g.product + "' is not a catalog model (got '" + g.model +
-                                                "'; known: " + Catalog::Builtin().Names() + ")");
-      return out;
-    }
-    if (i > 0 && *id != spec.gpu_model) {
-      out.error = BadField(path + ".model", "a node holds GPUs of one model (GPU 0 is " +
-                                                Catalog::Builtin().Get(spec.gpu_model).name + ", this one " + g.model +
-                                                ")");
-      return out;
-    }
-    spec.gpu_model = *id;
-  }
-  if (!r.node_class.empty()) {
-    auto it = node_classes.find(r.node_class);
-    if (it == node_classes.end()) {
-      std::string known;
-      for (const auto& [n, v] : node_classes) known += (known.empty() ? "" : ", ") + n;
-      out.error = BadField("class", "unknown node class '" + r.node_class + "' (known: " +
-                                        (known.empty() ? "none configured" : known) + ")");
-      return out;
-    }
-    spec.attr_class = it->second;
-  }
-  const EngineState& st = engine.state();
-  // A pool with `isolation: required` takes no node whose tasks would run
-  // as plain processes: refused before anything is decided (a new node
-  // does not join; a known one gets no session and stays silent).
-  if (r.isolation != "container") {
-    const auto found = FindNode(r.node);
-    std::vector<PoolId> pools;
-    if (found) {
-      pools.push_back(st.cluster.node(*found).pool);
-      if (auto home = st.lent_nodes.find(*found); home != st.lent_nodes.end()) pools.push_back(home->second);
-    } else if (auto p = engine.PoolFor(spec.gpu_model, r.region)) {
-      pools.push_back(*p);
-    }
-    for (PoolId p : pools) {
-      if (p < isolation_required_.size() && isolation_required_[p]) {
-        out.error = BadField("isolation", "pool '" + st.pools[p].name +
-                                              "' requires isolated tasks; this agent runs them as plain processes "
-                                              "(isolation: " + r.isolation +
-                                              "; no OCI runtime: install runc, or run the agent with --runtime oci)");
-        return out;
-      }
-    }
-  }
   NodeIndex node = -1;
-  if (auto found = FindNode(r.node)) {
-    node = *found;
-    const Node& have = st.cluster.node(node);
-    const bool same = have.cpu_milli_total == spec.cpu_milli && have.memory_mib_total == spec.memory_mib &&
-                      have.gpu_count == spec.gpu_count && (spec.gpu_count == 0 || have.gpu_model == spec.gpu_model) &&
-                      have.attr_class == spec.attr_class;
-    if (!same) {
-      NodeSpec was;
-      was.cpu_milli = have.cpu_milli_total;
-      was.memory_mib = have.memory_mib_total;
-      was.gpu_count = have.gpu_count;
-      was.gpu_model = have.gpu_model;
-      std::string was_class, now_class = r.node_class;
-      for (const auto& [n, v] : node_classes) was_class = v == have.attr_class && have.attr_class ? n : was_class;
-      out.error = MakeApiError(409, "conflict",
-                               "node '" + r.node + "' is registered with " + SpecText(was, was_class) +
-                                   "; this agent reports " + SpecText(spec, now_class) +
-                                   " (a node's resources cannot change under a running pool)");
-      return out;
-    }
-  } else {
-    auto added = engine.AddNode(spec, r.region, r.zone, r.rack, now, sink);
-    if (!added) {
-      // The one refusal a valid report can meet: no pool takes the node.
-      const bool no_pool = added.error().message.find("no pool selects") != std::string::npos;
-      out.error = BadField(no_pool ? (r.gpus.empty() ? "region" : "gpus[0].model") : "node", added.error().message);
-      return out;
-    }
-    node = *added;
-  }
+  out.error = SpecOf(r, node_classes, spec);
+  if (!out.error) out.error = CheckIsolation(engine, r, spec);
+  if (!out.error) out.error = JoinNode(engine, r, spec, node_classes, now, sink, node);
+  if (out.error) return out;
   // EXEC-7: the MIG modes and instances the hardware has.
   for (size_t i = 0; i < r.gpus.size(); ++i) {
     auto ok = engine.ReportMigLayout(node, static_cast<int32_t>(i), r.gpus[i].mig_enabled, SlotsOf(r.gpus[i].mig), now,
@@ -337,9 +345,8 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
     }
   }
   (void)engine.Heartbeat(node, now, sink);
-  // A new session; the server's start time keeps it unique across restarts.
-  static const std::string boot = std::to_string(ToMillis(WallNow()));
-  sessions_[node] = boot + "-" + std::to_string(++next_session_);
+  // A new session; the server's start time (boot_) keeps it unique across restarts.
+  sessions_[node] = boot_ + "-" + std::to_string(++next_session_);
   agent_info_[node] = AgentInfo{r.isolation_given, r.isolation, r.metrics_url_given};
   MarkDirty(node);
   out.reply = r.protocol >= 2 ? FullReplyOf(Current(engine.state(), node), incarnation_) : Desired(engine.state(), node);
@@ -391,25 +398,8 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   // reports sends none: registration's stand). A report the Engine refuses
   // changes nothing; GET /v1/nodes shows what the agent said.
   for (const auto& [gpu, instances] : r.mig) (void)engine.ReportMigLayout(node, gpu, true, SlotsOf(instances), now, sink);
-  // OPS-2: the GPUs' telemetry feeds hotspot detection (GPUs the node does
-  // not have are left out rather than failing the heartbeat).
-  if (engine.config().hotspots.enabled && !r.gpus.empty()) {
-    std::vector<GpuTelemetry> telemetry;
-    const int gpu_count = engine.state().cluster.node(node).gpu_count;
-    for (const GpuSample& g : r.gpus) {
-      if (g.index < 0 || g.index >= gpu_count) continue;
-      GpuTelemetry t;
-      t.gpu = g.index;
-      t.util_pct = g.util_pct;
-      t.memory_used_pct = g.memory_total_mib > 0 ? 100.0 * static_cast<double>(g.memory_used_mib) /
-                                                       static_cast<double>(g.memory_total_mib)
-                                                 : -1;
-      t.temperature_c = g.temperature_c;
-      telemetry.push_back(t);
-    }
-    (void)engine.ReportNodeTelemetry(node, telemetry, now, sink);
-  }
-  ApplyTaskReports(engine, node, r.tasks, now, sink);
+  ReportTelemetry(engine, node, r.gpus, now, sink);
+  ApplyTaskReports(engine, TallyTasks(engine.state(), node, r.tasks), now, sink);
   for (const ScrubReport& s : r.scrubs) {
     if (!s.ok) continue;  // the order stays; the agent retries and no task starts on those GPUs
     std::vector<Scrub>& v = scrubs_[node];
@@ -423,66 +413,88 @@ AgentService::Outcome AgentService::Heartbeat(Engine& engine, const HeartbeatReq
   return out;
 }
 
-void AgentService::ApplyTaskReports(Engine& engine, NodeIndex node, const std::vector<TaskReport>& tasks, Instant now,
-                                    const Engine::Sink& sink) {
-  const EngineState& st = engine.state();
-  // Each engine call below may start a scheduling pass that ends or moves
-  // other jobs: every decision re-checks that the job is still the attempt
-  // the agent reported on.
-  auto current = [&](JobId job, int32_t attempt) -> const Job* {
-    const Job* j = st.find_job(job);
-    return Live(j) && Attempt(*j) == attempt ? j : nullptr;
-  };
-  std::map<JobId, std::pair<int32_t, double>> util;  // attempt, highest utilization of its replicas here
-  std::map<JobId, int32_t> failed, reported;          // job -> attempt
-  std::map<JobId, std::string> reasons;               // why a failed job failed, when its node says
-  struct Memory {
-    JobId job;
-    int32_t attempt, replica;
-    int64_t mib;
-  };
-  std::vector<Memory> memory;  // GPU memory the running tasks use
+// OPS-2: the GPUs' telemetry feeds hotspot detection (GPUs the node does
+// not have are left out rather than failing the heartbeat).
+void AgentService::ReportTelemetry(Engine& engine, NodeIndex node, const std::vector<GpuSample>& gpus, Instant now,
+                                   const Engine::Sink& sink) {
+  if (!engine.config().hotspots.enabled || gpus.empty()) return;
+  std::vector<GpuTelemetry> telemetry;
+  const int gpu_count = engine.state().cluster.node(node).gpu_count;
+  for (const GpuSample& g : gpus) {
+    if (g.index < 0 || g.index >= gpu_count) continue;
+    GpuTelemetry t;
+    t.gpu = g.index;
+    t.util_pct = g.util_pct;
+    t.memory_used_pct = g.memory_total_mib > 0 ? 100.0 * static_cast<double>(g.memory_used_mib) /
+                                                     static_cast<double>(g.memory_total_mib)
+                                               : -1;
+    t.temperature_c = g.temperature_c;
+    telemetry.push_back(t);
+  }
+  (void)engine.ReportNodeTelemetry(node, telemetry, now, sink);
+}
+
+const Job* AgentService::CurrentAttempt(const EngineState& st, JobId job, int32_t attempt) {
+  const Job* j = st.find_job(job);
+  return Live(j) && Attempt(*j) == attempt ? j : nullptr;
+}
+
+// What the node's task reports say, per job; reports of attempts no longer
+// placed on this node are stale (the agent stops those tasks) and ignored.
+AgentService::TaskTally AgentService::TallyTasks(const EngineState& st, NodeIndex node,
+                                                 const std::vector<TaskReport>& tasks) {
+  TaskTally tally;
   for (const TaskReport& t : tasks) {
-    const Job* j = current(t.job, t.attempt);
+    const Job* j = CurrentAttempt(st, t.job, t.attempt);
     if (!j || t.replica < 0 || t.replica >= static_cast<int32_t>(j->placements.size()) ||
         j->placements[t.replica].node != node) {
-      continue;  // stale: no longer desired here, the agent stops it
+      continue;
     }
     Progress& p = progress_[t.job];
     if (p.attempt != t.attempt) p = Progress{t.attempt, {}, {}};
     switch (t.phase) {
       case TaskPhase::kRunning:
-        if (t.gpu_memory_mib > 0) memory.push_back({t.job, t.attempt, t.replica, t.gpu_memory_mib});
+        if (t.gpu_memory_mib > 0) tally.memory.push_back({t.job, t.attempt, t.replica, t.gpu_memory_mib});
         if (t.util_pct >= 0) {
-          auto& [attempt, pct] = util[t.job];
+          auto& [attempt, pct] = tally.util[t.job];
           attempt = t.attempt;
           pct = std::max(pct, t.util_pct);
         }
         break;
       case TaskPhase::kExited:
         if (t.exit_code != 0 || t.signal != 0 || !t.error.empty()) {
-          failed[t.job] = t.attempt;
-          if (!t.error.empty()) reasons[t.job] = t.error;
+          tally.failed[t.job] = t.attempt;
+          if (!t.error.empty()) tally.reasons[t.job] = t.error;
         }
         p.exited.insert(t.replica);
-        reported[t.job] = t.attempt;
+        tally.reported[t.job] = t.attempt;
         break;
       case TaskPhase::kStartFailed:
-        failed[t.job] = t.attempt;
-        reasons[t.job] = t.error;
+        tally.failed[t.job] = t.attempt;
+        tally.reasons[t.job] = t.error;
         break;
       case TaskPhase::kCheckpointed:
         p.checkpointed.insert(t.replica);
-        reported[t.job] = t.attempt;
+        tally.reported[t.job] = t.attempt;
         break;
     }
   }
-  for (const auto& [job, attempt] : failed) {
-    if (current(job, attempt)) (void)engine.Finish(job, false, now, sink, reasons[job]);
+  return tally;
+}
+
+// Each engine call below may start a scheduling pass that ends or moves
+// other jobs: every decision re-checks that the job is still the attempt
+// the agent reported on.
+void AgentService::ApplyTaskReports(Engine& engine, const TaskTally& tally, Instant now, const Engine::Sink& sink) {
+  const EngineState& st = engine.state();
+  for (const auto& [job, attempt] : tally.failed) {
+    if (!CurrentAttempt(st, job, attempt)) continue;
+    const auto reason = tally.reasons.find(job);
+    (void)engine.Finish(job, false, now, sink, reason == tally.reasons.end() ? "" : reason->second);
   }
-  for (const auto& [job, attempt] : reported) {
-    const Job* j = current(job, attempt);
-    if (!j || failed.count(job)) continue;
+  for (const auto& [job, attempt] : tally.reported) {
+    const Job* j = CurrentAttempt(st, job, attempt);
+    if (!j || tally.failed.count(job)) continue;
     const Progress& p = progress_[job];
     const size_t replicas = j->placements.size();
     if (p.exited.size() == replicas) {
@@ -496,11 +508,11 @@ void AgentService::ApplyTaskReports(Engine& engine, NodeIndex node, const std::v
       if (done.size() == replicas) (void)engine.CheckpointDone(job, now, sink);
     }
   }
-  for (const auto& [job, u] : util) {
-    if (current(job, u.first)) (void)engine.ReportUtilization(job, u.second, now, sink);
+  for (const auto& [job, u] : tally.util) {
+    if (CurrentAttempt(st, job, u.first)) (void)engine.ReportUtilization(job, u.second, now, sink);
   }
-  for (const Memory& m : memory) {
-    if (current(m.job, m.attempt)) (void)engine.ReportTaskMemory(m.job, m.replica, m.mib, now, sink);
+  for (const TaskTally::Memory& m : tally.memory) {
+    if (CurrentAttempt(st, m.job, m.attempt)) (void)engine.ReportTaskMemory(m.job, m.replica, m.mib, now, sink);
   }
 }
 

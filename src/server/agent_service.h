@@ -71,9 +71,12 @@ class AgentService {
   // heartbeat_interval: what replies tell agents (the engine's utilization poll).
   // heartbeat_timeout: what replies tell agents to fence themselves after
   // (stop their tasks when the server has been unreachable that long).
-  // incarnation: names this run of the server in protocol 2's revisions;
-  // empty: a new one (the start time and a random suffix).
-  AgentService(Duration heartbeat_interval, Duration heartbeat_timeout, LogStore* logs, std::string incarnation = "");
+  // incarnation: names this run of the server in protocol 2's revisions
+  // (the server gives its start time on its Env's clock and a random
+  // suffix: NewIncarnation; tests may keep the default).
+  AgentService(Duration heartbeat_interval, Duration heartbeat_timeout, LogStore* logs,
+               std::string incarnation = "0");
+  static std::string NewIncarnation(Instant start);
 
   const std::string& incarnation() const { return incarnation_; }
 
@@ -81,6 +84,9 @@ class AgentService {
   // agent reports isolation "none" is refused at registration (400 naming
   // `isolation`), so it never joins the pool or takes work there.
   void set_isolation_required(std::vector<bool> by_pool) { isolation_required_ = std::move(by_pool); }
+  // A registration's session is BOOT-N: the server gives its start time, so
+  // that sessions stay unique across restarts.
+  void set_boot_id(std::string boot) { boot_ = std::move(boot); }
 
   // Indexes nodes and placed jobs from the state (after start-up).
   void Rebuild(const EngineState& st);
@@ -118,13 +124,36 @@ class AgentService {
   void AddScrub(NodeIndex node, int64_t id, GpuMask gpus);
   void ReportHealth(Engine& engine, NodeIndex node, const std::vector<GpuSample>& gpus, Instant now,
                     const Engine::Sink& sink);
+  static void ReportTelemetry(Engine& engine, NodeIndex node, const std::vector<GpuSample>& gpus, Instant now,
+                              const Engine::Sink& sink);
+  // Register's steps; each returns the refusal, if any.
+  static std::optional<ApiError> SpecOf(const RegisterRequest& r,
+                                        const std::map<std::string, uint16_t>& node_classes, NodeSpec& spec);
+  std::optional<ApiError> CheckIsolation(Engine& engine, const RegisterRequest& r, const NodeSpec& spec) const;
+  std::optional<ApiError> JoinNode(Engine& engine, const RegisterRequest& r, const NodeSpec& spec,
+                                   const std::map<std::string, uint16_t>& node_classes, Instant now,
+                                   const Engine::Sink& sink, NodeIndex& node);
+  // Heartbeat's task reports, per job (see TallyTasks), then applied.
+  struct TaskTally {
+    struct Memory {
+      JobId job;
+      int32_t attempt, replica;
+      int64_t mib;
+    };
+    std::map<JobId, std::pair<int32_t, double>> util;  // attempt, highest utilization of its replicas here
+    std::map<JobId, int32_t> failed, reported;          // job -> attempt
+    std::map<JobId, std::string> reasons;               // why a failed job failed, when its node says
+    std::vector<Memory> memory;                         // GPU memory the running tasks use
+  };
+  // The job, if it is live and still at `attempt`.
+  static const Job* CurrentAttempt(const EngineState& st, JobId job, int32_t attempt);
+  TaskTally TallyTasks(const EngineState& st, NodeIndex node, const std::vector<TaskReport>& tasks);
+  // Applies the task phases of a heartbeat (finishes, checkpoints, utilization).
+  void ApplyTaskReports(Engine& engine, const TaskTally& tally, Instant now, const Engine::Sink& sink);
   static constexpr size_t kMaxHealthReasonBytes = 1024;  // of the agents' words, per GpuHealthChanged
   void SizeFor(const EngineState& st);
   void RememberPlacement(const Job& j);
   std::vector<LogAck> StoreLogs(NodeIndex node, const std::vector<LogChunk>& chunks);
-  // Applies the task phases of a heartbeat or report (finishes, checkpoints, utilization).
-  void ApplyTaskReports(Engine& engine, NodeIndex node, const std::vector<TaskReport>& tasks, Instant now,
-                        const Engine::Sink& sink);
   // Every field of every task order (protocol 2's view).
   NodeDesired ComputeNode(const EngineState& st, NodeIndex node) const;
   // The node's latest revision, recomputed first when it is marked.
@@ -155,6 +184,7 @@ class AgentService {
   };
   std::map<NodeIndex, AgentInfo> agent_info_;
   std::vector<bool> isolation_required_;  // by pool
+  std::string boot_ = "0";
   uint64_t next_session_ = 0;
   std::vector<std::set<JobId>> jobs_on_node_;  // running or checkpointing jobs with a replica there
   std::map<JobId, std::vector<NodeIndex>> nodes_of_job_;

@@ -44,7 +44,7 @@ class AgentStatusBoard {
     std::map<int, std::vector<MigInstance>> mig;  // from the last heartbeat that had any
   };
   mutable std::mutex mu_;
-  std::map<std::string, Status, std::less<>> nodes_;  // guarded by mu_
+  std::map<std::string, Status, std::less<>> nodes_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace gpupool

@@ -1,9 +1,6 @@
 #include "src/server/auth.h"
 
-#include <fcntl.h>
 #include <openssl/rand.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -54,20 +51,14 @@ std::string HashToken(std::string_view token) {
   return h.HexDigest();
 }
 
-Result<std::string> LoadOrCreateAdminToken(const std::string& dir, const std::string& file) {
+Result<std::string> LoadOrCreateAdminToken(Env& env, const std::string& dir, const std::string& file) {
   if (!file.empty()) return ReadToken(file);
   const std::string path = (std::filesystem::path(dir) / "admin.token").string();
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) return ReadToken(path);
   const std::string token = NewToken();
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return IoError(tmp + ": cannot create (" + std::strerror(errno) + ")");
-  const std::string line = token + "\n";
-  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    return IoError(path + ": cannot write the admin token (" + std::strerror(errno) + ")");
+  if (auto ok = env.WriteFileAtomic(path, token + "\n", 0600); !ok) {
+    return IoError("cannot write the admin token: " + ok.error().message);
   }
   return token;
 }

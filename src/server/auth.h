@@ -15,6 +15,7 @@
 #include <string>
 
 #include "src/base/status.h"
+#include "src/server/env.h"
 
 namespace gpupool {
 
@@ -34,8 +35,8 @@ std::string HashToken(std::string_view token);
 
 // Reads the admin token from `file` when given (it must exist and hold a
 // token); otherwise from DIR/admin.token, creating it (mode 0600) on first
-// start.
-Result<std::string> LoadOrCreateAdminToken(const std::string& dir, const std::string& file);
+// start (written through `env`).
+Result<std::string> LoadOrCreateAdminToken(Env& env, const std::string& dir, const std::string& file);
 
 class AuthStore {
  public:
@@ -48,7 +49,7 @@ class AuthStore {
  private:
   std::string admin_hash_;  // set before serving, then read-only: not guarded
   mutable std::shared_mutex mu_;
-  std::map<std::string, std::string, std::less<>> tenants_;  // hash -> tenant; guarded by mu_
+  std::map<std::string, std::string, std::less<>> tenants_;  // hash -> tenant; GUARDED_BY(mu_)
 };
 
 }  // namespace gpupool

@@ -491,7 +491,7 @@ void HttpApi::SubmitJob(const ExchangePtr& ex) {
   if (!p) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
   if (!j) return (void)ex->Respond(std::move(res));
-  auto parsed = ParseJobRequest(*j, core_.names(), WallNow());
+  auto parsed = ParseJobRequest(*j, core_.names(), core_.env().Now());
   if (!parsed.ok()) return fail(parsed.error);
   SubmitJobCmd cmd;
   cmd.spec = std::move(parsed.value->spec);
@@ -776,7 +776,7 @@ void HttpApi::RegisterNode(const ExchangePtr& ex) {
   Await(ex, RegisterAgentCmd{std::move(*r)},
         [this, registered = std::move(registered)](const Reply& reply, Response& res) {
           if (ReplyFailed(res, reply)) return;
-          core_.agent_status().Registered(registered, ToMillis(WallNow()));
+          core_.agent_status().Registered(registered, ToMillis(core_.env().Now()));
           SendJson(res, 200, reply.detail);
         });
 }
@@ -793,7 +793,7 @@ void HttpApi::AgentHeartbeat(const ExchangePtr& ex) {
           for (const GpuSample& g : gpus) {
             core_.metrics().SetGpuUtilization(static_cast<int32_t>(reply.id), g.index, g.util_pct);
           }
-          core_.agent_status().Heartbeat(name, gpus, ToMillis(WallNow()));
+          core_.agent_status().Heartbeat(name, gpus, ToMillis(core_.env().Now()));
           core_.agent_status().MigReported(name, mig);
           SendJson(res, 200, reply.detail);
         });

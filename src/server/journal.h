@@ -38,6 +38,7 @@ struct SnapshotRecord {
   std::string kind;  // "engine" or "read-model"
   int64_t seq = 0;   // the state after every event up to this one
   std::string bytes;
+  int64_t created_ms = 0;  // when it was taken (the Env's clock); informative
 };
 
 struct JournalBatch {

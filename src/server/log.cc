@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/time_text.h"
+#include "src/server/env.h"
 
 namespace gpupool {
 namespace {
@@ -19,7 +20,9 @@ std::mutex& Mu() {
 
 void Write(const char* level, const std::string* msg, const LogFields& fields) {
   nlohmann::ordered_json j;
-  j["ts"] = FormatRfc3339(WallNow());
+  // The real clock whatever Env a core runs on: people read these lines
+  // beside other processes' logs.
+  j["ts"] = FormatRfc3339(Env::Default()->Now());
   j["level"] = level;
   if (msg) j["msg"] = *msg;
   for (const auto& [k, v] : fields) j[k] = v;

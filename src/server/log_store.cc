@@ -31,15 +31,10 @@ Result<int64_t> LogStore::Append(const LogChunk& c) {
     held = end;  // counted, not stored
     return held;
   }
-  std::error_code ec;
-  fs::create_directories(fs::path(file).parent_path(), ec);
-  if (ec) return IoError("logs: cannot create " + fs::path(file).parent_path().string() + ": " + ec.message());
-  std::ofstream out(file, std::ios::binary | std::ios::app);
-  if (!out) return IoError("logs: cannot open " + file + ": " + std::strerror(errno));
   const size_t skip = static_cast<size_t>(held - c.offset);
-  out.write(c.data.data() + skip, static_cast<std::streamsize>(c.data.size() - skip));
-  out.flush();
-  if (!out) return IoError("logs: cannot write " + file + ": " + std::strerror(errno));
+  if (auto ok = env_.AppendFile(file, std::string_view(c.data).substr(skip)); !ok) {
+    return IoError("logs: " + ok.error().message);
+  }
   held = end;
   return held;
 }

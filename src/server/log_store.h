@@ -7,6 +7,9 @@
 // agent's next chunk starts. Logs are diagnostics, not acknowledged state:
 // they are written without fsync. A file stops growing at kMaxLogBytes.
 //
+// Files are written through the server's Env (env.h), so that a test can
+// fail them.
+//
 // Thread-safety: safe for concurrent use.
 #pragma once
 
@@ -19,6 +22,7 @@
 
 #include "src/api/agent_protocol.h"
 #include "src/base/status.h"
+#include "src/server/env.h"
 
 namespace gpupool {
 
@@ -26,7 +30,8 @@ inline constexpr int64_t kMaxLogBytes = int64_t{64} << 20;
 
 class LogStore {
  public:
-  explicit LogStore(std::string dir) : dir_(std::move(dir)) {}
+  // `env` outlives the store.
+  LogStore(Env& env, std::string dir) : env_(env), dir_(std::move(dir)) {}
 
   // Returns the number of bytes held for the chunk's (job, replica,
   // attempt) afterwards; past kMaxLogBytes, chunks are counted as held
@@ -43,9 +48,11 @@ class LogStore {
 
  private:
   std::string FileOf(JobId job, int32_t replica, int32_t attempt) const;
-  std::string dir_;
+  Env& env_;
+  const std::string dir_;
   mutable std::mutex mu_;
-  std::map<std::tuple<JobId, int32_t, int32_t>, int64_t> sizes_;  // bytes held (files seen or written); guarded by mu_
+  // Bytes held (files seen or written).
+  std::map<std::tuple<JobId, int32_t, int32_t>, int64_t> sizes_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace gpupool

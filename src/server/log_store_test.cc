@@ -11,7 +11,7 @@ namespace {
 TEST(LogStoreTest, AppendsAreIdempotentByOffset) {
   const std::string dir = (std::filesystem::temp_directory_path() / ("logs-" + std::to_string(getpid()))).string();
   {
-    LogStore s(dir);
+    LogStore s(*Env::Default(), dir);
     EXPECT_EQ(*s.Append(LogChunk{7, 0, 1, 0, "hello "}), 6);
     EXPECT_EQ(*s.Append(LogChunk{7, 0, 1, 0, "hello "}), 6);        // repeated: nothing new
     EXPECT_EQ(*s.Append(LogChunk{7, 0, 1, 3, "lo world\n"}), 12);   // overlapping: only the new part
@@ -19,7 +19,7 @@ TEST(LogStoreTest, AppendsAreIdempotentByOffset) {
     EXPECT_EQ(*s.Append(LogChunk{7, 1, 1, 0, "replica 1\n"}), 10);
     EXPECT_EQ(*s.Append(LogChunk{7, 0, 2, 0, "attempt 2\n"}), 10);
   }
-  LogStore again(dir);  // sizes come back from the files
+  LogStore again(*Env::Default(), dir);  // sizes come back from the files
   EXPECT_EQ(*again.Append(LogChunk{7, 0, 1, 12, "more\n"}), 17);
   auto parts = again.Read(7, 1 << 20);
   ASSERT_TRUE(parts.has_value());

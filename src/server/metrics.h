@@ -63,9 +63,11 @@ class Metrics {
   prometheus::Histogram* commit_events_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Histogram>* request_seconds_;
-  mutable std::mutex mu_;  // guards the maps below and Family::Add
-  std::map<std::string, prometheus::Counter*> event_counters_;
-  std::map<std::pair<int32_t, int>, double> gpu_util_;
+  // The families' Add calls (events_, requests_, request_seconds_) are made
+  // under it too; the pointers above are set in the constructor, then read-only.
+  mutable std::mutex mu_;
+  std::map<std::string, prometheus::Counter*> event_counters_;  // GUARDED_BY(mu_)
+  std::map<std::pair<int32_t, int>, double> gpu_util_;          // GUARDED_BY(mu_)
 };
 
 }  // namespace gpupool

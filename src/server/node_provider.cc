@@ -25,14 +25,15 @@ std::string ProgramName(const std::string& command) {
 
 }  // namespace
 
-CommandOutcome RunCommand(const std::string& command, const std::vector<std::pair<std::string, std::string>>& env,
-                          Duration timeout) {
-  return RunProgram({"/bin/sh", "-c", command}, env, timeout);
+CommandOutcome RunCommand(Env& env, const std::string& command, const Env::Vars& vars, Duration timeout) {
+  return env.RunProgram({"/bin/sh", "-c", command}, vars, timeout);
 }
 
-CommandNodeProvider::CommandNodeProvider(CommandProviderSettings settings, std::vector<PoolScalingConfig> scaling,
-                                         CreatedFn on_created, FailedFn on_failed)
-    : settings_(std::move(settings)),
+CommandNodeProvider::CommandNodeProvider(Env& env, CommandProviderSettings settings,
+                                         std::vector<PoolScalingConfig> scaling, CreatedFn on_created,
+                                         FailedFn on_failed)
+    : env_(env),
+      settings_(std::move(settings)),
       scaling_(std::move(scaling)),
       on_created_(std::move(on_created)),
       on_failed_(std::move(on_failed)) {}
@@ -129,7 +130,7 @@ void CommandNodeProvider::RunAction(const Action& a, Worker* self) {
       on_failed_(Failed{a.pool, "", "pool '" + a.pool_name + "' has no scaling settings"});
     } else {
       LogInfo("node provider: creating a node", {{"node", a.node}, {"pool", a.pool_name}, {"rack", a.rack}});
-      const CommandOutcome o = RunCommand(settings_.create, a.env, settings_.timeout);
+      const CommandOutcome o = RunCommand(env_, settings_.create, a.env, settings_.timeout);
       if (o.ok) {
         LogInfo("node provider: node created", {{"node", a.node}, {"pool", a.pool_name}});
         on_created_(Created{a.pool, a.node, a.rack});
@@ -141,7 +142,7 @@ void CommandNodeProvider::RunAction(const Action& a, Worker* self) {
     }
   } else {
     LogInfo("node provider: deleting a node", {{"node", a.node}, {"pool", a.pool_name}});
-    const CommandOutcome o = RunCommand(settings_.remove, a.env, settings_.timeout);
+    const CommandOutcome o = RunCommand(env_, settings_.remove, a.env, settings_.timeout);
     if (!o.ok) {
       LogError("node provider: node not deleted (it has left its pool; delete it by hand)",
                {{"node", a.node}, {"pool", a.pool_name}, {"reason", ProgramName(settings_.remove) + " " + o.Describe()}});

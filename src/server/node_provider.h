@@ -28,10 +28,12 @@
 // command never answered (a crash) is still counted as requested by the
 // Engine, and the server fails it at its next start.
 //
-// Each command runs in a thread of its own as `/bin/sh -c COMMAND` in a new
-// session (its process group is what a timeout kills), with the server's
-// environment plus the names above, stdin /dev/null, stdout and stderr
-// captured (the last kOutputTailLines lines are kept for the message).
+// Each command runs in a thread of its own as `/bin/sh -c COMMAND` through
+// the server's Env (env.h; the real one: RunProgram of
+// src/base/subprocess.h, in a new session whose process group a timeout
+// kills), with the server's environment plus the names above, stdin
+// /dev/null, stdout and stderr captured (the last kOutputTailLines lines are
+// kept for the message).
 //
 // Thread-safety: Plan on the engine thread only; Committed, Stop and the
 // accessors from any thread. The callbacks run on the command's thread;
@@ -53,15 +55,15 @@
 #include "src/engine/event.h"
 #include "src/engine/scaling.h"
 #include "src/engine/state.h"
+#include "src/server/env.h"
 #include "src/server/server_config.h"
 
 namespace gpupool {
 
-// Runs `/bin/sh -c command` with `env` added to the caller's environment,
-// waiting at most `timeout` (then SIGTERM to its process group, SIGKILL a
-// second later). Blocks the calling thread.
-CommandOutcome RunCommand(const std::string& command, const std::vector<std::pair<std::string, std::string>>& env,
-                          Duration timeout);
+// Runs `/bin/sh -c command` through `env` with `vars` added to the
+// server's environment, waiting at most `timeout` (the real Env: SIGTERM to
+// its process group, SIGKILL a second later). Blocks the calling thread.
+CommandOutcome RunCommand(Env& env, const std::string& command, const Env::Vars& vars, Duration timeout);
 
 class CommandNodeProvider {
  public:
@@ -77,9 +79,10 @@ class CommandNodeProvider {
   using CreatedFn = std::function<void(const Created&)>;
   using FailedFn = std::function<void(const Failed&)>;
 
-  // `scaling` gives each scaled pool's node template (by pool name).
-  CommandNodeProvider(CommandProviderSettings settings, std::vector<PoolScalingConfig> scaling, CreatedFn on_created,
-                      FailedFn on_failed);
+  // `scaling` gives each scaled pool's node template (by pool name); `env`
+  // runs the commands and outlives the provider.
+  CommandNodeProvider(Env& env, CommandProviderSettings settings, std::vector<PoolScalingConfig> scaling,
+                      CreatedFn on_created, FailedFn on_failed);
   ~CommandNodeProvider();  // Stop()
   CommandNodeProvider(const CommandNodeProvider&) = delete;
   CommandNodeProvider& operator=(const CommandNodeProvider&) = delete;
@@ -114,18 +117,23 @@ class CommandNodeProvider {
   void Launch(Action a);  // mu_ held
   void RunAction(const Action& a, Worker* self);
 
-  CommandProviderSettings settings_;
-  std::vector<PoolScalingConfig> scaling_;
-  CreatedFn on_created_;
-  FailedFn on_failed_;
+  // Set at construction, then read-only.
+  Env& env_;
+  const CommandProviderSettings settings_;
+  const std::vector<PoolScalingConfig> scaling_;
+  const CreatedFn on_created_;
+  const FailedFn on_failed_;
+
   std::map<std::string, int64_t> next_serial_;  // by name prefix; engine thread only
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Action> planned_;  // in seq order; guarded by mu_
-  std::list<Worker> workers_;  // guarded by mu_
-  int64_t running_ = 0;  // guarded by mu_
-  bool stopping_ = false;  // guarded by mu_
+  std::vector<Action> planned_;  // in seq order; GUARDED_BY(mu_)
+  // A worker's thread and `done` flag: GUARDED_BY(mu_) (the thread object
+  // is joined by Launch or Stop once `done`, or once taken out of the list).
+  std::list<Worker> workers_;
+  int64_t running_ = 0;    // GUARDED_BY(mu_)
+  bool stopping_ = false;  // GUARDED_BY(mu_)
 };
 
 }  // namespace gpupool

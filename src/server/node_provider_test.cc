@@ -84,27 +84,27 @@ TEST(ServerConfigTest, ScalingRegionsAndTheProvider) {
 }
 
 TEST(RunCommandTest, ExitCodeAndTheOutputsLastLines) {
-  const CommandOutcome o = RunCommand("echo zero; echo one; echo two >&2; echo; echo three; echo four; echo five; exit 3",
+  const CommandOutcome o = RunCommand(*Env::Default(), "echo zero; echo one; echo two >&2; echo; echo three; echo four; echo five; exit 3",
                                       {}, 10s);
   EXPECT_FALSE(o.ok);
   EXPECT_EQ(o.exit_code, 3);
   EXPECT_FALSE(o.timed_out);
   EXPECT_EQ(o.output_tail, "one | two | three | four | five");  // the last 5 non-empty lines
   EXPECT_EQ(o.Describe(), "exited 3: one | two | three | four | five");
-  EXPECT_TRUE(RunCommand("true", {}, 10s).ok);
+  EXPECT_TRUE(RunCommand(*Env::Default(), "true", {}, 10s).ok);
 }
 
 TEST(RunCommandTest, EnvironmentIsAddedToTheServers) {
   ::setenv("GPUPOOL_PROVIDER_TEST_INHERITED", "yes", 1);
   const CommandOutcome o =
-      RunCommand("printf '%s %s' \"$GPUPOOL_NODE\" \"$GPUPOOL_PROVIDER_TEST_INHERITED\"", {{"GPUPOOL_NODE", "n-1"}}, 10s);
+      RunCommand(*Env::Default(), "printf '%s %s' \"$GPUPOOL_NODE\" \"$GPUPOOL_PROVIDER_TEST_INHERITED\"", {{"GPUPOOL_NODE", "n-1"}}, 10s);
   EXPECT_TRUE(o.ok) << o.Describe();
   EXPECT_EQ(o.output_tail, "n-1 yes");
 }
 
 TEST(RunCommandTest, KilledAtTheTimeoutWithWhatItStartedInTheBackground) {
   const auto t0 = std::chrono::steady_clock::now();
-  const CommandOutcome o = RunCommand("echo starting; sleep 30 & sleep 30", {}, 300ms);
+  const CommandOutcome o = RunCommand(*Env::Default(), "echo starting; sleep 30 & sleep 30", {}, 300ms);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_FALSE(o.ok);
   EXPECT_TRUE(o.timed_out);
@@ -112,7 +112,7 @@ TEST(RunCommandTest, KilledAtTheTimeoutWithWhatItStartedInTheBackground) {
 }
 
 TEST(RunCommandTest, AMissingProgramIsAFailureNotACrash) {
-  const CommandOutcome o = RunCommand("/nonexistent/create-node.sh", {}, 10s);
+  const CommandOutcome o = RunCommand(*Env::Default(), "/nonexistent/create-node.sh", {}, 10s);
   EXPECT_FALSE(o.ok);
   EXPECT_EQ(o.exit_code, 127);
   EXPECT_NE(o.Describe().find("exited 127"), std::string::npos) << o.Describe();
@@ -147,7 +147,7 @@ class ProviderTest : public ::testing::Test {
 
   std::unique_ptr<CommandNodeProvider> Provider(CommandProviderSettings settings) {
     return std::make_unique<CommandNodeProvider>(
-        std::move(settings), scaling_,
+        *Env::Default(), std::move(settings), scaling_,
         [this](const CommandNodeProvider::Created& c) {
           std::lock_guard lock(mu_);
           created_.push_back(c);

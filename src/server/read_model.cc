@@ -139,127 +139,157 @@ std::optional<NodeIndex> ReadModel::node_id(const std::string& name) const {
 
 void ReadModel::Apply(const Event& e) {
   last_seq_ = e.seq;
-  const Instant at = e.at;
-  auto new_job = [&](JobId id, const JobSpec& spec) -> JobRecord& {
-    if (static_cast<size_t>(id) > jobs_.size()) jobs_.resize(static_cast<size_t>(id));
-    JobRecord& j = jobs_[id - 1];
-    j = JobRecord{};
-    j.id = id;
-    j.spec = spec;
-    j.submitted = at;
-    jobs_by_tenant_[spec.tenant].push_back(id);
-    return j;
-  };
-  auto end = [&](JobId id, JobState s) {
-    if (JobRecord* j = mutable_job(id)) {
-      j->state = s;
-      j->ended = at;
-      j->has_ended = true;
-    }
-  };
-  auto requeue = [&](JobId id) -> JobRecord* {
-    JobRecord* j = mutable_job(id);
-    if (j) {
-      j->state = JobState::kPending;
-      j->placements.clear();
-      if (j->spec.elastic()) j->spec.replicas = j->spec.min_replicas;  // as the engine requeues it
-    }
-    return j;
-  };
-  std::visit(
-      [&](const auto& b) {
-        using T = std::decay_t<decltype(b)>;
-        if constexpr (std::is_same_v<T, PoolAdded>) {
-          pools_.push_back(b.pool);
-          for (auto& q : quotas_) q.resize(pools_.size());
-        } else if constexpr (std::is_same_v<T, NodeAdded>) {
-          node_ids_[b.spec.name] = static_cast<NodeIndex>(nodes_.size());
-          nodes_.push_back(NodeRecord{b.spec, b.region, b.zone, b.rack});
-        } else if constexpr (std::is_same_v<T, TenantAdded>) {
-          tenant_ids_[b.name] = b.tenant;
-          if (static_cast<size_t>(b.tenant) >= tenant_names_.size()) tenant_names_.resize(b.tenant + 1);
-          tenant_names_[b.tenant] = b.name;
-          quotas_.resize(tenant_names_.size());
-          quotas_[b.tenant].resize(pools_.size());
-        } else if constexpr (std::is_same_v<T, QuotaSet>) {
-          if (static_cast<size_t>(b.tenant) < quotas_.size() && b.pool < quotas_[b.tenant].size()) {
-            quotas_[b.tenant][b.pool] = b.quota;
-          }
-        } else if constexpr (std::is_same_v<T, JobSubmitted>) {
-          new_job(b.job, b.spec);
-        } else if constexpr (std::is_same_v<T, JobRejected>) {
-          JobRecord& j = new_job(b.job, b.spec);
-          j.state = JobState::kRejected;
-          j.reason = b.reason;
-          j.ended = at;
-          j.has_ended = true;
-        } else if constexpr (std::is_same_v<T, JobPlaced>) {
-          if (JobRecord* j = mutable_job(b.job)) {
-            j->state = JobState::kRunning;
-            j->started = at;
-            j->has_started = true;
-            j->pool = b.pool;
-            j->borrowed = b.borrowed;
-            j->placements = b.replicas;
-          }
-        } else if constexpr (std::is_same_v<T, JobFinished>) {
-          end(b.job, b.succeeded ? JobState::kSucceeded : JobState::kFailed);
-          if (JobRecord* j = mutable_job(b.job); j && !b.reason.empty()) j->reason = b.reason;
-        } else if constexpr (std::is_same_v<T, JobCancelled>) {
-          end(b.job, JobState::kCancelled);
-        } else if constexpr (std::is_same_v<T, PreemptionStarted>) {
-          if (JobRecord* j = mutable_job(b.victim); j && b.checkpoint) j->state = JobState::kCheckpointing;
-        } else if constexpr (std::is_same_v<T, JobPreempted>) {
-          if (JobRecord* j = requeue(b.victim)) ++j->preemptions;
-        } else if constexpr (std::is_same_v<T, ReclaimStarted>) {
-          if (JobRecord* j = mutable_job(b.job); j && b.checkpoint) j->state = JobState::kCheckpointing;
-        } else if constexpr (std::is_same_v<T, JobReclaimed>) {
-          end(b.job, JobState::kEvicted);
-        } else if constexpr (std::is_same_v<T, JobInterrupted>) {
-          if (JobRecord* j = requeue(b.job)) ++j->interruptions;
-        } else if constexpr (std::is_same_v<T, JobResized>) {
-          if (JobRecord* j = mutable_job(b.job)) {  // SCALE-7: as EngineState applies it
-            for (auto it = b.removed.rbegin(); it != b.removed.rend(); ++it) {
-              if (*it >= 0 && static_cast<size_t>(*it) < j->placements.size()) j->placements.erase(j->placements.begin() + *it);
-            }
-            j->placements.insert(j->placements.end(), b.added.begin(), b.added.end());
-            j->spec.replicas = static_cast<int32_t>(j->placements.size());
-            j->borrowed = b.borrowed;
-          }
-        } else if constexpr (std::is_same_v<T, NodeLent>) {
-          if (b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size()) {
-            NodeRecord& n = nodes_[b.node];
-            n.home_pool = n.spec.pool;  // POOL-3: shown in the borrower's pool until returned
-            n.spec.pool = static_cast<uint8_t>(b.to);
-          }
-        } else if constexpr (std::is_same_v<T, NodeReturned>) {
-          if (b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size()) {
-            NodeRecord& n = nodes_[b.node];
-            n.spec.pool = static_cast<uint8_t>(n.home_pool);
-            n.home_pool = -1;
-          }
-        } else if constexpr (std::is_same_v<T, HotspotDetected>) {
-          if (b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size()) {
-            NodeRecord& n = nodes_[b.node];
-            n.hot = true;
-            n.hot_gpus = b.gpus;
-            n.hot_reason = b.reason;
-            n.hot_since = at;
-          }
-        } else if constexpr (std::is_same_v<T, HotspotCleared>) {
-          if (b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size()) {
-            NodeRecord& n = nodes_[b.node];
-            n.hot = false;
-            n.hot_gpus = 0;
-            n.hot_reason.clear();
-            n.hot_since = Instant{};
-          }
-        } else if constexpr (std::is_same_v<T, RegionsSet>) {
-          set_regions_ = b.policy;
-        }
-      },
-      e.body);
+  std::visit([&](const auto& body) { On(body, e.at); }, e.body);
 }
+
+JobRecord& ReadModel::NewJob(JobId id, const JobSpec& spec, Instant at) {
+  if (static_cast<size_t>(id) > jobs_.size()) jobs_.resize(static_cast<size_t>(id));
+  JobRecord& j = jobs_[id - 1];
+  j = JobRecord{};
+  j.id = id;
+  j.spec = spec;
+  j.submitted = at;
+  jobs_by_tenant_[spec.tenant].push_back(id);
+  return j;
+}
+
+void ReadModel::End(JobId id, JobState s, Instant at) {
+  if (JobRecord* j = mutable_job(id)) {
+    j->state = s;
+    j->ended = at;
+    j->has_ended = true;
+  }
+}
+
+JobRecord* ReadModel::Requeue(JobId id) {
+  JobRecord* j = mutable_job(id);
+  if (j) {
+    j->state = JobState::kPending;
+    j->placements.clear();
+    if (j->spec.elastic()) j->spec.replicas = j->spec.min_replicas;  // as the engine requeues it
+  }
+  return j;
+}
+
+NodeRecord* ReadModel::mutable_node(NodeIndex n) {
+  return n >= 0 && static_cast<size_t>(n) < nodes_.size() ? &nodes_[n] : nullptr;
+}
+
+void ReadModel::On(const PoolAdded& b, Instant) {
+  pools_.push_back(b.pool);
+  for (auto& q : quotas_) q.resize(pools_.size());
+}
+
+void ReadModel::On(const NodeAdded& b, Instant) {
+  node_ids_[b.spec.name] = static_cast<NodeIndex>(nodes_.size());
+  nodes_.push_back(NodeRecord{b.spec, b.region, b.zone, b.rack});
+}
+
+void ReadModel::On(const TenantAdded& b, Instant) {
+  tenant_ids_[b.name] = b.tenant;
+  if (static_cast<size_t>(b.tenant) >= tenant_names_.size()) tenant_names_.resize(b.tenant + 1);
+  tenant_names_[b.tenant] = b.name;
+  quotas_.resize(tenant_names_.size());
+  quotas_[b.tenant].resize(pools_.size());
+}
+
+void ReadModel::On(const QuotaSet& b, Instant) {
+  if (static_cast<size_t>(b.tenant) < quotas_.size() && b.pool < quotas_[b.tenant].size()) {
+    quotas_[b.tenant][b.pool] = b.quota;
+  }
+}
+
+void ReadModel::On(const JobSubmitted& b, Instant at) { NewJob(b.job, b.spec, at); }
+
+void ReadModel::On(const JobRejected& b, Instant at) {
+  JobRecord& j = NewJob(b.job, b.spec, at);
+  j.state = JobState::kRejected;
+  j.reason = b.reason;
+  j.ended = at;
+  j.has_ended = true;
+}
+
+void ReadModel::On(const JobPlaced& b, Instant at) {
+  if (JobRecord* j = mutable_job(b.job)) {
+    j->state = JobState::kRunning;
+    j->started = at;
+    j->has_started = true;
+    j->pool = b.pool;
+    j->borrowed = b.borrowed;
+    j->placements = b.replicas;
+  }
+}
+
+void ReadModel::On(const JobFinished& b, Instant at) {
+  End(b.job, b.succeeded ? JobState::kSucceeded : JobState::kFailed, at);
+  if (JobRecord* j = mutable_job(b.job); j && !b.reason.empty()) j->reason = b.reason;
+}
+
+void ReadModel::On(const JobCancelled& b, Instant at) { End(b.job, JobState::kCancelled, at); }
+
+void ReadModel::On(const PreemptionStarted& b, Instant) {
+  if (JobRecord* j = mutable_job(b.victim); j && b.checkpoint) j->state = JobState::kCheckpointing;
+}
+
+void ReadModel::On(const JobPreempted& b, Instant) {
+  if (JobRecord* j = Requeue(b.victim)) ++j->preemptions;
+}
+
+void ReadModel::On(const ReclaimStarted& b, Instant) {
+  if (JobRecord* j = mutable_job(b.job); j && b.checkpoint) j->state = JobState::kCheckpointing;
+}
+
+void ReadModel::On(const JobReclaimed& b, Instant at) { End(b.job, JobState::kEvicted, at); }
+
+void ReadModel::On(const JobInterrupted& b, Instant) {
+  if (JobRecord* j = Requeue(b.job)) ++j->interruptions;
+}
+
+void ReadModel::On(const JobResized& b, Instant) {
+  JobRecord* j = mutable_job(b.job);
+  if (!j) return;
+  // SCALE-7: as EngineState applies it.
+  for (auto it = b.removed.rbegin(); it != b.removed.rend(); ++it) {
+    if (*it >= 0 && static_cast<size_t>(*it) < j->placements.size()) j->placements.erase(j->placements.begin() + *it);
+  }
+  j->placements.insert(j->placements.end(), b.added.begin(), b.added.end());
+  j->spec.replicas = static_cast<int32_t>(j->placements.size());
+  j->borrowed = b.borrowed;
+}
+
+void ReadModel::On(const NodeLent& b, Instant) {
+  if (NodeRecord* n = mutable_node(b.node)) {
+    n->home_pool = n->spec.pool;  // POOL-3: shown in the borrower's pool until returned
+    n->spec.pool = static_cast<uint8_t>(b.to);
+  }
+}
+
+void ReadModel::On(const NodeReturned& b, Instant) {
+  if (NodeRecord* n = mutable_node(b.node)) {
+    n->spec.pool = static_cast<uint8_t>(n->home_pool);
+    n->home_pool = -1;
+  }
+}
+
+void ReadModel::On(const HotspotDetected& b, Instant at) {
+  if (NodeRecord* n = mutable_node(b.node)) {
+    n->hot = true;
+    n->hot_gpus = b.gpus;
+    n->hot_reason = b.reason;
+    n->hot_since = at;
+  }
+}
+
+void ReadModel::On(const HotspotCleared& b, Instant) {
+  if (NodeRecord* n = mutable_node(b.node)) {
+    n->hot = false;
+    n->hot_gpus = 0;
+    n->hot_reason.clear();
+    n->hot_since = Instant{};
+  }
+}
+
+void ReadModel::On(const RegionsSet& b, Instant) { set_regions_ = b.policy; }
 
 std::string ReadModel::Encode() const {
   ByteWriter w;

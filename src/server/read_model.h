@@ -111,20 +111,52 @@ class ReadModel {
   static void DecodeV3(ByteReader& r, ReadModel& m);
   static void DecodeV4(ByteReader& r, ReadModel& m);
   JobRecord* mutable_job(JobId id);
+  NodeRecord* mutable_node(NodeIndex n);  // null when out of range
 
-  mutable std::shared_mutex mu_;  // guards every member below; readers lock it shared through mu()
-  int64_t last_seq_ = 0;
-  std::vector<JobRecord> jobs_;  // index id - 1 (ids are dense from 1); id -1 = never submitted
-  std::map<TenantId, std::vector<JobId>> jobs_by_tenant_;
-  std::vector<Pool> pools_;
-  std::vector<std::string> tenant_names_;
-  std::map<std::string, TenantId> tenant_ids_;
-  std::vector<std::vector<Quota>> quotas_;
-  std::vector<NodeRecord> nodes_;
-  std::map<std::string, NodeIndex> node_ids_;
-  RegionPolicy config_regions_;
-  std::optional<RegionPolicy> set_regions_;  // the last RegionsSet
-  std::shared_ptr<const EngineSummary> summary_ = std::make_shared<EngineSummary>();
+  // Apply, one event type each; the events the read model does not show
+  // change nothing but last_seq.
+  template <class T>
+  void On(const T&, Instant) {}
+  void On(const PoolAdded& b, Instant at);
+  void On(const NodeAdded& b, Instant at);
+  void On(const TenantAdded& b, Instant at);
+  void On(const QuotaSet& b, Instant at);
+  void On(const JobSubmitted& b, Instant at);
+  void On(const JobRejected& b, Instant at);
+  void On(const JobPlaced& b, Instant at);
+  void On(const JobFinished& b, Instant at);
+  void On(const JobCancelled& b, Instant at);
+  void On(const PreemptionStarted& b, Instant at);
+  void On(const JobPreempted& b, Instant at);
+  void On(const ReclaimStarted& b, Instant at);
+  void On(const JobReclaimed& b, Instant at);
+  void On(const JobInterrupted& b, Instant at);
+  void On(const JobResized& b, Instant at);
+  void On(const NodeLent& b, Instant at);
+  void On(const NodeReturned& b, Instant at);
+  void On(const HotspotDetected& b, Instant at);
+  void On(const HotspotCleared& b, Instant at);
+  void On(const RegionsSet& b, Instant at);
+  JobRecord& NewJob(JobId id, const JobSpec& spec, Instant at);
+  void End(JobId id, JobState s, Instant at);
+  JobRecord* Requeue(JobId id);  // back to pending, as the Engine requeues it
+
+  // Readers lock it shared through mu(), the publisher (Apply, set_summary)
+  // uniquely. Before the core's threads start, its Open applies, decodes
+  // and sets without it: no other thread exists yet.
+  mutable std::shared_mutex mu_;
+  int64_t last_seq_ = 0;                                   // GUARDED_BY(mu_)
+  std::vector<JobRecord> jobs_;                            // GUARDED_BY(mu_); index id - 1 (ids are dense from 1); id -1 = never submitted
+  std::map<TenantId, std::vector<JobId>> jobs_by_tenant_;  // GUARDED_BY(mu_)
+  std::vector<Pool> pools_;                                // GUARDED_BY(mu_)
+  std::vector<std::string> tenant_names_;                  // GUARDED_BY(mu_)
+  std::map<std::string, TenantId> tenant_ids_;             // GUARDED_BY(mu_)
+  std::vector<std::vector<Quota>> quotas_;                 // GUARDED_BY(mu_)
+  std::vector<NodeRecord> nodes_;                          // GUARDED_BY(mu_)
+  std::map<std::string, NodeIndex> node_ids_;              // GUARDED_BY(mu_)
+  RegionPolicy config_regions_;                            // set before the core starts, then read-only
+  std::optional<RegionPolicy> set_regions_;                // GUARDED_BY(mu_); the last RegionsSet
+  std::shared_ptr<const EngineSummary> summary_ = std::make_shared<EngineSummary>();  // GUARDED_BY(mu_)
 };
 
 template <class F>

@@ -7,14 +7,21 @@
 //
 // No scheduling logic lives here: every decision is the Engine's.
 //
+// Everything outside the process (the clock, the journal, the provider's
+// programs, the files it writes) is reached through the Env of
+// ServerOptions (src/server/env.h), so that tests run a whole core in
+// their own process on a stepped clock and a journal that fails where
+// they say (src/server/testing/test_env.h).
+//
 // Start-up: newest engine snapshot + replay of the later events (and the
 // same for the read model); an empty data directory is bootstrapped from
 // the configuration (pools, node classes, requirements, optional tenants
 // and nodes).
 //
-// A journal write that fails stops the process (exit code 70) after
-// answering the waiting callers with 503: the Engine's memory would be
-// ahead of its log, and a restart recovers exactly what was acknowledged.
+// A journal write that fails stops the process (Env::Halt, exit code 70)
+// after answering the waiting callers with 503: the Engine's memory would
+// be ahead of its log, and a restart recovers exactly what was
+// acknowledged.
 #pragma once
 
 #include <atomic>
@@ -36,6 +43,7 @@
 #include "src/server/agent_service.h"
 #include "src/server/agent_status.h"
 #include "src/server/auth.h"
+#include "src/server/env.h"
 #include "src/server/journal.h"
 #include "src/server/log_store.h"
 #include "src/server/metrics.h"
@@ -50,6 +58,11 @@ struct ServerOptions {
   std::string config_path;       // empty: config_text
   std::string admin_token_file;  // empty: DIR/admin.token
   std::string config_text;       // empty: the embedded default configuration
+  Env* env = nullptr;            // not owned; null: Env::Default()
+  // Recover from the journal's events alone, ignoring its snapshots (tests
+  // compare the state with such a replay; an operator's way round a
+  // snapshot that does not load).
+  bool replay_from_start = false;
 };
 
 // --- commands -------------------------------------------------------------------
@@ -78,6 +91,10 @@ struct ExplainCmd {  // read-only: why a pending job waits
   JobId job = -1;
 };
 struct SnapshotCmd {};  // take a snapshot now (tests, shutdown)
+// Journals nothing; answered once everything decided before it, and the
+// tick its batch may run, is durable and published (a barrier for tests:
+// after Env time moves, the tick it causes has happened).
+struct SyncCmd {};
 // A node token (the agent's credential), journaled as its hash.
 struct IssueNodeTokenCmd {
   std::string node;
@@ -111,7 +128,7 @@ struct SetRegionsCmd {
 };
 using Command = std::variant<CreateTenantCmd, SetQuotaCmd, SubmitJobCmd, CancelJobCmd, AddNodeCmd, ExplainCmd,
                              SnapshotCmd, IssueNodeTokenCmd, RegisterAgentCmd, AgentHeartbeatCmd, ProvisionedNodeCmd,
-                             FailScaleOutCmd, SetRegionsCmd>;
+                             FailScaleOutCmd, SetRegionsCmd, SyncCmd>;
 
 struct Reply {
   std::optional<ApiError> error;
@@ -123,6 +140,7 @@ struct Reply {
 class ServerCore {
  public:
   static Result<std::unique_ptr<ServerCore>> Open(const ServerOptions& options);
+  // Stop(), or after Kill() only the joins.
   ~ServerCore();
 
   // Starts the engine and writer threads; then fails the scale-outs a
@@ -130,8 +148,17 @@ class ServerCore {
   // commands died with it), so that the autoscaler may ask again.
   void Start();
   // Waits for the node provider's running commands (each killed at its
-  // timeout), drains the queue, takes a final snapshot, joins.
+  // timeout), drains the queue, takes a final snapshot, joins. After
+  // Kill(): only waits for the threads to end.
   void Stop();
+  // Stops at once as SIGKILL would stop the process, for in-process tests
+  // (src/server/testing/): nothing more is decided, committed, published or
+  // answered (a commit under way is the journal's to keep or lose), no
+  // snapshot is taken, and commands already queued are dropped (their Done
+  // is never called: a future reports a broken promise). Safe from
+  // any thread, the core's own included (a journal that "crashes" calls it
+  // from the writer); the destructor joins the threads.
+  void Kill();
 
   // What is called with a command's reply, exactly once: on the publisher
   // thread once its events are durable and in the read model, on the engine
@@ -157,6 +184,7 @@ class ServerCore {
   const ReadModel& read_model() const { return read_model_; }
   AuthStore& auth() { return auth_; }
   Journal& journal() { return *journal_; }
+  Env& env() { return *env_; }
   const ApiNames& names() const { return names_; }
   const std::map<std::string, uint16_t>& node_classes() const { return node_classes_; }
   Metrics& metrics() { return metrics_; }
@@ -167,6 +195,11 @@ class ServerCore {
   // How long start-up took (snapshot load + replay), for logs and benchmarks.
   double recovery_seconds() const { return recovery_seconds_; }
   int64_t replayed_events() const { return replayed_events_; }
+  // The node provider's commands planned or running (0 without scaling).
+  int64_t provider_busy() const { return provider_ ? provider_->busy() : 0; }
+  // The engine thread's Engine, for checks of its state: only while that
+  // thread does not run (before Start, after Stop).
+  const Engine& stopped_engine() const;
 
  private:
   ServerCore() = default;
@@ -183,50 +216,113 @@ class ServerCore {
     bool engine_snapshot = false;
     std::vector<NodeDesiredPtr> desired;  // new revisions, published once durable
   };
+  // One pass of the engine thread over a batch of commands.
+  struct Step {
+    Instant now;
+    const Engine::Sink& sink;
+    WriterItem& item;
+    bool setup = false;  // capacity or placement may have changed: publish a summary
+  };
 
+  // Start-up (Open): the configuration, the stores, the services around
+  // the Engine, then the state.
+  static Result<ServerConfig> LoadConfig(const ServerOptions& options);
+  Status OpenStores();
+  void SetUpServices();
   Status Recover();
+  Status RestoreFromSnapshot(AttributeTable attributes, TargetWorkload target, const SnapshotRecord& snapshot);
+  Status ReplayJournal(int64_t engine_seq);
+  Status CheckConfigAgainstState();
   Status CheckJobLabels();
   Status Bootstrap();
-  void EngineLoop();
-  void WriterLoop();
-  void PublishLoop();
-  Reply Run(Command& c, Instant now, const Engine::Sink& sink, WriterItem& item, bool& setup);
-  std::shared_ptr<const EngineSummary> Summarize() const;
-  void CommitOrDie(const JournalBatch& batch);
+  Status WriteTenantTokens(const std::vector<std::pair<std::string, std::string>>& token_files);
 
+  // The engine thread.
+  void EngineLoop();
+  std::optional<std::vector<Pending>> TakeWork(Instant next_tick);
+  void RunWork(std::vector<Pending>& work, Step& step);
+  void AddEngineSnapshot(WriterItem& item);
+  Reply Run(Command& c, Step& step);
+  std::shared_ptr<const EngineSummary> Summarize() const;
+  // The commands (Run dispatches on the variant).
+  Reply Do(CreateTenantCmd& cmd, Step& step);
+  Reply Do(SetQuotaCmd& cmd, Step& step);
+  Reply Do(SubmitJobCmd& cmd, Step& step);
+  Reply Do(CancelJobCmd& cmd, Step& step);
+  Reply Do(AddNodeCmd& cmd, Step& step);
+  Reply Do(ExplainCmd& cmd, Step& step);
+  Reply Do(SnapshotCmd& cmd, Step& step);
+  Reply Do(IssueNodeTokenCmd& cmd, Step& step);
+  Reply Do(RegisterAgentCmd& cmd, Step& step);
+  Reply Do(AgentHeartbeatCmd& cmd, Step& step);
+  Reply Do(ProvisionedNodeCmd& cmd, Step& step);
+  Reply Do(FailScaleOutCmd& cmd, Step& step);
+  Reply Do(SetRegionsCmd& cmd, Step& step);
+  Reply Do(SyncCmd& cmd, Step& step);
+  std::optional<TenantId> TenantNamed(const std::string& name) const;
+
+  // The writer thread.
+  void WriterLoop();
+  static JournalBatch MergeBatches(std::deque<WriterItem>& items);
+  // Answers the group's callers with 503 and halts the process.
+  void FailGroup(std::deque<WriterItem>& items, const Error& error);
+  void CommitOrDie(const JournalBatch& batch);
+  void HandToWriter(WriterItem item);
+  void HandToPublisher(std::deque<WriterItem> items);
+
+  // The publisher thread.
+  void PublishLoop();
+  void Publish(std::deque<std::deque<WriterItem>>& groups);
+  // Hands the groups' new desired-state revisions to the listener.
+  void PublishDesired(const std::deque<std::deque<WriterItem>>& groups);
+
+  // Set in Open, then read-only.
   ServerConfig config_;
   ServerOptions options_;
+  Env* env_ = nullptr;
   ApiNames names_;
   std::map<std::string, uint16_t> node_classes_;
-  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<Journal> journal_;  // Commit: the writer thread (Open's thread before Start); reads: any
+  std::string admin_token_;
+  double recovery_seconds_ = 0;
+  int64_t replayed_events_ = 0;
+
+  // The engine thread's (Open's thread before Start).
   std::unique_ptr<Engine> engine_;
-  ReadModel read_model_;
-  std::unique_ptr<AgentService> agents_;  // engine thread only
-  // With `scaling`: plans on the engine thread, starts commands once their
-  // events are committed (publisher thread).
-  std::unique_ptr<CommandNodeProvider> provider_;
+  std::unique_ptr<AgentService> agents_;
+  int64_t events_since_snapshot_ = 0;
   // Per pool, the nodes asked for and not joined when the state was
   // recovered: failed by Start.
   std::vector<std::pair<PoolId, int32_t>> unanswered_scale_outs_;
+
+  // Safe for concurrent use on their own (each has its own lock).
+  ReadModel read_model_;  // changed by the publisher thread under read_model_.mu()
+  // With `scaling`: plans on the engine thread, starts commands once their
+  // events are committed (publisher thread).
+  std::unique_ptr<CommandNodeProvider> provider_;
   std::unique_ptr<LogStore> logs_;
   AgentStatusBoard agent_status_;
   AuthStore auth_;
   Metrics metrics_;
-  std::string admin_token_;
-  double recovery_seconds_ = 0;
-  int64_t replayed_events_ = 0;
-  int64_t events_since_snapshot_ = 0;
+
+  // Set by Kill (any thread); every loop ends when it sees it.
+  std::atomic<bool> killed_{false};
+  // Set by the writer when a commit failed, before it answers and halts
+  // the process: it has ended, so Stop takes no snapshot and commits nothing
+  // (with a test Env, Halt returns and the core is destroyed afterwards).
+  std::atomic<bool> halted_{false};
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> queue_;  // guarded by mu_
-  bool stopping_ = false;  // guarded by mu_
+  std::deque<Pending> queue_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;      // GUARDED_BY(mu_)
   std::thread engine_thread_;
 
   std::mutex writer_mu_;
   std::condition_variable writer_cv_;
-  std::deque<WriterItem> writer_queue_;  // guarded by writer_mu_
-  bool writer_stopping_ = false;  // guarded by writer_mu_
+  // Read without the lock only once the writer thread is joined (Stop).
+  std::deque<WriterItem> writer_queue_;  // GUARDED_BY(writer_mu_)
+  bool writer_stopping_ = false;         // GUARDED_BY(writer_mu_)
   std::thread writer_thread_;
 
   // Committed groups wait here for the publisher thread, which applies them
@@ -234,11 +330,13 @@ class ServerCore {
   // next group.
   std::mutex publish_mu_;
   std::condition_variable publish_cv_;
-  std::deque<std::deque<WriterItem>> publish_queue_;  // guarded by publish_mu_
-  bool publish_stopping_ = false;  // guarded by publish_mu_
+  std::deque<std::deque<WriterItem>> publish_queue_;  // GUARDED_BY(publish_mu_)
+  bool publish_stopping_ = false;                     // GUARDED_BY(publish_mu_)
   std::thread publish_thread_;
+
+  // Set by the HTTP layer (any thread), called by the publisher thread.
   std::mutex listener_mu_;
-  DesiredListener desired_listener_;  // guarded by listener_mu_
+  DesiredListener desired_listener_;  // GUARDED_BY(listener_mu_)
 };
 
 }  // namespace gpupool

@@ -8,7 +8,6 @@
 // One connection writes (the writer thread), another reads under a mutex.
 #include <sqlite3.h>
 
-#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -186,15 +185,12 @@ class SqliteJournal final : public Journal {
       if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing meta " + key);
     }
     for (const SnapshotRecord& s : batch.snapshots) {
-      const int64_t now_ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-              .count();
       {
         Statement st(w_, "INSERT OR REPLACE INTO snapshots(kind, seq, created_ms, bytes) VALUES (?, ?, ?, ?)");
         if (!st.ok()) return DbError(w_, "preparing the snapshot insert");
         sqlite3_bind_text(st.get(), 1, s.kind.data(), static_cast<int>(s.kind.size()), SQLITE_STATIC);
         sqlite3_bind_int64(st.get(), 2, s.seq);
-        sqlite3_bind_int64(st.get(), 3, now_ms);
+        sqlite3_bind_int64(st.get(), 3, s.created_ms);
         sqlite3_bind_blob64(st.get(), 4, s.bytes.data(), s.bytes.size(), SQLITE_STATIC);
         if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing a snapshot");
       }
@@ -208,10 +204,10 @@ class SqliteJournal final : public Journal {
     return {};
   }
 
-  sqlite3* w_;
-  sqlite3* r_;
-  std::unique_ptr<Statement> insert_event_;  // prepared once (writer thread only)
+  sqlite3* w_;  // the writer thread's (Commit) only
+  std::unique_ptr<Statement> insert_event_;  // prepared once; the writer thread's only
   std::mutex read_mu_;
+  sqlite3* r_;  // GUARDED_BY(read_mu_): the reading functions share one connection
 };
 
 }  // namespace
