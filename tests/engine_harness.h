@@ -15,6 +15,16 @@
 
 namespace gpupool::testing {
 
+// The bodies of the events of type T in `events`, in order.
+template <class T>
+std::vector<T> EventsOf(const std::vector<Event>& events) {
+  std::vector<T> out;
+  for (const Event& e : events) {
+    if (const auto* x = std::get_if<T>(&e.body)) out.push_back(*x);
+  }
+  return out;
+}
+
 class EngineHarness {
  public:
   explicit EngineHarness(EngineConfig config, std::vector<Demand> mix = {Whole(1, 1000)}) {
@@ -73,13 +83,14 @@ class EngineHarness {
   }
   template <class T>
   std::vector<T> Of() const {
-    std::vector<T> out;
-    for (const Event& e : events) {
-      if (const auto* x = std::get_if<T>(&e.body)) out.push_back(*x);
-    }
-    return out;
+    return EventsOf<T>(events);
   }
   const Job& job(JobId id) const { return engine->state().job(id); }
+  // A live job's state; kSucceeded once it is gone (finished or cancelled).
+  JobState state(JobId id) const {
+    const Job* j = engine->state().find_job(id);
+    return j ? j->state : JobState::kSucceeded;
+  }
   // The state survives a snapshot round trip unchanged.
   void ExpectSnapshotRoundTrip() const {
     const std::string bytes = EncodeSnapshot(engine->state());

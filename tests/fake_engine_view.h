@@ -18,6 +18,7 @@
 #include "src/model/gpu_catalog.h"
 #include "src/sched/target_workload.h"
 #include "tests/builders.h"
+#include "tests/engine_harness.h"
 
 namespace gpupool::testing {
 
@@ -80,11 +81,7 @@ class FakeEngineView final : public EngineView, public Actions {
 
   template <class T>
   std::vector<T> Of() const {
-    std::vector<T> out;
-    for (const Event& e : events) {
-      if (const auto* x = std::get_if<T>(&e.body)) out.push_back(*x);
-    }
-    return out;
+    return EventsOf<T>(events);
   }
 
   // --- EngineView ---------------------------------------------------------------

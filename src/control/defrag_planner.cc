@@ -313,26 +313,36 @@ class Planner {
   // leaves its node, largest first, for the best destination. Stops at the
   // first task with nowhere to go (not acceptable).
   Candidate Evaluate(const std::vector<int>& unit) const {
+    Candidate cand = VacateSource(unit);
+    double cost = 0;
+    for (int t : LargestFirst(unit)) {
+      const Choice choice = BestDestination(t, cand);
+      cand.choices.push_back(choice);
+      if (!choice.found) return cand;
+      cost += Move(cand, choice);
+    }
+    Score(cand, cost, unit.size());
+    return cand;
+  }
+
+  // A step's start: the unit's source node with the unit's tasks gone.
+  Candidate VacateSource(const std::vector<int>& unit) const {
     const NodeIndex src = tasks_[unit.front()].alloc.node;
     Candidate cand;
     cand.step.node = src;
     cand.touched.reserve(unit.size() + 1);
     cand.touched.push_back({src, view_[src], 0});
-    {
-      Node& source = cand.touched[0].state;  // (touched grows below: no reference outlives this block)
-      for (int t : unit) {
-        VacateGpus(source, tasks_[t].alloc);
-        CountKind(source, tasks_[t].alloc.demand, -1);
-      }
-      cand.touched[0].frag = model_.NodeFragMilli(source);
+    Node& source = cand.touched[0].state;
+    for (int t : unit) {
+      VacateGpus(source, tasks_[t].alloc);
+      CountKind(source, tasks_[t].alloc.demand, -1);
     }
-    auto touched_index = [&](NodeIndex i) {
-      for (size_t k = 0; k < cand.touched.size(); ++k) {
-        if (cand.touched[k].node == i) return static_cast<int>(k);
-      }
-      return -1;
-    };
+    cand.touched[0].frag = model_.NodeFragMilli(source);
+    return cand;
+  }
 
+  // The unit's tasks, largest first (then by job and allocation).
+  std::vector<int> LargestFirst(const std::vector<int>& unit) const {
     std::vector<int> order = unit;
     std::sort(order.begin(), order.end(), [&](int a, int b) {
       const Task& x = tasks_[a];
@@ -340,50 +350,67 @@ class Planner {
       return std::make_tuple(-x.alloc.demand.total_gpu_milli(), x.in->job, x.in->allocation) <
              std::make_tuple(-y.alloc.demand.total_gpu_milli(), y.in->job, y.in->allocation);
     });
-    double cost = 0;
-    for (int t : order) {
-      const Task& task = tasks_[t];
-      const Demand& d = task.alloc.demand;
-      Choice choice{t, false, {}, -1};
-      auto consider = [&](const Spot& s, NodeIndex i) {
-        if (!choice.found || Better(s.delta, s.free_after, i, choice.spot.delta, choice.spot.free_after, choice.node)) {
-          choice = Choice{t, true, s, i};
-        }
-      };
-      // The best untouched node, from the shape's ranking.
-      for (NodeIndex i : shapes_[task.shape].order) {
-        if (touched_index(i) >= 0) continue;
-        if (allowed_ && !allowed_(*task.in, i, view_[i])) continue;
-        consider(*shapes_[task.shape].by_node[i], i);
-        break;
-      }
-      // Nodes this step already placed a task on, as it left them.
-      for (size_t k = 1; k < cand.touched.size(); ++k) {
-        const Touched& tn = cand.touched[k];
-        const std::optional<Spot> s = BestSpot(model_, tn.state, d, tn.frag);
-        if (s && (!allowed_ || allowed_(*task.in, tn.node, tn.state))) consider(*s, tn.node);
-      }
-      cand.choices.push_back(choice);
-      if (!choice.found) return cand;
-      int k = touched_index(choice.node);
-      if (k < 0) {
-        cand.touched.push_back({choice.node, view_[choice.node], frag_[choice.node]});
-        k = static_cast<int>(cand.touched.size()) - 1;
-      }
-      Touched& dest = cand.touched[k];
-      OccupyGpus(dest.state, d, choice.spot.gpus, nullptr);
-      CountKind(dest.state, d, +1);
-      dest.frag = model_.NodeFragMilli(dest.state);
-      cand.step.moves.push_back(
-          Migration{task.in->job, task.in->allocation, src, task.alloc.gpus, choice.node, choice.spot.gpus});
-      cost += static_cast<double>(d.total_gpu_milli()) / kMilliPerGpu *
-              Hours(task.in->checkpoint_duration + c_.restart_cost);
-    }
+    return order;
+  }
 
+  static int TouchedIndex(const Candidate& cand, NodeIndex i) {
+    for (size_t k = 0; k < cand.touched.size(); ++k) {
+      if (cand.touched[k].node == i) return static_cast<int>(k);
+    }
+    return -1;
+  }
+
+  // Where task t goes: the best untouched node from its shape's ranking, or
+  // a node this step already placed a task on, as it left it.
+  Choice BestDestination(int t, const Candidate& cand) const {
+    const Task& task = tasks_[t];
+    Choice choice{t, false, {}, -1};
+    auto consider = [&](const Spot& s, NodeIndex i) {
+      if (!choice.found || Better(s.delta, s.free_after, i, choice.spot.delta, choice.spot.free_after, choice.node)) {
+        choice = Choice{t, true, s, i};
+      }
+    };
+    for (NodeIndex i : shapes_[task.shape].order) {
+      if (TouchedIndex(cand, i) >= 0) continue;
+      if (allowed_ && !allowed_(*task.in, i, view_[i])) continue;
+      consider(*shapes_[task.shape].by_node[i], i);
+      break;
+    }
+    for (size_t k = 1; k < cand.touched.size(); ++k) {
+      const Touched& tn = cand.touched[k];
+      const std::optional<Spot> s = BestSpot(model_, tn.state, task.alloc.demand, tn.frag);
+      if (s && (!allowed_ || allowed_(*task.in, tn.node, tn.state))) consider(*s, tn.node);
+    }
+    return choice;
+  }
+
+  // Moves the chosen task on the step's copies; returns what the move
+  // costs (GPU-hours of checkpoint and restart).
+  double Move(Candidate& cand, const Choice& choice) const {
+    const Task& task = tasks_[choice.task];
+    const Demand& d = task.alloc.demand;
+    int k = TouchedIndex(cand, choice.node);
+    if (k < 0) {
+      cand.touched.push_back({choice.node, view_[choice.node], frag_[choice.node]});
+      k = static_cast<int>(cand.touched.size()) - 1;
+    }
+    Touched& dest = cand.touched[k];
+    OccupyGpus(dest.state, d, choice.spot.gpus, nullptr);
+    CountKind(dest.state, d, +1);
+    dest.frag = model_.NodeFragMilli(dest.state);
+    cand.step.moves.push_back(
+        Migration{task.in->job, task.in->allocation, cand.step.node, task.alloc.gpus, choice.node, choice.spot.gpus});
+    return static_cast<double>(d.total_gpu_milli()) / kMilliPerGpu *
+           Hours(task.in->checkpoint_duration + c_.restart_cost);
+  }
+
+  // The step's gain (fragmentation removed over the horizon) against its
+  // cost, the GPUs it frees on the source, and whether it is worth it.
+  void Score(Candidate& cand, double cost, size_t unit_size) const {
     double removed = 0;  // summed in touched order: deterministic
     for (const Touched& t : cand.touched) removed += frag_[t.node] - t.frag;
     const double gain = removed / kMilliPerGpu * Hours(c_.horizon);
-    const Node& was = view_[src];
+    const Node& was = view_[cand.step.node];
     const Node& now = cand.touched[0].state;
     for (int g = 0; g < was.gpu_count; ++g) {
       if (was.gpu_residents[g] > 0 && now.gpu_residents[g] == 0) {
@@ -393,9 +420,8 @@ class Planner {
     cand.step.frag_milli_removed = removed;
     cand.step.gain_gpu_hours = gain;
     cand.step.cost_gpu_hours = cost;
-    cand.net_per_move = (gain - cost) / static_cast<double>(unit.size());
+    cand.net_per_move = (gain - cost) / static_cast<double>(unit_size);
     cand.acceptable = removed > kMinGainMilli && gain >= c_.min_gain_per_cost * cost;
-    return cand;
   }
 
   const FragmentationModel& model_;

@@ -110,22 +110,11 @@ TEST(FailureDetectionTest, WithoutATimeoutNothingIsEverDown) {
   EXPECT_TRUE(f.events.empty());
 }
 
-// Through a real Engine (tests/engine_harness.h).
-EngineConfig Config(const ReclaimConfig& reclaim, Duration heartbeat_timeout = Duration(0)) {
-  EngineConfig c;
-  c.policy = "BestFit";
-  c.reclaim = reclaim;
-  c.heartbeat_timeout = heartbeat_timeout;
-  return c;
-}
-
-JobState StateOf(const testing::EngineHarness& h, JobId id) {
-  const Job* j = h.engine->state().find_job(id);
-  return j ? j->state : JobState::kSucceeded;  // gone: finished or cancelled
-}
-
 TEST(EngineFailureTest, ADeadNodesJobsMoveToHealthyNodesAndTheNodeRejoinsScrubbed) {
-  EngineHarness h(Config(ReclaimConfig{}, /*heartbeat_timeout=*/15s));
+  EngineConfig config;
+  config.policy = "BestFit";
+  config.heartbeat_timeout = 15s;
+  EngineHarness h(config);
   const PoolId p = h.Pool("gpu");
   h.Node("n0");
   h.Node("n1");
@@ -155,7 +144,7 @@ TEST(EngineFailureTest, ADeadNodesJobsMoveToHealthyNodesAndTheNodeRejoinsScrubbe
   ASSERT_EQ(h.Of<JobInterrupted>().size(), 1u);
   // Lost: the 5 minutes since the checkpoint at 20 min (plus the detection delay).
   EXPECT_EQ(h.Of<JobInterrupted>()[0].lost_work, last_beat + 20s - (kTimeOrigin + 20min));
-  EXPECT_EQ(StateOf(h, j), JobState::kRunning);
+  EXPECT_EQ(h.state(j), JobState::kRunning);
   EXPECT_EQ(h.engine->state().job(j).placements[0].node, other);
   Instant down_at{}, replaced_at{};
   for (const Event& e : h.events) {

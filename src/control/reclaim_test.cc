@@ -137,17 +137,11 @@ TEST(DeadlineEvictionTest, OffDeadlinesPassWithoutEviction) {
 }
 
 // Through a real Engine (tests/engine_harness.h).
-EngineConfig Config(const ReclaimConfig& reclaim, Duration heartbeat_timeout = Duration(0)) {
+EngineConfig Config(const ReclaimConfig& reclaim) {
   EngineConfig c;
   c.policy = "BestFit";
   c.reclaim = reclaim;
-  c.heartbeat_timeout = heartbeat_timeout;
   return c;
-}
-
-JobState StateOf(const testing::EngineHarness& h, JobId id) {
-  const Job* j = h.engine->state().find_job(id);
-  return j ? j->state : JobState::kSucceeded;  // gone: finished or cancelled
 }
 
 TEST(EngineReclaimTest, AnIdleTaskIsNotifiedCheckpointedAndReclaimedOnTheConfiguredTimeline) {
@@ -174,13 +168,13 @@ TEST(EngineReclaimTest, AnIdleTaskIsNotifiedCheckpointedAndReclaimedOnTheConfigu
   ASSERT_EQ(h.Of<ReclaimStarted>().size(), 1u);
   EXPECT_EQ(h.events.back().at, at(90s));
   EXPECT_TRUE(h.Of<ReclaimStarted>()[0].checkpoint);
-  EXPECT_EQ(StateOf(h, j), JobState::kCheckpointing);
+  EXPECT_EQ(h.state(j), JobState::kCheckpointing);
   // The checkpoint takes 8 s; then the GPU is released and offered at once.
   const JobId next = h.Submit(h.Spec(a, 1, false));
-  EXPECT_EQ(StateOf(h, next), JobState::kPending);
+  EXPECT_EQ(h.state(next), JobState::kPending);
   ASSERT_TRUE(h.engine->CheckpointDone(j, at(98s), h.sink));
   ASSERT_EQ(h.Of<JobReclaimed>().size(), 1u);
-  EXPECT_EQ(StateOf(h, next), JobState::kRunning);
+  EXPECT_EQ(h.state(next), JobState::kRunning);
   for (const Event& e : h.events) {
     if (std::holds_alternative<JobReclaimed>(e.body)) {
       EXPECT_EQ(e.at, at(98s));
@@ -206,7 +200,7 @@ TEST(EngineReclaimTest, ATaskThatRecoversInItsGraceKeepsItsGpu) {
   for (Duration t : {25s, 30s, 35s, 40s}) ASSERT_TRUE(h.engine->ReportUtilization(j, 50, kTimeOrigin + t, h.sink));
   h.engine->Tick(kTimeOrigin + 60s, h.sink);
   EXPECT_TRUE(h.Of<ReclaimStarted>().empty());
-  EXPECT_EQ(StateOf(h, j), JobState::kRunning);
+  EXPECT_EQ(h.state(j), JobState::kRunning);
 }
 
 TEST(EngineReclaimTest, AJobPastItsDeadlineIsCheckpointedAndStopped) {
@@ -221,7 +215,7 @@ TEST(EngineReclaimTest, AJobPastItsDeadlineIsCheckpointedAndStopped) {
   s.checkpointable = false;
   const JobId j = *h.engine->Submit(s, h.now, h.sink);
   h.engine->Tick(kTimeOrigin + 1h, h.sink);
-  EXPECT_EQ(StateOf(h, j), JobState::kRunning);
+  EXPECT_EQ(h.state(j), JobState::kRunning);
   h.engine->Tick(kTimeOrigin + 2h, h.sink);
   ASSERT_EQ(h.Of<ReclaimStarted>().size(), 1u);
   EXPECT_EQ(h.Of<ReclaimStarted>()[0].reason, ReclaimReason::kDeadline);

@@ -8,27 +8,10 @@
 
 #include "src/base/check.h"
 #include "src/engine/engine_loops.h"
+#include "src/engine/preemption.h"
 
 namespace gpupool {
 namespace {
-
-// A running job as a preemption candidate.
-struct VictimCost {
-  int32_t priority;  // tier: lowest first
-  int64_t lost;      // GPU-milli x ms of work lost: least first
-  JobId id;
-  auto operator<=>(const VictimCost&) const = default;
-};
-
-// Node with the resources of `j`'s replicas on it given back.
-void GiveBack(Node& n, const Job& j, NodeIndex node, const Cluster& cluster) {
-  for (const ReplicaPlacement& r : j.placements) {
-    if (r.node == node) VacateGpus(n, cluster.allocation(r.allocation));
-  }
-}
-
-// The node as if `d` were placed on it, on the first GPUs that fit.
-void TakeOut(Node& n, const Demand& d) { OccupyGpus(n, d, FirstFittingGpus(n, d), nullptr); }
 
 Node Pristine(const Node& n) { return EmptyLike(n); }
 
@@ -258,39 +241,72 @@ Status Engine::CheckQuota(TenantId tenant, PoolId pool, const Quota& quota) cons
 
 // --- jobs ---------------------------------------------------------------------
 
-std::string Engine::NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools) {
-  // Shapes of the nodes in service, and of the nodes scaling pools may add.
+void Engine::RefreshPoolShapes() {
   const int64_t shapes_key = int64_t{state_.cluster.node_count()} * (int64_t{1} << 32) + state_.removed_nodes;
-  if (pool_shapes_nodes_ != shapes_key) {
-    pool_shapes_.assign(state_.pools.size(), {});
-    auto add = [&](const Node& empty) {
-      auto& shapes = pool_shapes_[empty.pool];
-      auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) { return s.first == empty; });
-      if (it == shapes.end()) {
-        shapes.emplace_back(empty, 1);
-      } else {
-        ++it->second;
-      }
-    };
-    for (NodeIndex i = 0; i < state_.cluster.node_count(); ++i) {
-      const Node& n = state_.cluster.node(i);
-      if (n.condition == NodeCondition::kRemoved) continue;
-      Node home = Pristine(n);
-      // A node lent to another pool (POOL-3) counts where it belongs.
-      if (auto lent = state_.lent_nodes.find(i); lent != state_.lent_nodes.end()) home.pool = lent->second;
-      add(home);
+  if (pool_shapes_nodes_ == shapes_key) return;
+  pool_shapes_.assign(state_.pools.size(), {});
+  auto add = [&](const Node& empty) {
+    auto& shapes = pool_shapes_[empty.pool];
+    auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) { return s.first == empty; });
+    if (it == shapes.end()) {
+      shapes.emplace_back(empty, 1);
+    } else {
+      ++it->second;
     }
-    for (const PoolScalingConfig& c : config_.scaling) {
-      for (const Pool& p : state_.pools) {
-        if (p.name != c.pool) continue;
-        Cluster probe;
-        const NodeTemplate& t = c.node;
-        auto added = probe.AddNode(NodeSpec{"template", t.cpu_milli, t.memory_mib, t.gpus, t.gpu_model, p.id, t.attr_class});
-        if (added) add(Pristine(probe.node(*added)));
-      }
-    }
-    pool_shapes_nodes_ = shapes_key;
+  };
+  for (NodeIndex i = 0; i < state_.cluster.node_count(); ++i) {
+    const Node& n = state_.cluster.node(i);
+    if (n.condition == NodeCondition::kRemoved) continue;
+    Node home = Pristine(n);
+    // A node lent to another pool (POOL-3) counts where it belongs.
+    if (auto lent = state_.lent_nodes.find(i); lent != state_.lent_nodes.end()) home.pool = lent->second;
+    add(home);
   }
+  for (const PoolScalingConfig& c : config_.scaling) {
+    for (const Pool& p : state_.pools) {
+      if (p.name != c.pool) continue;
+      Cluster probe;
+      const NodeTemplate& t = c.node;
+      auto added = probe.AddNode(NodeSpec{"template", t.cpu_milli, t.memory_mib, t.gpus, t.gpu_model, p.id, t.attr_class});
+      if (added) add(Pristine(probe.node(*added)));
+    }
+  }
+  pool_shapes_nodes_ = shapes_key;
+}
+
+int64_t Engine::ReplicasHostable(const JobSpec& spec, PoolId pool, FitFailure* first_failure) const {
+  Demand d = spec.demand;
+  d.allowed_pools = uint64_t{1} << pool;
+  int64_t hostable = 0;
+  *first_failure = FitFailure::kNone;
+  for (const auto& [shape, count] : pool_shapes_[pool]) {
+    FitFailure f = FitFailure::kNone;
+    int64_t per_node = 0;
+    if (spec.is_pipeline()) {
+      // The whole pipeline on one empty node of this shape?
+      Node copy = shape;
+      for (int r = 0; r < spec.replicas && f == FitFailure::kNone; ++r) {
+        Demand sd = spec.replica_demand(r);
+        sd.allowed_pools = d.allowed_pools;
+        f = policy_.Feasibility(copy, sd);
+        if (f == FitFailure::kNone) TakeOut(copy, sd);
+      }
+      per_node = spec.replicas;
+    } else {
+      f = policy_.Feasibility(shape, d);
+      if (f == FitFailure::kNone) per_node = ReplicasPerEmptyNode(shape, d);
+    }
+    if (f == FitFailure::kNone) {
+      hostable += per_node * count;
+    } else if (*first_failure == FitFailure::kNone) {
+      *first_failure = f;
+    }
+  }
+  return hostable;
+}
+
+std::string Engine::NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools) {
+  RefreshPoolShapes();
   const Tenant& tenant = state_.tenants[spec.tenant];
   std::string why;
   *fitting_pools = 0;
@@ -304,35 +320,8 @@ std::string Engine::NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools
       pool_why = "asks for " + std::to_string(spec.total_gpu_milli()) + " GPU milli, above the elastic limit " +
                  std::to_string(tp.quota.elastic_limit_milli);
     } else {
-      Demand d = spec.demand;
-      d.allowed_pools = uint64_t{1} << p.id;
-      int64_t hostable = 0;
-      FitFailure first_failure = FitFailure::kNone;
-      for (const auto& [shape, count] : pool_shapes_[p.id]) {
-        if (spec.is_pipeline()) {
-          // The whole pipeline on one empty node of this shape?
-          Node copy = shape;
-          FitFailure f = FitFailure::kNone;
-          for (int r = 0; r < spec.replicas && f == FitFailure::kNone; ++r) {
-            Demand sd = spec.replica_demand(r);
-            sd.allowed_pools = d.allowed_pools;
-            f = policy_.Feasibility(copy, sd);
-            if (f == FitFailure::kNone) TakeOut(copy, sd);
-          }
-          if (f == FitFailure::kNone) {
-            hostable += int64_t{spec.replicas} * count;
-          } else if (first_failure == FitFailure::kNone) {
-            first_failure = f;
-          }
-          continue;
-        }
-        const FitFailure f = policy_.Feasibility(shape, d);
-        if (f == FitFailure::kNone) {
-          hostable += int64_t{ReplicasPerEmptyNode(shape, d)} * count;
-        } else if (first_failure == FitFailure::kNone) {
-          first_failure = f;
-        }
-      }
+      FitFailure first_failure;
+      const int64_t hostable = ReplicasHostable(spec, p.id, &first_failure);
       if (hostable >= spec.replicas) {
         *fitting_pools |= uint64_t{1} << p.id;
         continue;
@@ -352,10 +341,7 @@ std::string Engine::NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools
   return why.empty() ? "no pool may run it" : why;
 }
 
-Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
-  if (spec.tenant < 0 || spec.tenant >= static_cast<TenantId>(state_.tenants.size())) {
-    return NotFound("tenant " + std::to_string(spec.tenant) + " does not exist");
-  }
+Status Engine::PrepareSpec(JobSpec& spec) {
   if (spec.auto_sharing && spec.demand.gpu_count > 0 && !spec.is_pipeline()) {
     ApplySharing(ChooseSharing(mode_policy_, spec).second, spec);
   }
@@ -393,6 +379,10 @@ Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
   if (spec.demand.requirement >= attributes_.requirement_count()) {
     return InvalidArgument("requirement: unknown requirement " + std::to_string(spec.demand.requirement));
   }
+  return {};
+}
+
+Result<uint64_t> Engine::PoolsFor(const JobSpec& spec) const {
   uint64_t pools = 0;
   for (PoolId p : spec.pools) {
     if (p >= state_.pools.size()) return InvalidArgument("pools: pool " + std::to_string(p) + " does not exist");
@@ -406,6 +396,15 @@ Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
       pools &= ~(uint64_t{1} << p.id);
     }
   }
+  return pools;
+}
+
+Result<JobId> Engine::Submit(JobSpec spec, Instant now, const Sink& sink) {
+  if (spec.tenant < 0 || spec.tenant >= static_cast<TenantId>(state_.tenants.size())) {
+    return NotFound("tenant " + std::to_string(spec.tenant) + " does not exist");
+  }
+  GP_TRY(PrepareSpec(spec));
+  GP_ASSIGN_OR_RETURN(const uint64_t pools, PoolsFor(spec));
   spec.demand.allowed_pools = pools;
   spec.demand.reservation = -1;
   ChargeMigAsSlices(spec, MigModelsIn(pools));
@@ -711,280 +710,16 @@ Engine::PostFilterResult Engine::HoldForGang(const PostFilterInput& in) {
   return PostFilterResult::kCannotHelp;
 }
 
-bool Engine::TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sink& sink) {
-  const bool held = state_.reservations.contains(j.id);
-  auto demand_of = [&](int r) {
-    Demand d = j.spec.replica_demand(r);
-    d.allowed_pools = uint64_t{1} << pool;
-    if (held) d.reservation = j.id;
-    return d;
-  };
-  Scheduler& sched = scheduler();
-  auto label_ok = [&](NodeIndex n) {
-    const auto& counts = state_.node_label_counts[n];
-    auto has = [&](LabelMask m) {
-      if (counts.empty()) return false;
-      for (int b = 0; b < 64; ++b) {
-        if ((m >> b & 1) && counts[b] > 0) return true;
-      }
-      return false;
-    };
-    if (j.spec.affinity != 0 && !has(j.spec.affinity)) return false;
-    if (j.spec.anti_affinity != 0 && has(j.spec.anti_affinity)) return false;
-    return true;
-  };
-  const bool constrained = j.spec.affinity != 0 || j.spec.anti_affinity != 0;
-  Cluster& cluster = state_.cluster;
-  // How many of the job's replicas node n takes, each after the ones before
-  // it, simulated on a copy of the node.
-  auto replicas_fitting = [&](NodeIndex n) {
-    if (CheckFit(cluster.node(n), demand_of(0)) != FitFailure::kNone) return 0;  // not even one: no copy
-    Node copy = cluster.node(n);
-    int fitted = 0;
-    for (int r = 0; r < j.spec.replicas; ++r) {
-      const Demand d = demand_of(r);
-      if (policy_.Feasibility(copy, d) != FitFailure::kNone) break;
-      TakeOut(copy, d);
-      ++fitted;
-    }
-    return fitted;
-  };
-  auto takes_all = [&](NodeIndex n) { return label_ok(n) && replicas_fitting(n) == j.spec.replicas; };
-
-  // Place replicas one at a time on the real cluster, then undo; the event
-  // applies them for good (all or nothing). `first_ok` restricts the first
-  // replica's node; `pin` the others' to the first one's node or rack.
-  enum class Pin : uint8_t { kNone, kNode, kRack };
-  std::vector<PlacedReplica> placed;
-  auto attempt = [&](Pin pin, const std::function<bool(NodeIndex)>& first_ok) {
-    placed.clear();
-    std::vector<AllocationId> tentative;
-    const size_t slots = cluster.allocation_slots().size();
-    NodeIndex first = -1;
-    auto where = [&](NodeIndex n) {
-      if (first < 0) return first_ok ? first_ok(n) : label_ok(n);
-      if (!label_ok(n)) return false;
-      if (pin == Pin::kNode) return n == first;
-      if (pin == Pin::kRack) return topology_.rack(n) == topology_.rack(first);
-      return true;
-    };
-    const bool restricted = constrained || pin != Pin::kNone || first_ok;
-    for (int r = 0; r < j.spec.replicas; ++r) {
-      const Demand d = demand_of(r);
-      auto p = restricted ? sched.ScheduleWhere(d, where) : sched.Schedule(d);
-      if (!p) break;
-      if (first < 0) first = p->node;
-      placed.push_back({p->node, p->gpus});
-      tentative.push_back(cluster.Allocate(p->node, d, p->gpus));
-    }
-    for (auto it = tentative.rbegin(); it != tentative.rend(); ++it) cluster.Release(*it);
-    cluster.TrimFreeSlots(slots);  // the slot table as Apply alone leaves it (a replay's)
-    return static_cast<int>(placed.size()) == j.spec.replicas;
-  };
-
-  bool ok = false;
-  if (j.spec.is_pipeline()) {
-    // A pipeline's stages all go to one node: only nodes that can take every
-    // stage are candidates for the first, and the rest follow it there.
-    ok = attempt(Pin::kNode, takes_all);
-  } else if (config_.topology_aware && j.spec.replicas > 1 && j.spec.demand.gpu_count > 0) {
-    ok = TryPlaceGangByTopology(j, pool, takes_all, replicas_fitting, label_ok,
-                                [&](bool pin_node, const std::function<bool(NodeIndex)>& first_ok) {
-                                  return attempt(pin_node ? Pin::kNode : Pin::kRack, first_ok);
-                                });
-    if (!ok) ok = attempt(Pin::kNone, nullptr);
-  } else {
-    ok = attempt(Pin::kNone, nullptr);
-  }
-  if (!ok) return false;
-  if (held) Emit(ReservationReleased{j.id}, now, sink);
-  // Memory another tenant left on these GPUs is zeroed before this one
-  // starts (RECLAIM-4); the same tenant's own leftovers need no scrub.
-  std::map<NodeIndex, GpuMask> scrub;
-  for (const PlacedReplica& r : placed) {
-    if (const GpuMask dirty = cluster.NeedsScrub(r.node, r.gpus, j.spec.tenant)) scrub[r.node] |= dirty;
-  }
-  for (const auto& [node, gpus] : scrub) Emit(GpusScrubbed{node, gpus}, now, sink);
-  Emit(JobPlaced{j.id, pool, !within, std::move(placed)}, now, sink);
-  return true;
-}
-
-bool Engine::TryPlaceGangByTopology(const Job& j, PoolId pool, const std::function<bool(NodeIndex)>& takes_all,
-                                    const std::function<int(NodeIndex)>& replicas_fitting,
-                                    const std::function<bool(NodeIndex)>& label_ok,
-                                    const std::function<bool(bool, const std::function<bool(NodeIndex)>&)>& attempt) {
-  topology_.Refresh(state_);
-  const Cluster& cluster = state_.cluster;
-  const int total_gpus = j.spec.replicas * j.spec.demand.gpu_count;
-  if (total_gpus <= topology_.max_node_gpus(pool)) {
-    // One NVLink domain (a node whose GPUs are joined by NVLink), then any one node.
-    auto nvlink_node = [&](NodeIndex n) { return topology_.nvlink(n) && takes_all(n); };
-    if (attempt(true, nvlink_node)) return true;
-    if (attempt(true, takes_all)) return true;
-  }
-  // One rack: racks whose nodes together take every replica.
-  std::vector<int32_t> room(topology_.rack_count(), 0);
-  for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
-    const Node& node = cluster.node(n);
-    if (node.pool != pool || (node.gpus_fully_free == 0 && node.max_gpu_free_milli <= 0)) continue;
-    if (room[topology_.rack(n)] >= j.spec.replicas || !label_ok(n)) continue;
-    room[topology_.rack(n)] += replicas_fitting(n);
-  }
-  bool any = false;
-  for (int32_t r : room) any = any || r >= j.spec.replicas;
-  if (!any) return false;
-  return attempt(false, [&](NodeIndex n) { return room[topology_.rack(n)] >= j.spec.replicas && label_ok(n); });
-}
-
-bool Engine::HeldForFellowPreemptor(const Node& n, TenantId t) const {
-  const Job* holder = state_.find_job(n.reserved_for);
-  return holder && holder->spec.tenant == t && state_.nominated.contains(QueueKeyOf(*holder));
-}
-
 bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sink& sink) {
-  if (j.spec.is_pipeline()) return false;  // pipelines wait for room on one node
-  const TenantId t = j.spec.tenant;
-  // Candidates, by node, cheapest first.
-  struct Candidate {
-    VictimCost cost;
-    Job* job;
-    PreemptReason reason;
-  };
-  std::map<NodeIndex, std::vector<Candidate>> by_node;
-  std::map<TenantId, int64_t> budget;  // guarantee reclaim: at most each lender's borrowed milli
-  auto consider = [&](Job* v, PreemptReason reason) {
-    const Duration lost = v->spec.checkpointable ? v->spec.checkpoint_duration : LostWork(*v, now);
-    const VictimCost cost{v->spec.priority, ToMillis(lost) * v->spec.total_gpu_milli(), v->id};
-    for (const ReplicaPlacement& r : v->placements) {
-      auto& list = by_node[r.node];
-      if (list.empty() || list.back().job != v) list.push_back({cost, v, reason});
-    }
-  };
-  // Own lower-priority work, lowest priority first.
-  if (auto it = state_.running_by_tenant_pool.find({t, pool}); it != state_.running_by_tenant_pool.end()) {
-    for (const auto& [priority, id] : it->second) {
-      if (priority >= j.spec.priority) break;
-      Job& v = state_.job(id);
-      if (v.state != JobState::kRunning) continue;
-      consider(&v, PreemptReason::kPriority);
-    }
-  }
-  // Borrowed work of other tenants, when the job is within its guarantee.
-  if (within) {
-    for (const Tenant& other : state_.tenants) {
-      if (other.id == t) continue;
-      const int64_t borrowed = other.pools[pool].borrowed_milli();
-      if (borrowed <= 0) continue;
-      auto it = state_.running_by_tenant_pool.find({other.id, pool});
-      if (it == state_.running_by_tenant_pool.end()) continue;
-      budget.emplace(other.id, borrowed);
-      for (const auto& [priority, id] : it->second) {
-        Job& v = state_.job(id);
-        if (v.state == JobState::kRunning && v.borrowed) consider(&v, PreemptReason::kGuaranteeReclaim);
-      }
-    }
-  }
-  if (by_node.empty()) return false;
-  for (auto& [node, list] : by_node) {
-    std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) { return a.cost < b.cost; });
-  }
-  // Plan replica by replica on working copies of the nodes.
-  Demand d = j.spec.demand;
-  d.allowed_pools = uint64_t{1} << pool;
-  d.reservation = j.id;
-  std::map<NodeIndex, Node> working;
-  std::set<JobId> chosen;
-  std::vector<Candidate> victims;
-  std::set<NodeIndex> nodes_used;
-  for (int r = 0; r < j.spec.replicas; ++r) {
-    struct Plan {
-      int32_t worst_priority;
-      int64_t lost;
-      size_t count;
-      NodeIndex node;
-      auto operator<=>(const Plan&) const = default;
-    };
-    std::optional<Plan> best;
-    std::vector<Candidate> best_victims;
-    for (NodeIndex n = 0; n < state_.cluster.node_count(); ++n) {
-      const Node& real = state_.cluster.node(n);
-      if (real.pool != pool || real.condition != NodeCondition::kReady) continue;
-      if (real.reserved_for >= 0 && real.reserved_for != j.id && !HeldForFellowPreemptor(real, t)) continue;
-      Node copy = working.contains(n) ? working[n] : real;
-      copy.reserved_for = -1;
-      if (policy_.Feasibility(copy, d) == FitFailure::kFiltered) continue;
-      std::vector<Candidate> take;
-      Plan plan{INT32_MIN, 0, 0, n};
-      auto it = by_node.find(n);
-      std::map<TenantId, int64_t> spent;
-      size_t next = 0;
-      while (CheckFit(copy, d) != FitFailure::kNone) {
-        if (it == by_node.end()) break;
-        while (next < it->second.size() && chosen.contains(it->second[next].job->id)) ++next;
-        if (next >= it->second.size()) break;
-        const Candidate& c = it->second[next++];
-        if (c.reason == PreemptReason::kGuaranteeReclaim) {
-          // Only a tenant still above its guarantee gives work back. Jobs are
-          // indivisible, so the last one taken may straddle the line.
-          if (spent[c.job->spec.tenant] >= budget[c.job->spec.tenant]) continue;
-          spent[c.job->spec.tenant] += c.job->spec.total_gpu_milli();
-        }
-        GiveBack(copy, *c.job, n, state_.cluster);
-        take.push_back(c);
-        plan.worst_priority = std::max(plan.worst_priority, c.cost.priority);
-        plan.lost += c.cost.lost;
-      }
-      if (CheckFit(copy, d) != FitFailure::kNone) continue;
-      plan.count = take.size();
-      if (take.empty()) plan.worst_priority = INT32_MIN;
-      if (!best || plan < *best) {
-        best = plan;
-        best_victims = std::move(take);
-      }
-    }
-    if (!best) return false;
-    // Commit this replica's plan on the working copies. A victim may span
-    // several nodes: give its resources back everywhere.
-    for (const Candidate& c : best_victims) {
-      chosen.insert(c.job->id);
-      victims.push_back(c);
-      for (const ReplicaPlacement& rp : c.job->placements) {
-        if (!working.contains(rp.node)) working[rp.node] = state_.cluster.node(rp.node);
-        GiveBack(working[rp.node], *c.job, rp.node, state_.cluster);
-      }
-      if (c.reason == PreemptReason::kGuaranteeReclaim) budget[c.job->spec.tenant] -= c.job->spec.total_gpu_milli();
-    }
-    if (!working.contains(best->node)) working[best->node] = state_.cluster.node(best->node);
-    TakeOut(working[best->node], d);
-    nodes_used.insert(best->node);
-  }
-  if (victims.empty()) return false;  // it fits without preemption: a later pass will place it
-  // Preempting only makes sense if the job is then admitted: within its
-  // guarantee, or borrowing within its limit and the pool's elastic
-  // capacity once its own preempted work is gone.
-  if (!within) {
-    int64_t own_freed = 0;
-    for (const Candidate& c : victims) {
-      if (c.job->spec.tenant == t) own_freed += c.job->spec.total_gpu_milli();
-    }
-    const TenantPool& tp = state_.tenant_pool(t, pool);
-    const int64_t need = j.spec.total_gpu_milli();
-    const bool within_after = tp.usage.gpu_milli - own_freed + need <= tp.effective_guarantee();
-    if (!within_after && !MayBorrow(state_, t, pool, need, own_freed)) return false;
-  }
+  std::optional<PreemptionPlan> plan = PlanPreemption(state_, policy_, j, pool, within, now);
+  if (!plan) return false;
   // Hold the nodes for the preemptor (with any it already held), so that
   // nobody else takes the room while the victims checkpoint, then stop the
   // victims. The preemptor is now nominated: every pass tries nominated
   // jobs first. A node another nominated job of the tenant already holds
   // stays with that job; both get it, in queue order, when it frees.
-  std::set<NodeIndex> hold(nodes_used.begin(), nodes_used.end());
-  if (auto held = state_.reservations.find(j.id); held != state_.reservations.end()) {
-    hold.insert(held->second.begin(), held->second.end());
-    Emit(ReservationReleased{j.id}, now, sink);
-  }
-  std::erase_if(hold, [this](NodeIndex n) { return state_.cluster.node(n).reserved_for >= 0; });
-  if (!hold.empty()) Emit(NodesReserved{j.id, std::vector<NodeIndex>(hold.begin(), hold.end())}, now, sink);
-  for (const Candidate& c : victims) {
+  HoldNodesFor(j, std::move(plan->nodes), now, sink);
+  for (const PreemptionVictim& c : plan->victims) {
     const bool checkpoint = c.job->spec.checkpointable;
     const JobId victim = c.job->id;
     const Duration lost = LostWork(*c.job, now);
@@ -992,6 +727,15 @@ bool Engine::TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sin
     if (!checkpoint) Emit(JobPreempted{victim, lost}, now, sink);
   }
   return true;
+}
+
+void Engine::HoldNodesFor(const Job& j, std::set<NodeIndex> hold, Instant now, const Sink& sink) {
+  if (auto held = state_.reservations.find(j.id); held != state_.reservations.end()) {
+    hold.insert(held->second.begin(), held->second.end());
+    Emit(ReservationReleased{j.id}, now, sink);
+  }
+  std::erase_if(hold, [this](NodeIndex n) { return state_.cluster.node(n).reserved_for >= 0; });
+  if (!hold.empty()) Emit(NodesReserved{j.id, std::vector<NodeIndex>(hold.begin(), hold.end())}, now, sink);
 }
 
 void Engine::MaybeReserveForGang(Job& j, PoolId pool, Instant now, const Sink& sink) {

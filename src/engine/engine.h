@@ -73,6 +73,7 @@
 #include <map>
 #include <optional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -294,6 +295,8 @@ class Engine {
   // The EngineView and Actions the control loops get for one command
   // (src/engine/engine_loops.cc).
   class LoopContext;
+  // One try at placing a job's replicas in a pool (src/engine/placement.cc).
+  class PlacementTrial;
 
   Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes, ControlLoops loops);
   // Builds the policy and mode policy and checks the configuration (Create
@@ -340,7 +343,11 @@ class Engine {
   PostFilterResult RecutMigFor(const PostFilterInput& in);
   PostFilterResult PreemptFor(const PostFilterInput& in);
   PostFilterResult HoldForGang(const PostFilterInput& in);
+  // Places every replica of j in `pool` (src/engine/placement.cc): true
+  // when it emitted JobPlaced.
   bool TryPlaceIn(Job& j, PoolId pool, bool within, Instant now, const Sink& sink);
+  // Carries out PlanPreemption (src/engine/preemption.h): holds the nodes,
+  // stops the victims. True when it preempted.
   bool TryPreempt(Job& j, PoolId pool, bool within, Instant now, const Sink& sink);
   // PART-5: re-cuts one MIG GPU of `pool` for j (see the header comment).
   // Requires j pending and admitted to `pool`, with no victims pending.
@@ -348,16 +355,31 @@ class Engine {
   // checkpoints); false when no GPU qualifies, deciding nothing.
   // Defined in src/engine/mig_recut.cc.
   bool TryMigRecut(Job& j, PoolId pool, Instant now, const Sink& sink);
+  // Holds `hold`, with any nodes j already held, for j while what it stopped
+  // checkpoints (a preemptor, a re-cut): nobody else takes the room. A node
+  // already held for another job stays with it.
+  void HoldNodesFor(const Job& j, std::set<NodeIndex> hold, Instant now, const Sink& sink);
   void MaybeReserveForGang(Job& j, PoolId pool, Instant now, const Sink& sink);
+  // Submit's checks and what it derives (sharing mode, a pipeline's and an
+  // elastic job's replica count): InvalidArgument naming the field.
+  Status PrepareSpec(JobSpec& spec);
+  // The pools `spec` may use: those it names (every pool when none), less
+  // the pools dedicated to other tenants (POOL-2). InvalidArgument for an
+  // unknown pool.
+  Result<uint64_t> PoolsFor(const JobSpec& spec) const;
+  // Why `spec` can never run ("" never: at least "no pool may run it"), and
+  // in `fitting_pools` the pools whose empty nodes (and scaling templates)
+  // could hold it; 0 when none.
   std::string NeverFitsReason(const JobSpec& spec, uint64_t* fitting_pools);
-  // TOPO-1 tiers for a gang job (see topology_aware): tries `attempt`
-  // (pin to the first replica's node when its bool is true, else to its
-  // rack; the function restricts the first replica's node) on NVLink
-  // nodes, nodes and racks that take every replica. False when none does.
-  bool TryPlaceGangByTopology(const Job& j, PoolId pool, const std::function<bool(NodeIndex)>& takes_all,
-                              const std::function<int(NodeIndex)>& replicas_fitting,
-                              const std::function<bool(NodeIndex)>& label_ok,
-                              const std::function<bool(bool, const std::function<bool(NodeIndex)>&)>& attempt);
+  // Rebuilds pool_shapes_ when nodes were added or removed since.
+  void RefreshPoolShapes();
+  // How many of spec's replicas the empty nodes of `pool` hold together
+  // (pool_shapes_), and the first reason a shape refuses it.
+  int64_t ReplicasHostable(const JobSpec& spec, PoolId pool, FitFailure* first_failure) const;
+  // TOPO-1 tiers for a gang job (see topology_aware): tries `trial` on
+  // NVLink nodes, then nodes, then racks that take every replica. False
+  // when none does (src/engine/placement.cc).
+  bool TryPlaceGangByTopology(const Job& j, PoolId pool, PlacementTrial& trial);
   // TOPO-2: orders (and for online work within a latency budget, filters)
   // candidate pools by region (src/engine/regions.cc).
   template <class C>
@@ -389,8 +411,6 @@ class Engine {
   std::vector<PlacedReplica> PlaceTentatively(const Demand& d, int32_t count,
                                               const std::function<bool(NodeIndex)>& prefer);
   Scheduler& scheduler();
-  // Is `n` held for a nominated job (a preemptor) of tenant t?
-  bool HeldForFellowPreemptor(const Node& n, TenantId t) const;
 
   EngineConfig config_;
   ModePolicy mode_policy_;

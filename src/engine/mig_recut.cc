@@ -8,6 +8,7 @@
 
 #include "src/base/check.h"
 #include "src/engine/engine.h"
+#include "src/engine/queries.h"
 
 namespace gpupool {
 namespace {
@@ -101,124 +102,160 @@ std::optional<MigRecutPlan> PlanMigRecut(const MigTable& t, const std::vector<Mi
 // --- the Engine's step (declared in src/engine/engine.h) ----------------------
 
 namespace gpupool {
+namespace {
 
-bool Engine::TryMigRecut(Job& j, PoolId pool, Instant now, const Sink& sink) {
-  const JobSpec& spec = j.spec;
-  if (spec.replicas != 1 || spec.is_pipeline() || spec.demand.kind() != DemandKind::kGpuShare ||
-      spec.demand.mode != ShareMode::kMig) {
-    return false;
-  }
-  Demand d = spec.demand;
-  d.allowed_pools = uint64_t{1} << pool;
-  d.reservation = j.id;
-  // The MIG instances of the pool's running jobs by (node, GPU), built on
-  // the first GPU worth a look.
-  struct Resident {
-    MigInstance instance;
-    JobId job;
-    AllocationId allocation;
-  };
-  std::map<std::pair<NodeIndex, int>, std::vector<Resident>> residents;
-  bool indexed = false;
-  auto index = [&] {
-    for (const Tenant& t : state_.tenants) {
-      auto it = state_.running_by_tenant_pool.find({t.id, pool});
-      if (it == state_.running_by_tenant_pool.end()) continue;
-      for (const auto& [priority, id] : it->second) {
-        const Job& v = state_.job(id);
-        const bool movable = v.state == JobState::kRunning && v.stopping == Job::Stop::kNone &&
-                             v.spec.checkpointable && v.spec.replicas == 1 && !v.spec.is_pipeline();
-        // As TryPreempt prices a checkpointing victim: GPU milli x checkpoint time.
-        const int64_t cost = ToMillis(v.spec.checkpoint_duration) * v.spec.total_gpu_milli();
-        for (const ReplicaPlacement& r : v.placements) {
-          const Allocation& a = state_.cluster.allocation(r.allocation);
-          if (a.mig_profile < 0) continue;
-          const int g = std::countr_zero(static_cast<unsigned>(a.gpus));
-          residents[{r.node, g}].push_back({{a.mig_profile, a.mig_start, movable, cost}, id, r.allocation});
-        }
+// Only a single-replica MIG job re-cuts.
+bool MayRecutFor(const JobSpec& spec) {
+  return spec.replicas == 1 && !spec.is_pipeline() && spec.demand.kind() == DemandKind::kGpuShare &&
+         spec.demand.mode == ShareMode::kMig;
+}
+
+// A MIG instance of a running job, on the GPU it occupies.
+struct Resident {
+  MigInstance instance;
+  JobId job;
+  AllocationId allocation;
+};
+using Residents = std::map<std::pair<NodeIndex, int>, std::vector<Resident>>;
+
+// The MIG instances of pool's running jobs by (node, GPU), by start slice.
+Residents IndexResidents(const EngineState& s, PoolId pool) {
+  Residents residents;
+  for (const Tenant& t : s.tenants) {
+    auto it = s.running_by_tenant_pool.find({t.id, pool});
+    if (it == s.running_by_tenant_pool.end()) continue;
+    for (const auto& [priority, id] : it->second) {
+      const Job& v = s.job(id);
+      const bool movable = v.state == JobState::kRunning && v.stopping == Job::Stop::kNone && v.spec.checkpointable &&
+                           v.spec.replicas == 1 && !v.spec.is_pipeline();
+      // As preemption prices a checkpointing victim: GPU milli x checkpoint time.
+      const int64_t cost = ToMillis(v.spec.checkpoint_duration) * v.spec.total_gpu_milli();
+      for (const ReplicaPlacement& r : v.placements) {
+        const Allocation& a = s.cluster.allocation(r.allocation);
+        if (a.mig_profile < 0) continue;
+        const int g = std::countr_zero(static_cast<unsigned>(a.gpus));
+        residents[{r.node, g}].push_back({{a.mig_profile, a.mig_start, movable, cost}, id, r.allocation});
       }
     }
-    for (auto& [gpu, list] : residents) {
-      std::sort(list.begin(), list.end(),
-                [](const Resident& a, const Resident& b) { return a.instance.start < b.instance.start; });
+  }
+  for (auto& [gpu, list] : residents) {
+    std::sort(list.begin(), list.end(),
+              [](const Resident& a, const Resident& b) { return a.instance.start < b.instance.start; });
+  }
+  return residents;
+}
+
+// The order GPUs are chosen in: fewest moved instances, then least cost,
+// then the lowest node and GPU index.
+struct RecutChoice {
+  int moved_count;
+  int64_t cost;
+  NodeIndex node;
+  int gpu;
+  auto operator<=>(const RecutChoice&) const = default;
+};
+
+struct RecutCandidate {
+  RecutChoice choice;
+  MigRecutPlan plan;
+  std::vector<JobId> moved;  // by id
+};
+
+// Finds the GPU of `pool` to re-cut for j (see Engine::TryMigRecut).
+class RecutSearch {
+ public:
+  RecutSearch(const EngineState& s, const Policy& policy, const Job& j, PoolId pool)
+      : s_(s), policy_(policy), j_(j), pool_(pool), demand_(DemandHeldIn(j, pool)) {}
+
+  std::optional<RecutCandidate> Run() {
+    for (NodeIndex n = 0; n < s_.cluster.node_count(); ++n) {
+      const Node& node = s_.cluster.node(n);
+      if (!Eligible(node)) continue;
+      const int profile = MigProfileFor(node, demand_);
+      if (profile < 0) continue;
+      for (int g = 0; g < node.gpu_count; ++g) TryGpu(n, g, profile);
     }
-    indexed = true;
-  };
-  struct Choice {
-    int moved_count;
-    int64_t cost;
-    NodeIndex node;
-    int gpu;
-    auto operator<=>(const Choice&) const = default;
-  };
-  std::optional<Choice> best;
-  MigRecutPlan best_plan;
-  std::vector<JobId> best_moved;
-  for (NodeIndex n = 0; n < state_.cluster.node_count(); ++n) {
-    const Node& node = state_.cluster.node(n);
-    if (node.pool != pool || node.condition != NodeCondition::kReady || node.mig_table == 0) continue;
-    if (node.reserved_for >= 0 && node.reserved_for != j.id) continue;  // held for another job (or being re-cut)
-    if (!(d.allowed_models >> node.gpu_model & 1)) continue;
+    return std::move(best_);
+  }
+
+  const Demand& demand() const { return demand_; }
+
+ private:
+  bool Eligible(const Node& node) const {
+    if (node.pool != pool_ || node.condition != NodeCondition::kReady || node.mig_table == 0) return false;
+    if (node.reserved_for >= 0 && node.reserved_for != j_.id) return false;  // held for another job (or being re-cut)
+    if (!(demand_.allowed_models >> node.gpu_model & 1)) return false;
     // The moved jobs come back to this node: its CPU and memory must take
     // the job on top of everything that is there now.
-    if (node.cpu_milli_free < d.cpu_milli || node.memory_mib_free < d.memory_mib) continue;
+    return node.cpu_milli_free >= demand_.cpu_milli && node.memory_mib_free >= demand_.memory_mib;
+  }
+
+  // GPU g of node n, if re-cutting it makes room for `profile` and beats
+  // the best so far, becomes the best.
+  void TryGpu(NodeIndex n, int g, int profile) {
+    const Node& node = s_.cluster.node(n);
     const MigTable& table = MigTables()[node.mig_table - 1];
-    const int profile = MigProfileFor(node, d);
-    if (profile < 0) continue;
-    for (int g = 0; g < node.gpu_count; ++g) {
-      if (node.gpu_mode[g] != GpuMode::kMig) continue;
-      if (node.mig_existing[g] != 0) continue;  // a layout the node reported is a fact, never re-cut here
-      if (std::popcount(node.mig_used_slices[g]) + table.profiles[profile].memory_slices > table.memory_slices) {
-        continue;  // not enough free slices however the GPU is cut
-      }
-      if (GpuFits(node, g, d)) continue;  // there is room: nothing to re-cut
-      if (!indexed) index();
-      const std::vector<Resident>& here = residents[{n, g}];
-      std::vector<MigInstance> instances;
-      uint8_t used = 0;
-      for (const Resident& r : here) {
-        instances.push_back(r.instance);
-        used |= SliceMask(table, r.instance.profile, r.instance.start);
-      }
-      GP_CHECK(used == node.mig_used_slices[g]) << "MIG instances of running jobs do not match node " << n
-                                                << " GPU " << g;
-      const std::optional<MigRecutPlan> plan = PlanMigRecut(table, instances, profile);
-      if (!plan || plan->moved == 0) continue;
-      const Choice choice{plan->moved_count, plan->cost, n, g};
-      if (best && !(choice < *best)) continue;
-      // With the moved instances gone the node must take the job, filters
-      // (requirements, ecosystem) included.
-      Node copy = node;
-      copy.reserved_for = -1;
-      std::vector<JobId> moved;
-      for (size_t i = 0; i < here.size(); ++i) {
-        if (!(plan->moved >> i & 1)) continue;
-        VacateGpus(copy, state_.cluster.allocation(here[i].allocation));
-        moved.push_back(here[i].job);
-      }
-      if (policy_.Feasibility(copy, d) != FitFailure::kNone) continue;
-      std::sort(moved.begin(), moved.end());
-      best = choice;
-      best_plan = *plan;
-      best_moved = std::move(moved);
+    if (node.gpu_mode[g] != GpuMode::kMig) return;
+    if (node.mig_existing[g] != 0) return;  // a layout the node reported is a fact, never re-cut here
+    if (std::popcount(node.mig_used_slices[g]) + table.profiles[profile].memory_slices > table.memory_slices) {
+      return;  // not enough free slices however the GPU is cut
     }
+    if (GpuFits(node, g, demand_)) return;  // there is room: nothing to re-cut
+    if (!residents_) residents_ = IndexResidents(s_, pool_);  // built on the first GPU worth a look
+    const std::vector<Resident>& here = (*residents_)[{n, g}];
+    std::vector<MigInstance> instances;
+    uint8_t used = 0;
+    for (const Resident& r : here) {
+      instances.push_back(r.instance);
+      used |= SliceMask(table, r.instance.profile, r.instance.start);
+    }
+    GP_CHECK(used == node.mig_used_slices[g]) << "MIG instances of running jobs do not match node " << n << " GPU "
+                                              << g;
+    std::optional<MigRecutPlan> plan = PlanMigRecut(table, instances, profile);
+    if (!plan || plan->moved == 0) return;
+    const RecutChoice choice{plan->moved_count, plan->cost, n, g};
+    if (best_ && !(choice < best_->choice)) return;
+    // With the moved instances gone the node must take the job, filters
+    // (requirements, ecosystem) included.
+    Node copy = node;
+    copy.reserved_for = -1;
+    std::vector<JobId> moved;
+    for (size_t i = 0; i < here.size(); ++i) {
+      if (!(plan->moved >> i & 1)) continue;
+      VacateGpus(copy, s_.cluster.allocation(here[i].allocation));
+      moved.push_back(here[i].job);
+    }
+    if (policy_.Feasibility(copy, demand_) != FitFailure::kNone) return;
+    std::sort(moved.begin(), moved.end());
+    best_ = RecutCandidate{choice, std::move(*plan), std::move(moved)};
   }
+
+  const EngineState& s_;
+  const Policy& policy_;
+  const Job& j_;
+  const PoolId pool_;
+  Demand demand_;  // j's, held for it in `pool_`
+  std::optional<Residents> residents_;
+  std::optional<RecutCandidate> best_;
+};
+
+}  // namespace
+
+bool Engine::TryMigRecut(Job& j, PoolId pool, Instant now, const Sink& sink) {
+  if (!MayRecutFor(j.spec)) return false;
+  RecutSearch search(state_, policy_, j, pool);
+  const std::optional<RecutCandidate> best = search.Run();
   if (!best) return false;
-  const Node& node = state_.cluster.node(best->node);
+  const NodeIndex n = best->choice.node;
+  const Node& node = state_.cluster.node(n);
   const MigTable& table = MigTables()[node.mig_table - 1];
-  Emit(MigRecutStarted{j.id, best->node, best->gpu, table.profiles[MigProfileFor(node, d)].name, best_plan.start,
-                       best_moved},
+  Emit(MigRecutStarted{j.id, n, best->choice.gpu, table.profiles[MigProfileFor(node, search.demand())].name,
+                       best->plan.start, best->moved},
        now, sink);
-  // Hold the node for the job (with any it already held) while the moved
-  // jobs checkpoint, exactly as for a preemptor.
-  std::set<NodeIndex> hold{best->node};
-  if (auto held = state_.reservations.find(j.id); held != state_.reservations.end()) {
-    hold.insert(held->second.begin(), held->second.end());
-    Emit(ReservationReleased{j.id}, now, sink);
-  }
-  std::erase_if(hold, [this](NodeIndex n) { return state_.cluster.node(n).reserved_for >= 0; });
-  if (!hold.empty()) Emit(NodesReserved{j.id, std::vector<NodeIndex>(hold.begin(), hold.end())}, now, sink);
-  for (JobId m : best_moved) Emit(PreemptionStarted{m, j.id, PreemptReason::kMigRecut, true}, now, sink);
+  // Hold the node for the job while the moved jobs checkpoint, exactly as
+  // for a preemptor.
+  HoldNodesFor(j, {n}, now, sink);
+  for (JobId m : best->moved) Emit(PreemptionStarted{m, j.id, PreemptReason::kMigRecut, true}, now, sink);
   return true;
 }
 

@@ -63,19 +63,18 @@ namespace {
 
 std::string SlotName(const MigSlot& m) { return m.profile + "@" + std::to_string(m.start); }
 
-}  // namespace
+using MigLayout = std::vector<std::pair<int, uint8_t>>;  // (profile index, start slice)
 
-Status Engine::ReportMigLayout(NodeIndex node, int32_t gpu, bool mig_enabled, std::vector<MigSlot> instances,
-                               Instant now, const Sink& sink) {
-  if (node < 0 || node >= state_.cluster.node_count()) return NotFound("node " + std::to_string(node));
-  const Node& n = state_.cluster.node(node);
+// Checks a MIG report for GPU `gpu` of node n and sorts `instances` by
+// start: their layout (profile indexes), or InvalidArgument naming the field.
+Result<MigLayout> CheckMigReport(const Node& n, int32_t gpu, bool mig_enabled, std::vector<MigSlot>& instances) {
   const std::string where = "gpus[" + std::to_string(gpu) + "]";
   if (gpu < 0 || gpu >= n.gpu_count) return InvalidArgument(where + ": node has " + std::to_string(n.gpu_count) + " GPUs");
   if (mig_enabled && n.mig_table == 0) return InvalidArgument(where + ".mig_enabled: its model has no MIG");
   if (!mig_enabled && !instances.empty()) return InvalidArgument(where + ".mig: MIG instances without MIG mode");
   std::sort(instances.begin(), instances.end(), [](const MigSlot& a, const MigSlot& b) { return a.start < b.start; });
   const MigTable* t = n.mig_table == 0 ? nullptr : &MigTables()[n.mig_table - 1];
-  std::vector<std::pair<int, uint8_t>> layout;
+  MigLayout layout;
   for (const MigSlot& m : instances) {
     const int p = FindProfile(*t, m.profile);
     if (p < 0) return InvalidArgument(where + ".mig: unknown profile '" + m.profile + "' for " + t->gpu_model);
@@ -88,47 +87,72 @@ Status Engine::ReportMigLayout(NodeIndex node, int32_t gpu, bool mig_enabled, st
   if (t && !IsValidLayout(*t, layout)) {
     return InvalidArgument(where + ".mig: the instances overlap or exceed their profiles' limits");
   }
-  // The same report as last time, when nothing clashed then (the common
-  // case: every heartbeat): nothing to decide.
-  uint64_t bytes = 0;
-  for (const auto& [p, start] : layout) bytes |= uint64_t(p + 1) << (8 * start);
-  MigReportMemo& memo = mig_reports_[{node, gpu}];
-  if (memo.seen && memo.enabled == mig_enabled && memo.bytes == bytes && memo.clashes.empty()) return {};
-  // The instances of jobs the Engine placed on this GPU: a reported one
-  // equal to one of them is the Engine's own (not adopted); one that
-  // overlaps one of them without being it clashes.
-  struct Planned {
-    int profile;
-    uint8_t start;
-    JobId job;
-  };
-  std::vector<Planned> planned;
-  for (JobId id : JobsOnNode(state_, node)) {
-    for (const ReplicaPlacement& r : state_.job(id).placements) {
-      const Allocation& a = state_.cluster.allocation(r.allocation);
+  return layout;
+}
+
+// An instance of a job the Engine placed on the reported GPU.
+struct PlannedInstance {
+  int profile;
+  uint8_t start;
+  JobId job;
+};
+
+std::vector<PlannedInstance> PlannedOn(const EngineState& s, NodeIndex node, int32_t gpu) {
+  std::vector<PlannedInstance> planned;
+  for (JobId id : JobsOnNode(s, node)) {
+    for (const ReplicaPlacement& r : s.job(id).placements) {
+      const Allocation& a = s.cluster.allocation(r.allocation);
       if (r.node == node && (a.gpus >> gpu & 1) && a.mig_profile >= 0) planned.push_back({a.mig_profile, a.mig_start, id});
     }
   }
+  return planned;
+}
+
+// A reported instance (profile p at `start`) equal to a planned one is the
+// Engine's own (`own`); one that overlaps a planned one without being it
+// clashes: the first such, named, else "".
+std::string ClashOf(const MigTable& t, const std::vector<PlannedInstance>& planned, int p, uint8_t start, bool* own) {
+  const uint8_t mask = SliceMask(t, p, start);
+  *own = false;
+  std::string clash;
+  for (const PlannedInstance& x : planned) {
+    const bool same = x.profile == p && x.start == start;
+    *own |= same;
+    if (!same && (SliceMask(t, x.profile, x.start) & mask) != 0 && clash.empty()) {
+      clash = t.profiles[x.profile].name + "@" + std::to_string(x.start) + " (job " + std::to_string(x.job) + ")";
+    }
+  }
+  return clash;
+}
+
+uint64_t LayoutBytes(uint64_t bytes, int p, uint8_t start) { return bytes | uint64_t(p + 1) << (8 * start); }
+
+}  // namespace
+
+Status Engine::ReportMigLayout(NodeIndex node, int32_t gpu, bool mig_enabled, std::vector<MigSlot> instances,
+                               Instant now, const Sink& sink) {
+  if (node < 0 || node >= state_.cluster.node_count()) return NotFound("node " + std::to_string(node));
+  const Node& n = state_.cluster.node(node);
+  GP_ASSIGN_OR_RETURN(const MigLayout layout, CheckMigReport(n, gpu, mig_enabled, instances));
+  // The same report as last time, when nothing clashed then (the common
+  // case: every heartbeat): nothing to decide.
+  uint64_t bytes = 0;
+  for (const auto& [p, start] : layout) bytes = LayoutBytes(bytes, p, start);
+  MigReportMemo& memo = mig_reports_[{node, gpu}];
+  if (memo.seen && memo.enabled == mig_enabled && memo.bytes == bytes && memo.clashes.empty()) return {};
+  const std::vector<PlannedInstance> planned = PlannedOn(state_, node, gpu);
   std::vector<MigSlot> adopted;
   std::vector<std::string> clashes;
   uint64_t adopted_bytes = 0;
   for (size_t i = 0; i < instances.size(); ++i) {
     const auto [p, start] = layout[i];
     const MigSlot& m = instances[i];
-    const uint8_t mask = SliceMask(*t, p, start);
     bool own = false;
-    std::string clash;
-    for (const Planned& x : planned) {
-      const bool same = x.profile == p && x.start == start;
-      own |= same;
-      if (!same && (SliceMask(*t, x.profile, x.start) & mask) != 0 && clash.empty()) {
-        clash = t->profiles[x.profile].name + "@" + std::to_string(x.start) + " (job " + std::to_string(x.job) + ")";
-      }
-    }
+    const std::string clash = ClashOf(MigTables()[n.mig_table - 1], planned, p, start, &own);
     if (own) continue;
     if (clash.empty()) {
       adopted.push_back(m);
-      adopted_bytes |= uint64_t(p + 1) << (8 * start);
+      adopted_bytes = LayoutBytes(adopted_bytes, p, start);
       continue;
     }
     // Said once per clash, not at every heartbeat while it lasts.

@@ -61,6 +61,13 @@ bool MayBorrow(const EngineState& s, TenantId t, PoolId p, int64_t need, int64_t
   return borrowed - tp.borrowed_milli() + borrowed_after <= elastic;
 }
 
+Demand DemandHeldIn(const Job& j, PoolId p) {
+  Demand d = j.spec.demand;
+  d.allowed_pools = uint64_t{1} << p;
+  d.reservation = j.id;
+  return d;
+}
+
 Duration LostWork(const Job& v, Instant now) {
   const Duration ran = now - v.started;
   if (v.spec.checkpointable) return Duration(0);

@@ -29,6 +29,10 @@ uint64_t PoolsWantedByQueue(const EngineState& s);
 // guarantee), once `freed` GPU milli of its own work there has stopped?
 bool MayBorrow(const EngineState& s, TenantId t, PoolId p, int64_t need, int64_t freed = 0);
 
+// j's demand as it asks for room in pool p alone, counting nodes held for
+// j (NodesReserved) as free: for planning a preemption or a re-cut.
+Demand DemandHeldIn(const Job& j, PoolId p);
+
 // The work `v` loses when stopped at `now` without a checkpoint: nothing
 // when it checkpoints, else what ran since its last periodic checkpoint
 // (or since it started).

@@ -546,80 +546,109 @@ void EngineState::Apply(const Event& e) {
   std::visit(ApplyVisitor{*this}, e.body);
 }
 
-Status CheckInvariants(const EngineState& s) {
-  auto fail = [](std::string what) { return FailedPrecondition("invariant broken: " + what); };
-  // Usage recomputed from running jobs.
-  std::vector<std::vector<int64_t>> gpu(s.tenants.size(), std::vector<int64_t>(s.pools.size(), 0));
+namespace {
+
+Status Broken(const std::string& what) { return FailedPrecondition("invariant broken: " + what); }
+
+// GPU milli per tenant and pool, as the running jobs hold it.
+using UsageTable = std::vector<std::vector<int64_t>>;
+
+// Pending jobs hold nothing; running ones are placed whole, in the running
+// set, on their allocations; the queue, the running set and the cluster
+// agree with them. Fills `gpu` from the running jobs.
+Status CheckJobs(const EngineState& s, UsageTable& gpu) {
   int64_t allocated = 0;
   size_t pending = 0;
   for (const auto& [id, j] : s.jobs) {
     if (j.state == JobState::kPending) {
       ++pending;
-      if (!j.placements.empty()) return fail("pending job " + std::to_string(id) + " holds resources");
+      if (!j.placements.empty()) return Broken("pending job " + std::to_string(id) + " holds resources");
       continue;
     }
     if (static_cast<int>(j.placements.size()) != j.spec.replicas) {
-      return fail("running job " + std::to_string(id) + " has " + std::to_string(j.placements.size()) +
-                  " replicas placed of " + std::to_string(j.spec.replicas));
+      return Broken("running job " + std::to_string(id) + " has " + std::to_string(j.placements.size()) +
+                    " replicas placed of " + std::to_string(j.spec.replicas));
     }
-    if (!s.running.contains(id)) return fail("running job " + std::to_string(id) + " missing from the running set");
+    if (!s.running.contains(id)) return Broken("running job " + std::to_string(id) + " missing from the running set");
     for (const ReplicaPlacement& r : j.placements) {
       const Allocation& a = s.cluster.allocation(r.allocation);
-      if (a.node != r.node || a.gpus != r.gpus) return fail("job " + std::to_string(id) + " allocation mismatch");
+      if (a.node != r.node || a.gpus != r.gpus) return Broken("job " + std::to_string(id) + " allocation mismatch");
     }
     gpu[j.spec.tenant][j.pool] += j.spec.total_gpu_milli();
     allocated += j.spec.total_gpu_milli();
   }
   if (pending != s.queue.size()) {
-    return fail(std::to_string(pending) + " pending jobs but " + std::to_string(s.queue.size()) + " queued");
+    return Broken(std::to_string(pending) + " pending jobs but " + std::to_string(s.queue.size()) + " queued");
   }
-  if (s.running.size() + pending != s.jobs.size()) return fail("live jobs neither pending nor running");
+  if (s.running.size() + pending != s.jobs.size()) return Broken("live jobs neither pending nor running");
   if (allocated != s.cluster.gpu_milli_allocated()) {
-    return fail("jobs hold " + std::to_string(allocated) + " GPU milli, the cluster " +
-                std::to_string(s.cluster.gpu_milli_allocated()));
+    return Broken("jobs hold " + std::to_string(allocated) + " GPU milli, the cluster " +
+                  std::to_string(s.cluster.gpu_milli_allocated()));
   }
+  return {};
+}
+
+// Each tenant's usage is what its jobs hold, within its elastic limit, and
+// it lends no more than its guarantee.
+Status CheckTenantUsage(const EngineState& s, const UsageTable& gpu) {
   for (const Tenant& t : s.tenants) {
     for (size_t p = 0; p < s.pools.size(); ++p) {
       const TenantPool& tp = t.pools[p];
       if (tp.usage.gpu_milli != gpu[t.id][p]) {
-        return fail("tenant " + t.name + " usage " + std::to_string(tp.usage.gpu_milli) + " in pool " +
-                    std::to_string(p) + " but its jobs hold " + std::to_string(gpu[t.id][p]));
+        return Broken("tenant " + t.name + " usage " + std::to_string(tp.usage.gpu_milli) + " in pool " +
+                      std::to_string(p) + " but its jobs hold " + std::to_string(gpu[t.id][p]));
       }
       if (tp.usage.gpu_milli > tp.quota.elastic_limit_milli + tp.usage.over_limit_milli) {
-        return fail("tenant " + t.name + " uses " + std::to_string(tp.usage.gpu_milli) + " above its elastic limit " +
-                    std::to_string(tp.quota.elastic_limit_milli) + " in pool " + std::to_string(p));
+        return Broken("tenant " + t.name + " uses " + std::to_string(tp.usage.gpu_milli) +
+                      " above its elastic limit " + std::to_string(tp.quota.elastic_limit_milli) + " in pool " +
+                      std::to_string(p));
       }
       if (tp.usage.lent_milli < 0 || tp.usage.lent_milli > tp.quota.guaranteed_milli) {
-        return fail("tenant " + t.name + " lends " + std::to_string(tp.usage.lent_milli));
+        return Broken("tenant " + t.name + " lends " + std::to_string(tp.usage.lent_milli));
       }
     }
   }
+  return {};
+}
+
+// A re-cut entry names a live moved job and a pending beneficiary.
+Status CheckRecutEntries(const EngineState& s) {
   for (const auto& [moved, beneficiary] : s.recut_moved) {
     const Job* m = s.find_job(moved);
     const Job* b = s.find_job(beneficiary);
     if (!m || !b || b->state != JobState::kPending) {
-      return fail("re-cut entry " + std::to_string(moved) + " -> " + std::to_string(beneficiary) + " is stale");
+      return Broken("re-cut entry " + std::to_string(moved) + " -> " + std::to_string(beneficiary) + " is stale");
     }
   }
+  return {};
+}
+
+// No GPU, CPU or memory over-allocated; a held node belongs to its hold.
+Status CheckNodeCapacity(const EngineState& s) {
   for (NodeIndex i = 0; i < s.cluster.node_count(); ++i) {
     const Node& n = s.cluster.node(i);
     for (int g = 0; g < n.gpu_count; ++g) {
       if (n.gpu_free_milli[g] < 0 || n.gpu_free_milli[g] > kMilliPerGpu) {
-        return fail("node " + s.cluster.node_name(i) + " GPU " + std::to_string(g) + " over-allocated");
+        return Broken("node " + s.cluster.node_name(i) + " GPU " + std::to_string(g) + " over-allocated");
       }
     }
-    if (n.cpu_milli_free < 0 || n.memory_mib_free < 0) return fail("node " + s.cluster.node_name(i) + " overcommitted");
+    if (n.cpu_milli_free < 0 || n.memory_mib_free < 0) return Broken("node " + s.cluster.node_name(i) + " overcommitted");
     if (n.reserved_for >= 0) {
       auto it = s.reservations.find(n.reserved_for);
       if (it == s.reservations.end() || std::find(it->second.begin(), it->second.end(), i) == it->second.end()) {
-        return fail("node " + s.cluster.node_name(i) + " reserved for an unknown hold");
+        return Broken("node " + s.cluster.node_name(i) + " reserved for an unknown hold");
       }
     }
   }
-  // PART-2: every GPU's MIG instances form a layout the hardware accepts
-  // and match the node's used slices. EXEC-8: an MPS GPU serves the shares
-  // of one tenant, the one the node records.
-  std::map<std::pair<NodeIndex, int>, std::vector<std::pair<int, uint8_t>>> layouts;
+  return {};
+}
+
+// The MIG instances of running jobs, by (node, GPU).
+using MigLayouts = std::map<std::pair<NodeIndex, int>, std::vector<std::pair<int, uint8_t>>>;
+
+// EXEC-8: an MPS GPU serves the shares of one tenant, the one the node
+// records. Collects the running jobs' MIG instances into `layouts`.
+Status CheckMpsTenants(const EngineState& s, MigLayouts& layouts) {
   for (const auto& [id, j] : s.running) {
     for (const ReplicaPlacement& r : j->placements) {
       const Allocation& a = s.cluster.allocation(r.allocation);
@@ -627,8 +656,8 @@ Status CheckInvariants(const EngineState& s) {
         const int g = std::countr_zero(static_cast<unsigned>(a.gpus));
         const int32_t served = s.cluster.node(a.node).mps_tenant[g];
         if (served != j->spec.tenant && served != kMpsTenants) {
-          return fail("node " + s.cluster.node_name(a.node) + " GPU " + std::to_string(g) +
-                      " serves MPS shares of more than one tenant");
+          return Broken("node " + s.cluster.node_name(a.node) + " GPU " + std::to_string(g) +
+                        " serves MPS shares of more than one tenant");
         }
       }
       if (a.mig_profile >= 0) {
@@ -636,28 +665,46 @@ Status CheckInvariants(const EngineState& s) {
       }
     }
   }
+  return {};
+}
+
+// No GPU memory overcommitted. PART-2: every GPU's MIG instances form a
+// layout the hardware accepts and match the node's used slices.
+Status CheckGpuMemoryAndMig(const EngineState& s, const MigLayouts& layouts) {
+  const std::vector<std::pair<int, uint8_t>> none;
   for (NodeIndex i = 0; i < s.cluster.node_count(); ++i) {
     const Node& n = s.cluster.node(i);
+    auto gpu_of = [&](int g) { return "node " + s.cluster.node_name(i) + " GPU " + std::to_string(g); };
     for (int g = 0; g < n.gpu_count; ++g) {
-      if (n.gpu_memory_free_mib[g] < 0) return fail("node " + s.cluster.node_name(i) + " GPU " + std::to_string(g) + " memory overcommitted");
+      if (n.gpu_memory_free_mib[g] < 0) return Broken(gpu_of(g) + " memory overcommitted");
     }
     if (n.mig_table == 0) continue;
     const MigTable& t = MigTables()[n.mig_table - 1];
     for (int g = 0; g < n.gpu_count; ++g) {
       auto it = layouts.find({i, g});
-      const std::vector<std::pair<int, uint8_t>> none;
       const auto& layout = it == layouts.end() ? none : it->second;
       uint8_t used = 0;
       for (const auto& [p, start] : layout) used |= SliceMask(t, p, start);
-      if (!IsValidLayout(t, layout)) {
-        return fail("node " + s.cluster.node_name(i) + " GPU " + std::to_string(g) + " has an invalid MIG layout");
-      }
+      if (!IsValidLayout(t, layout)) return Broken(gpu_of(g) + " has an invalid MIG layout");
       if (used != n.mig_used_slices[g]) {
-        return fail("node " + s.cluster.node_name(i) + " GPU " + std::to_string(g) + " MIG slices do not match its instances");
+        return Broken(gpu_of(g) + " MIG slices do not match its instances");
       }
     }
   }
   return {};
+}
+
+}  // namespace
+
+Status CheckInvariants(const EngineState& s) {
+  UsageTable gpu(s.tenants.size(), std::vector<int64_t>(s.pools.size(), 0));
+  GP_TRY(CheckJobs(s, gpu));
+  GP_TRY(CheckTenantUsage(s, gpu));
+  GP_TRY(CheckRecutEntries(s));
+  GP_TRY(CheckNodeCapacity(s));
+  MigLayouts layouts;
+  GP_TRY(CheckMpsTenants(s, layouts));
+  return CheckGpuMemoryAndMig(s, layouts);
 }
 
 Status CheckPlacedOnScrubbedGpus(const EngineState& s, const JobPlaced& e) {
