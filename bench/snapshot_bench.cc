@@ -9,6 +9,8 @@
 //    the scheduler's caches: the time from snapshot bytes to a working engine.
 //  - BM_EventFromJson / BM_ToJsonLine: the journal's line codec over the
 //    events that built the state (JobSubmitted lines dominate).
+//  - BM_EventToBinary / BM_EventFromBinary: the same events in the binary
+//    form (EventToBinary), generated from the same Fields lists.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -136,6 +138,13 @@ void BM_RestoreEngine(benchmark::State& state) {
 }
 BENCHMARK(BM_RestoreEngine)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+std::vector<Event> DecodedEvents(const World& w) {
+  std::vector<Event> events;
+  events.reserve(w.lines.size());
+  for (const std::string& line : w.lines) events.push_back(*EventFromJson(line));
+  return events;
+}
+
 void BM_EventFromJson(benchmark::State& state) {
   const World& w = BigState();
   for (auto _ : state) {
@@ -152,9 +161,7 @@ BENCHMARK(BM_EventFromJson)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_ToJsonLine(benchmark::State& state) {
   const World& w = BigState();
-  std::vector<Event> events;
-  events.reserve(w.lines.size());
-  for (const std::string& line : w.lines) events.push_back(*EventFromJson(line));
+  const std::vector<Event> events = DecodedEvents(w);
   for (auto _ : state) {
     for (const Event& e : events) benchmark::DoNotOptimize(ToJsonLine(e).size());
   }
@@ -162,6 +169,33 @@ void BM_ToJsonLine(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * w.line_bytes));
 }
 BENCHMARK(BM_ToJsonLine)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_EventToBinary(benchmark::State& state) {
+  const std::vector<Event> events = DecodedEvents(BigState());
+  size_t bytes = 0;
+  for (const Event& e : events) bytes += EventToBinary(e).size();
+  for (auto _ : state) {
+    for (const Event& e : events) benchmark::DoNotOptimize(EventToBinary(e).size());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * events.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.counters["bytes_per_line_json"] = static_cast<double>(BigState().line_bytes) / events.size();
+  state.counters["bytes_per_event"] = static_cast<double>(bytes) / events.size();
+}
+BENCHMARK(BM_EventToBinary)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_EventFromBinary(benchmark::State& state) {
+  std::vector<std::string> encoded;
+  for (const Event& e : DecodedEvents(BigState())) encoded.push_back(EventToBinary(e));
+  for (auto _ : state) {
+    for (const std::string& b : encoded) {
+      auto e = EventFromBinary(b);
+      benchmark::DoNotOptimize(e.has_value());
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * encoded.size()));
+}
+BENCHMARK(BM_EventFromBinary)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace gpupool

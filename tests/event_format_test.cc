@@ -21,10 +21,13 @@ namespace {
 using namespace std::chrono_literals;
 
 const std::string kFixture = std::string(GPUPOOL_SOURCE_DIR) + "/tests/fixtures/events/every_type.jsonl";
+// The same events in the binary form (EventToBinary), one hex line each:
+// it pins the tags (EventBody's order) and the field layout.
+const std::string kBinaryFixture = std::string(GPUPOOL_SOURCE_DIR) + "/tests/fixtures/events/every_type.binary.hex";
 
-std::vector<std::string> FixtureLines() {
-  std::ifstream in(kFixture);
-  EXPECT_TRUE(in.good()) << kFixture;
+std::vector<std::string> FixtureLines(const std::string& path = kFixture) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
@@ -176,6 +179,35 @@ TEST(EventFormatTest, TheFixtureHasOneLinePerEventType) {
     EXPECT_EQ(lines_of_type[type], 1) << type << ": the fixture " << kFixture << " needs exactly one line of it";
   }
   for (const auto& [type, count] : lines_of_type) EXPECT_TRUE(types.contains(type)) << type;
+}
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) out += {kDigits[c >> 4], kDigits[c & 15]};
+  return out;
+}
+
+std::string Unhex(std::string_view hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
+  return out;
+}
+
+// (d) The binary encoder writes the binary fixture's bytes, and each of its
+// lines decodes to the event of the same line of the JSON fixture.
+TEST(EventFormatTest, TheBinaryFormIsPinnedToo) {
+  const std::vector<std::string> fixture = FixtureLines(kBinaryFixture);
+  const std::vector<std::string> json = FixtureLines();
+  const std::vector<Event> events = EveryType();
+  ASSERT_EQ(fixture.size(), events.size()) << kBinaryFixture;
+  ASSERT_EQ(json.size(), events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(Hex(EventToBinary(events[i])), fixture[i]) << EventName(events[i].body) << " (line " << i + 1 << ")";
+    auto decoded = EventFromBinary(Unhex(fixture[i]));
+    ASSERT_TRUE(decoded.has_value()) << "line " << i + 1 << ": " << decoded.error().message;
+    EXPECT_EQ(ToJsonLine(*decoded), json[i]) << "line " << i + 1;
+  }
 }
 
 }  // namespace

@@ -2,6 +2,13 @@
 // (EngineState::Apply). Replaying a log of events rebuilds the state; the
 // log's canonical JSON lines (ToJsonLine) are byte-identical for the same
 // inputs and seed.
+//
+// Each event is declared once, here: its fields, and in its Fields list
+// (src/base/fields.h) the name each has in the journal; its type name is
+// kType. The JSON codec, the binary codec and equality are generated from
+// these. Type names, field names, enum value names and the order of
+// EventBody's alternatives (the binary tag) never change: append new
+// events at the end (tests/event_format_test.cc pins them).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "src/base/fields.h"
 #include "src/base/status.h"
 #include "src/base/time.h"
 #include "src/engine/regions.h"
@@ -23,6 +31,15 @@ namespace gpupool {
 // --- set-up -----------------------------------------------------------------
 struct PoolAdded {
   Pool pool;
+  static constexpr const char* kType = "PoolAdded";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("pool", e.pool.id);
+    v("name", e.pool.name);
+    v("models", e.pool.selector.models);
+    v("regions", e.pool.selector.regions);
+    v("dedicated_to", e.pool.dedicated_to);
+  }
 };
 struct NodeAdded {
   NodeSpec spec;  // spec.pool assigned by the engine
@@ -30,45 +47,111 @@ struct NodeAdded {
   // Provisioned for a scale-out of spec.pool (ScaleOutRequested): it counts
   // off the nodes still expected from the provider.
   bool provisioned = false;
+  static constexpr const char* kType = "NodeAdded";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.spec.name);
+    v("cpu_milli", e.spec.cpu_milli);
+    v("memory_mib", e.spec.memory_mib);
+    v("gpus", e.spec.gpu_count);
+    v("model", e.spec.gpu_model);
+    v("pool", e.spec.pool);
+    v("attr_class", e.spec.attr_class);
+    v("region", e.region);
+    v("zone", e.zone);
+    v("rack", e.rack);
+    v("provisioned", e.provisioned, e.provisioned);
+  }
 };
 struct TenantAdded {
   TenantId tenant = -1;
   std::string name;
+  static constexpr const char* kType = "TenantAdded";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("tenant", e.tenant);
+    v("name", e.name);
+  }
 };
 struct QuotaSet {
   TenantId tenant = -1;
   PoolId pool = 0;
   Quota quota;
+  static constexpr const char* kType = "QuotaSet";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("tenant", e.tenant);
+    v("pool", e.pool);
+    v("quota", e.quota);
+  }
 };
 
 // --- jobs -------------------------------------------------------------------
 struct JobSubmitted {
   JobId job = -1;
   JobSpec spec;
+  static constexpr const char* kType = "JobSubmitted";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("spec", e.spec);
+  }
 };
 // The job can never run (e.g. bigger than any node of any pool it may use).
 struct JobRejected {
   JobId job = -1;
   JobSpec spec;
   std::string reason;
+  static constexpr const char* kType = "JobRejected";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("spec", e.spec);
+    v("reason", e.reason);
+  }
 };
 struct PlacedReplica {
   NodeIndex node = -1;
   GpuMask gpus = 0;
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+    v("gpus", e.gpus);
+  }
 };
 struct JobPlaced {
   JobId job = -1;
   PoolId pool = 0;
   bool borrowed = false;  // beyond the tenant's effective guarantee: preemptible
   std::vector<PlacedReplica> replicas;
+  static constexpr const char* kType = "JobPlaced";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("pool", e.pool);
+    v("borrowed", e.borrowed);
+    v("replicas", e.replicas);
+  }
 };
 struct JobFinished {
   JobId job = -1;
   bool succeeded = true;
   std::string reason;  // why it failed, as its node reported it (e.g. "out of memory (limit 2 GiB)"); may be empty
+  static constexpr const char* kType = "JobFinished";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("succeeded", e.succeeded);
+    v("reason", e.reason, !e.reason.empty());
+  }
 };
 struct JobCancelled {
   JobId job = -1;
+  static constexpr const char* kType = "JobCancelled";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+  }
 };
 
 enum class PreemptReason : uint8_t {
@@ -93,6 +176,11 @@ enum class PreemptReason : uint8_t {
   kGpuUnhealthy,
 };
 const char* PreemptReasonName(PreemptReason r);
+template <>
+struct EnumNames<PreemptReason> {
+  static constexpr int kCount = 7;
+  static const char* Name(PreemptReason r) { return PreemptReasonName(r); }
+};
 
 // The victim stops for `preemptor` (for a re-cut: the job the re-cut makes
 // room for): checkpointable victims first checkpoint
@@ -103,12 +191,26 @@ struct PreemptionStarted {
   JobId preemptor = -1;
   PreemptReason reason = PreemptReason::kPriority;
   bool checkpoint = false;
+  static constexpr const char* kType = "PreemptionStarted";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("victim", e.victim);
+    v("preemptor", e.preemptor);
+    v("reason", e.reason);
+    v("checkpoint", e.checkpoint);
+  }
 };
 // The victim's resources are released and it is queued again. lost_work is
 // the run time since its last checkpoint (0 when it checkpointed now).
 struct JobPreempted {
   JobId victim = -1;
   Duration lost_work{0};
+  static constexpr const char* kType = "JobPreempted";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("victim", e.victim);
+    v("lost_work_ms", e.lost_work);
+  }
 };
 
 // --- vertical scaling (PART-5) ------------------------------------------------
@@ -136,6 +238,16 @@ struct MigRecutStarted {
   std::string profile;       // the job's MIG profile, e.g. "3g.40gb"
   uint8_t start = 0;         // its planned first memory slice
   std::vector<JobId> moved;  // the jobs whose instances move, ascending
+  static constexpr const char* kType = "MigRecutStarted";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("node", e.node);
+    v("gpu", e.gpu);
+    v("profile", e.profile);
+    v("start", e.start);
+    v("moved", e.moved);
+  }
 };
 
 // --- quotas -----------------------------------------------------------------
@@ -143,11 +255,25 @@ struct QuotaLent {
   TenantId tenant = -1;
   PoolId pool = 0;
   int64_t milli = 0;
+  static constexpr const char* kType = "QuotaLent";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("tenant", e.tenant);
+    v("pool", e.pool);
+    v("milli", e.milli);
+  }
 };
 struct QuotaRecalled {
   TenantId tenant = -1;
   PoolId pool = 0;
   int64_t milli = 0;
+  static constexpr const char* kType = "QuotaRecalled";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("tenant", e.tenant);
+    v("pool", e.pool);
+    v("milli", e.milli);
+  }
 };
 // A tenant's job waits because the tenant reached its elastic limit in every
 // pool it may use (QUOTA-4): the tenant is alerted once per episode.
@@ -155,6 +281,13 @@ struct QuotaExhausted {
   TenantId tenant = -1;
   PoolId pool = 0;
   JobId job = -1;
+  static constexpr const char* kType = "QuotaExhausted";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("tenant", e.tenant);
+    v("pool", e.pool);
+    v("job", e.job);
+  }
 };
 
 // Nodes held for one waiting job (a gang at the head of its queue, or a
@@ -162,9 +295,20 @@ struct QuotaExhausted {
 struct NodesReserved {
   JobId job = -1;
   std::vector<NodeIndex> nodes;
+  static constexpr const char* kType = "NodesReserved";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("nodes", e.nodes);
+  }
 };
 struct ReservationReleased {
   JobId job = -1;
+  static constexpr const char* kType = "ReservationReleased";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+  }
 };
 
 // --- reclamation (RECLAIM-1..3) ------------------------------------------------
@@ -172,13 +316,28 @@ struct ReservationReleased {
 // tenant is notified and a grace period starts.
 struct JobIdleSuspected {
   JobId job = -1;
+  static constexpr const char* kType = "JobIdleSuspected";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+  }
 };
 // It got busy again within the grace period.
 struct JobIdleRecovered {
   JobId job = -1;
+  static constexpr const char* kType = "JobIdleRecovered";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+  }
 };
 enum class ReclaimReason : uint8_t { kIdle, kDeadline };
 const char* ReclaimReasonName(ReclaimReason r);
+template <>
+struct EnumNames<ReclaimReason> {
+  static constexpr int kCount = 2;
+  static const char* Name(ReclaimReason r) { return ReclaimReasonName(r); }
+};
 // The job is stopped to give its GPUs back: idle past the grace period, or
 // running past its deadline. Checkpointable jobs checkpoint first (state
 // kCheckpointing until CheckpointDone); the JobReclaimed that follows ends it.
@@ -186,9 +345,21 @@ struct ReclaimStarted {
   JobId job = -1;
   ReclaimReason reason = ReclaimReason::kIdle;
   bool checkpoint = false;
+  static constexpr const char* kType = "ReclaimStarted";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("reason", e.reason);
+    v("checkpoint", e.checkpoint);
+  }
 };
 struct JobReclaimed {
   JobId job = -1;
+  static constexpr const char* kType = "JobReclaimed";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+  }
 };
 
 // --- node failure (OPS-4) --------------------------------------------------------
@@ -196,15 +367,32 @@ struct JobReclaimed {
 // it stops (JobInterrupted) and queues again to resume from its checkpoint.
 struct NodeDown {
   NodeIndex node = -1;
+  static constexpr const char* kType = "NodeDown";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+  }
 };
 struct JobInterrupted {
   JobId job = -1;
   NodeIndex node = -1;
   Duration lost_work{0};  // run time since its last checkpoint
+  static constexpr const char* kType = "JobInterrupted";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("node", e.node);
+    v("lost_work_ms", e.lost_work);
+  }
 };
 // Heartbeats are back: the node rejoins (its GPUs were scrubbed first).
 struct NodeUp {
   NodeIndex node = -1;
+  static constexpr const char* kType = "NodeUp";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+  }
 };
 
 // The free memory of these GPUs was zeroed (RECLAIM-4): another tenant's
@@ -213,6 +401,12 @@ struct NodeUp {
 struct GpusScrubbed {
   NodeIndex node = -1;
   GpuMask gpus = 0;
+  static constexpr const char* kType = "GpusScrubbed";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+    v("gpus", e.gpus);
+  }
 };
 
 // --- defragmentation (FRAG-2) ----------------------------------------------------------
@@ -226,6 +420,14 @@ struct MigrationStarted {
   NodeIndex node = -1;
   GpuMask gpus = 0;
   double frag_pct = 0;
+  static constexpr const char* kType = "MigrationStarted";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("node", e.node);
+    v("gpus", e.gpus);
+    v("frag_pct", e.frag_pct);
+  }
 };
 
 // --- elastic scaling (SCALE-1..6) -------------------------------------------------
@@ -236,11 +438,25 @@ struct ScaleOutRequested {
   PoolId pool = 0;
   int32_t nodes = 0;
   std::string reason;
+  static constexpr const char* kType = "ScaleOutRequested";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("pool", e.pool);
+    v("nodes", e.nodes);
+    v("reason", e.reason);
+  }
 };
 struct ScaleOutFailed {
   PoolId pool = 0;
   int32_t nodes = 0;
   std::string reason;
+  static constexpr const char* kType = "ScaleOutFailed";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("pool", e.pool);
+    v("nodes", e.nodes);
+    v("reason", e.reason);
+  }
 };
 // Scale-in, step one: the node takes no new work (it is cordoned), holds
 // for nobody, and its running jobs move: checkpointable and stateless ones
@@ -249,17 +465,34 @@ struct ScaleOutFailed {
 struct NodeDrainStarted {
   NodeIndex node = -1;
   std::string reason;
+  static constexpr const char* kType = "NodeDrainStarted";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+    v("reason", e.reason);
+  }
 };
 // Step two: the drained node is empty and leaves its pool for good; the
 // provider deletes it. Its index stays (removed nodes take nothing).
 struct NodeRemoved {
   NodeIndex node = -1;
+  static constexpr const char* kType = "NodeRemoved";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+  }
 };
 // SCALE-5: how many pre-initialised (warm) nodes the provider should keep
 // for the pool, from its recent scale-outs.
 struct WarmPoolSized {
   PoolId pool = 0;
   int32_t nodes = 0;
+  static constexpr const char* kType = "WarmPoolSized";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("pool", e.pool);
+    v("nodes", e.nodes);
+  }
 };
 
 // --- elastic training (SCALE-7) ------------------------------------------------
@@ -275,6 +508,16 @@ struct JobResized {
   bool borrowed = false;
   Duration reshard{0};
   std::string reason;
+  static constexpr const char* kType = "JobResized";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("removed", e.removed);
+    v("added", e.added);
+    v("borrowed", e.borrowed);
+    v("reshard_ms", e.reshard);
+    v("reason", e.reason);
+  }
 };
 
 // --- hotspots (OPS-2) ----------------------------------------------------------
@@ -287,9 +530,21 @@ struct HotspotDetected {
   NodeIndex node = -1;
   GpuMask gpus = 0;
   std::string reason;
+  static constexpr const char* kType = "HotspotDetected";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+    v("gpus", e.gpus);
+    v("reason", e.reason);
+  }
 };
 struct HotspotCleared {
   NodeIndex node = -1;
+  static constexpr const char* kType = "HotspotCleared";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+  }
 };
 
 // --- what the node enforces (issue 15) ------------------------------------------
@@ -305,6 +560,13 @@ struct GpuHealthChanged {
   NodeIndex node = -1;
   GpuMask unhealthy = 0;
   std::string reason;
+  static constexpr const char* kType = "GpuHealthChanged";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+    v("unhealthy", e.unhealthy);
+    v("reason", e.reason);
+  }
 };
 // A time-sliced or MPS share's task was seen using `used_mib` of GPU memory
 // (the peak so far, rounded up to kObservedMemoryStepMib), more than it
@@ -315,6 +577,13 @@ struct TaskMemoryObserved {
   JobId job = -1;
   int32_t replica = 0;
   int64_t used_mib = 0;
+  static constexpr const char* kType = "TaskMemoryObserved";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("job", e.job);
+    v("replica", e.replica);
+    v("used_mib", e.used_mib);
+  }
 };
 inline constexpr int64_t kObservedMemoryStepMib = 256;
 // EXEC-7: GPU `gpu` of the node reports its MIG mode and the MIG instances
@@ -329,12 +598,25 @@ struct MigSlot {
   std::string profile;  // "3g.40gb"
   int32_t start = 0;    // first memory slice
   friend bool operator==(const MigSlot&, const MigSlot&) = default;
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("profile", e.profile);
+    v("start", e.start);
+  }
 };
 struct MigLayoutReported {
   NodeIndex node = -1;
   int32_t gpu = 0;
   bool mig_enabled = false;
   std::vector<MigSlot> instances;  // ascending start
+  static constexpr const char* kType = "MigLayoutReported";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+    v("gpu", e.gpu);
+    v("mig_enabled", e.mig_enabled);
+    v("instances", e.instances);
+  }
 };
 // The hardware and the Engine's plan disagree on a GPU: `reported` (an
 // instance the node has) overlaps `planned` (the instance of a job the
@@ -345,6 +627,14 @@ struct MigLayoutMismatch {
   int32_t gpu = 0;
   std::string reported;  // "4g.40gb@0"
   std::string planned;   // "3g.40gb@4 (job 7)"
+  static constexpr const char* kType = "MigLayoutMismatch";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+    v("gpu", e.gpu);
+    v("reported", e.reported);
+    v("planned", e.planned);
+  }
 };
 
 // --- borrowing between pools (POOL-3) -----------------------------------------
@@ -357,15 +647,32 @@ struct NodeLent {
   NodeIndex node = -1;
   PoolId to = 0;
   std::string reason;
+  static constexpr const char* kType = "NodeLent";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+    v("to", e.to);
+    v("reason", e.reason);
+  }
 };
 struct NodeReturned {
   NodeIndex node = -1;
+  static constexpr const char* kType = "NodeReturned";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("node", e.node);
+  }
 };
 
 // --- regions (TOPO-2) ------------------------------------------------------------
 // The region table in force from now on, replacing the configuration's.
 struct RegionsSet {
   RegionPolicy policy;
+  static constexpr const char* kType = "RegionsSet";
+  template <class Self, class V>
+  static void Fields(Self& e, V& v) {
+    v("policy", e.policy);
+  }
 };
 
 using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobSubmitted, JobRejected, JobPlaced,
@@ -410,5 +717,17 @@ std::string ToJsonLine(const Event& e);
 // GP_CHECKs. A journal written by this program satisfies it; a caller that
 // replays foreign lines must check them against the state first.
 Result<Event> EventFromJson(std::string_view line);
+
+// Equal seq, time, type and every field of the body (src/base/fields.h).
+bool operator==(const Event& a, const Event& b);
+
+// The same events in a compact binary form (src/base/fields_binary.h): a
+// tag (the body's index in EventBody, u16), seq and at (i64 ms), then the
+// body's fields in list order. For every event e, EventFromBinary(
+// EventToBinary(e)) == e. Strict like EventFromJson: a short, long or
+// damaged input is an Error (kInvalidArgument) naming the field, never a
+// crash or a huge allocation.
+std::string EventToBinary(const Event& e);
+Result<Event> EventFromBinary(std::string_view bytes);
 
 }  // namespace gpupool

@@ -4,6 +4,8 @@
 
 #include "src/engine/region_json.h"
 
+#include "src/base/fields_json.h"
+
 #include <cmath>
 #include <set>
 
@@ -49,18 +51,6 @@ Status CheckRegionPolicy(const RegionPolicy& p) {
   return {};
 }
 
-nlohmann::json RegionPolicyToJson(const RegionPolicy& p) {
-  nlohmann::json regions = nlohmann::json::array();
-  for (const RegionInfo& r : p.regions) {
-    nlohmann::json latency = nlohmann::json::object();
-    for (const auto& [location, ms] : r.latency_ms) latency[location] = ms;
-    regions.push_back({{"name", r.name}, {"price_per_gpu_hour", r.price_per_gpu_hour}, {"latency_ms", latency}});
-  }
-  nlohmann::json users = nlohmann::json::array();
-  for (const TenantUsers& u : p.users) {
-    users.push_back({{"tenant", u.tenant}, {"location", u.location}, {"latency_budget_ms", u.latency_budget_ms}});
-  }
-  return {{"policy", RegionPolicyKindName(p.kind)}, {"regions", regions}, {"users", users}};
-}
+nlohmann::json RegionPolicyToJson(const RegionPolicy& p) { return FieldToJson(p); }
 
 }  // namespace gpupool

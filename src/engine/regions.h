@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/base/fields.h"
 #include "src/base/status.h"
 
 namespace gpupool {
@@ -25,21 +26,44 @@ struct RegionInfo {
   double price_per_gpu_hour = 0;
   std::map<std::string, double> latency_ms;  // by user location
   friend bool operator==(const RegionInfo&, const RegionInfo&) = default;
+  template <class Self, class V>  // the journal's and the API's names (src/base/fields.h)
+  static void Fields(Self& r, V& v) {
+    v("name", r.name);
+    v("price_per_gpu_hour", r.price_per_gpu_hour);
+    v("latency_ms", r.latency_ms);
+  }
 };
 struct TenantUsers {
   std::string tenant;                // a tenant name
   std::string location;              // where its users are
   double latency_budget_ms = 0;      // for its online inference; 0: none
   friend bool operator==(const TenantUsers&, const TenantUsers&) = default;
+  template <class Self, class V>
+  static void Fields(Self& u, V& v) {
+    v("tenant", u.tenant);
+    v("location", u.location);
+    v("latency_budget_ms", u.latency_budget_ms);
+  }
 };
 struct RegionPolicy {
   enum class Kind : uint8_t { kOff, kCostAware, kNearest } kind = Kind::kOff;
   std::vector<RegionInfo> regions;
   std::vector<TenantUsers> users;
   friend bool operator==(const RegionPolicy&, const RegionPolicy&) = default;
+  template <class Self, class V>
+  static void Fields(Self& p, V& v) {
+    v("policy", p.kind);
+    v("regions", p.regions);
+    v("users", p.users);
+  }
 };
 
 const char* RegionPolicyKindName(RegionPolicy::Kind k);  // "off", "cost-aware", "nearest"
+template <>
+struct EnumNames<RegionPolicy::Kind> {
+  static constexpr int kCount = 3;
+  static const char* Name(RegionPolicy::Kind k) { return RegionPolicyKindName(k); }
+};
 
 // Checks a table, naming the field: regions with unique non-empty names,
 // finite non-negative prices and latencies; users with a tenant and a

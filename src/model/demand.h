@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "src/base/fields.h"
 #include "src/base/status.h"
 #include "src/model/gpu_catalog.h"
 
@@ -36,6 +37,11 @@ enum class DemandKind : uint8_t { kCpuOnly, kGpuShare, kWholeGpus };
 //               at least gpu_milli of its compute and gpu_memory_mib.
 enum class ShareMode : uint8_t { kAny, kTimeSlice, kMps, kMig };
 const char* ShareModeName(ShareMode m);
+template <>
+struct EnumNames<ShareMode> {
+  static constexpr int kCount = 4;
+  static const char* Name(ShareMode m) { return ShareModeName(m); }
+};
 
 struct Demand {
   int64_t cpu_milli = 0;
@@ -62,6 +68,24 @@ struct Demand {
   int64_t total_gpu_milli() const { return int64_t{gpu_count} * gpu_milli; }
 
   friend bool operator==(const Demand&, const Demand&) = default;
+
+  // The journal's names (src/base/fields.h); mps_tenant is derived, never written.
+  template <class Self, class V>
+  static void Fields(Self& d, V& v) {
+    v("cpu_milli", d.cpu_milli);
+    v("memory_mib", d.memory_mib);
+    v("gpu_count", d.gpu_count);
+    v("gpu_milli", d.gpu_milli);
+    v("models", d.allowed_models);
+    v("pools", d.allowed_pools);
+    v("requirement", d.requirement);
+    // Each only away from its default, so that logs written before it was
+    // carried keep their canonical text (the engine clears reservation at
+    // submission).
+    v("reservation", d.reservation, d.reservation != -1);
+    v("mode", d.mode, d.mode != ShareMode::kAny);
+    v("gpu_memory_mib", d.gpu_memory_mib, d.gpu_memory_mib != 0);
+  }
 };
 
 // Checks the field rules above. The error names the offending field, e.g.

@@ -30,6 +30,11 @@ enum class JobKind : uint8_t {
 inline constexpr int kJobKindCount = 5;
 const char* JobKindName(JobKind k);
 std::optional<JobKind> JobKindFromName(std::string_view name);
+template <>
+struct EnumNames<JobKind> {
+  static constexpr int kCount = kJobKindCount;
+  static const char* Name(JobKind k) { return JobKindName(k); }
+};
 
 enum class JobState : uint8_t {
   kPending,        // queued
@@ -64,6 +69,23 @@ struct TaskSpec {
   bool network_isolated = false;
   bool empty() const { return command.empty(); }
   friend bool operator==(const TaskSpec&, const TaskSpec&) = default;
+
+  // The journal's names (src/base/fields.h). The container's fields are
+  // written only away from their defaults: journals written before them
+  // keep their text.
+  template <class Self, class V>
+  static void Fields(Self& t, V& v) {
+    v("command", t.command);
+    v("env", t.env);
+    v("working_dir", t.working_dir);
+    v("checkpoint_signal", t.checkpoint_signal);
+    v("checkpoint_timeout_ms", t.checkpoint_timeout);
+    v("stop_grace_ms", t.stop_grace);
+    v("image", t.image, !t.image.empty());
+    v("shm_mib", t.shm_mib, t.shm_mib != TaskSpec{}.shm_mib);
+    v("network_isolated", t.network_isolated, t.network_isolated);
+    v.Check(!t.command.empty(), "command", "must not be empty");
+  }
 };
 
 struct JobSpec {
@@ -129,6 +151,32 @@ struct JobSpec {
     int64_t sum = 0;
     for (const Demand& d : stages) sum += d.memory_mib;
     return sum;
+  }
+
+  // The journal's names (src/base/fields.h). The optional ones are written
+  // only when they say something, so that simulation logs keep their text.
+  template <class Self, class V>
+  static void Fields(Self& s, V& v) {
+    v("name", s.name);
+    v("tenant", s.tenant);
+    v("kind", s.kind);
+    v("priority", s.priority);
+    v("replicas", s.replicas);
+    v("demand", s.demand);
+    v("pools", s.pools);
+    v("checkpointable", s.checkpointable);
+    v("auto_sharing", s.auto_sharing);
+    v("checkpoint_interval_ms", s.checkpoint_interval);
+    v("checkpoint_duration_ms", s.checkpoint_duration);
+    v("labels", s.labels);
+    v("affinity", s.affinity);
+    v("anti_affinity", s.anti_affinity);
+    v("deadline_ms", s.deadline);
+    v("min_replicas", s.min_replicas, s.elastic());
+    v("max_replicas", s.max_replicas, s.elastic());
+    v("expected_duration_ms", s.expected_duration);
+    v("stages", s.stages, !s.stages.empty());
+    v("task", s.task, !s.task.empty());  // only for jobs that run something
   }
 };
 

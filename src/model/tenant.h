@@ -26,6 +26,14 @@ struct Quota {
   bool reserved = false;
 
   friend bool operator==(const Quota&, const Quota&) = default;
+
+  template <class Self, class V>  // the journal's names (src/base/fields.h)
+  static void Fields(Self& q, V& v) {
+    v("guaranteed_milli", q.guaranteed_milli);
+    v("elastic_limit_milli", q.elastic_limit_milli);
+    v("weight", q.weight);
+    v("reserved", q.reserved);
+  }
 };
 
 // What the tenant holds in one pool right now.
