@@ -105,11 +105,8 @@ class JsonObjectReader {
   std::vector<std::string_view> read_;
 };
 
-// Reads the fields of `out` from the object `reader` holds, then its checks.
 template <HasFields T>
-void ReadFields(JsonObjectReader& reader, T& out) {
-  T::Fields(out, reader);
-}
+void ReadFields(JsonObjectReader& reader, T& out);
 
 namespace fields_internal {
 
@@ -181,6 +178,16 @@ struct IsPair<std::pair<std::string, std::string>> : std::true_type {};
 
 }  // namespace fields_internal
 
+// Reads the fields of `out` from the object `reader` holds, then runs its
+// checks; the caller may read more fields of the same object, then calls
+// Done().
+template <HasFields T>
+void ReadFields(JsonObjectReader& reader, T& out) {
+  T::Fields(out, reader);
+  fields_internal::JsonChecker checks{reader};
+  if (!reader.errors().first) T::Fields(std::as_const(out), checks);
+}
+
 template <class T>
 nlohmann::json FieldToJson(const T& value) {
   using namespace fields_internal;
@@ -220,7 +227,7 @@ void FieldFromJson(JsonFieldErrors& errors, const nlohmann::json& j, const std::
   if constexpr (HasFields<T>) {
     JsonObjectReader reader(errors, j, path);
     T::Fields(out, reader);
-    reader.Done();
+    reader.Done();  // an unknown field is reported before a failed check
     JsonChecker checks{reader};
     if (!errors.first) T::Fields(std::as_const(out), checks);
   } else if constexpr (std::same_as<T, Duration>) {

@@ -15,6 +15,7 @@
 #include "src/sim/fgd_protocol.h"
 #include "src/sim/fgd_reference.h"
 #include "src/config/alibaba_gpu_trace.h"
+#include "src/config/traces_dir.h"
 #include "src/sim/synthetic.h"
 
 namespace gpupool {
@@ -78,6 +79,9 @@ int Run(const Options& o) {
   } else {
     if (o.nodes_path.empty() || o.pods_path.empty()) {
       return Fail("--nodes and --pods are required (or --generate for a generated cluster and workload)");
+    }
+    for (const auto& [flag, path] : {std::pair{"--nodes", &o.nodes_path}, std::pair{"--pods", &o.pods_path}}) {
+      if (!std::filesystem::exists(*path)) return Fail(std::string(flag) + ": " + MissingTraceFile(*path));
     }
     auto n = LoadOpenbNodesFile(o.nodes_path, catalog);
     if (!n) return Fail(n.error().message);

@@ -45,17 +45,33 @@ std::string TraceFile(const std::string& relative) {
   return std::filesystem::exists(path) ? path : "";
 }
 
+namespace {
+
+constexpr const char* kFetch =
+    "fetch the public traces with scripts/fetch-traces.sh (installed as gpupool-fetch-traces), or run make claims";
+
+// Where the traces folder is looked for, in order.
+std::string LookedIn() {
+  if (std::string env = Env("GPUPOOL_TRACES"); !env.empty()) return "$GPUPOOL_TRACES=" + env;
+  std::string where = "$GPUPOOL_TRACES (unset)";
+  for (const std::string& c : Candidates("")) where += ", " + c;
+  return where;
+}
+
+}  // namespace
+
+std::string MissingTraceFile(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(path).lexically_normal().parent_path().parent_path();
+  auto same = [&](const std::string& dir) { return !dir.empty() && fs::path(dir).lexically_normal() == folder; };
+  const bool in_traces = folder.filename() == "traces" || same(TracesDir()) || same(TracesCacheDir());
+  std::string text = "the trace file " + path + " is not here";
+  if (in_traces) text += " (the traces folder is looked for in " + LookedIn() + ")";
+  return text + ": " + kFetch;
+}
+
 std::string MissingTrace(std::string_view relative) {
-  std::string where;
-  if (std::string env = Env("GPUPOOL_TRACES"); !env.empty()) {
-    where = "$GPUPOOL_TRACES=" + env;
-  } else {
-    where = "$GPUPOOL_TRACES (unset)";
-    for (const std::string& c : Candidates("")) where += ", " + c;
-  }
-  return std::string(relative) + " is not here (looked in " + where +
-         "): fetch the public traces with scripts/fetch-traces.sh (installed as gpupool-fetch-traces), or run make "
-         "claims";
+  return std::string(relative) + " is not here (looked in " + LookedIn() + "): " + kFetch;
 }
 
 }  // namespace gpupool

@@ -29,4 +29,10 @@ std::string TracesCacheDir();
 // scripts/fetch-traces.sh".
 std::string MissingTrace(std::string_view relative);
 
+// The same for a file given by its path (a scenario's trace_nodes or pods,
+// `sim fgd --nodes`): the path, where the traces folder is looked for when
+// the path lies in one (TracesDir(), the cache, or a folder named
+// "traces", one subfolder down), and the fetch command.
+std::string MissingTraceFile(const std::string& path);
+
 }  // namespace gpupool

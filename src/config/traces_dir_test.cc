@@ -24,5 +24,20 @@ TEST(TracesDirTest, MissingTraceNamesTheFileWhereItLookedAndTheFetchCommand) {
   EXPECT_EQ(TracesCacheDir(), "/home/someone/.cache/gpupool/traces");
 }
 
+TEST(TracesDirTest, AMissingFileInATracesFolderSaysWhereEveryTracesFolderWasLooked) {
+  ::setenv("GPUPOOL_TRACES", "/nowhere/traces", 1);
+  const std::string in_traces = MissingTraceFile("../shared/traces/alibaba-gpu-2023/openb_pod_list_default.csv");
+  EXPECT_NE(in_traces.find("the trace file ../shared/traces/alibaba-gpu-2023/openb_pod_list_default.csv is not "
+                           "here (the traces folder is looked for in $GPUPOOL_TRACES=/nowhere/traces): fetch"),
+            std::string::npos)
+      << in_traces;
+  const std::string elsewhere = MissingTraceFile("/data/mine/nodes.csv");
+  EXPECT_NE(elsewhere.find("the trace file /data/mine/nodes.csv is not here: fetch the public traces with "
+                           "scripts/fetch-traces.sh"),
+            std::string::npos)
+      << elsewhere;
+  ::unsetenv("GPUPOOL_TRACES");
+}
+
 }  // namespace
 }  // namespace gpupool

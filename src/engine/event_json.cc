@@ -61,7 +61,7 @@ EventBody ReadBody(size_t index, JsonObjectReader& reader, std::index_sequence<I
   // Exactly one I matches.
   ((index == I ? (void)([&] {
      std::variant_alternative_t<I, EventBody> e;
-     std::variant_alternative_t<I, EventBody>::Fields(e, reader);
+     ReadFields(reader, e);
      body = std::move(e);
    }())
                : (void)0),

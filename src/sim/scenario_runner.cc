@@ -49,9 +49,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   // Trace files that are not there: a clear precondition, not a read error.
   for (const std::string* path : {&s.trace_nodes_path, s.trace ? &s.trace->pods_path : nullptr}) {
     if (path != nullptr && !path->empty() && !std::filesystem::exists(*path)) {
-      return FailedPrecondition(s.path + ": the trace file " + *path +
-                                " is not here: fetch the public traces with scripts/fetch-traces.sh (installed as "
-                                "gpupool-fetch-traces), or run make claims");
+      return FailedPrecondition(s.path + ": " + MissingTraceFile(*path));
     }
   }
   // Ids follow declaration order.
