@@ -1,22 +1,24 @@
 // Types declared once (issue 21): a record type lists its fields, each with
-// the name it has on disk, in one static member template, and its codecs
-// and equality are generated from that list instead of being written by
-// hand beside it:
+// the name it has on disk, in one static member template (GP_FIELDS), and
+// its codecs and equality are generated from that list instead of being
+// written by hand beside it:
 //
 //   struct JobFinished {
 //     JobId job = -1;
 //     bool succeeded = true;
 //     std::string reason;
-//     template <class Self, class V>
-//     static void Fields(Self& self, V& v) {
-//       v("job", self.job);                                // always written
-//       v("succeeded", self.succeeded);
-//       v("reason", self.reason, !self.reason.empty());    // written when true
+//     GP_EVENT_FIELDS("JobFinished", e) {              // GP_FIELDS(e) for a record
+//       v("job", e.job);                               // always written
+//       v("succeeded", e.succeeded);
+//       v("reason", e.reason, !e.reason.empty());      // written when true
 //     }
 //   };
 //
-// `Self` is the type or the type const: a writer visits a const object, a
-// reader a default-constructed one that it fills. The visitor protocol:
+// GP_FIELDS(e) declares `template <class Self, class V> static void
+// Fields(Self& e, V& v)`: `Self` is the type or the type const (a writer
+// visits a const object, a reader a default-constructed one that it
+// fills). GP_EVENT_FIELDS(name, e) adds `kType`, the event's type name in
+// the journal. The visitor protocol:
 //   v(name, field)           a field that is always written and must be read;
 //   v(name, field, written)  a field written only when `written` (computed
 //                            from the object being written; readers ignore
@@ -43,6 +45,13 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#define GP_FIELDS(e)                 \
+  template <class Self, class V>     \
+  static void Fields(Self& e, V& v)
+#define GP_EVENT_FIELDS(type_name, e)                   \
+  static constexpr const char* kType = type_name;       \
+  GP_FIELDS(e)
 
 namespace gpupool {
 

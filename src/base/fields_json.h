@@ -30,11 +30,37 @@
 
 namespace gpupool {
 
+// Where a value sits, e.g. spec.stages[0].mode: a chain of links on the
+// reader's stack, turned into text only for an error (so reading builds
+// no strings).
+struct JsonPath {
+  const JsonPath* parent = nullptr;
+  std::string_view key;  // a field's name; empty for an array item or the root
+  int64_t index = -1;    // an array item's index
+  std::string str() const {
+    std::vector<const JsonPath*> chain;
+    for (const JsonPath* p = this; p != nullptr; p = p->parent) chain.push_back(p);
+    std::string out;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      if ((*it)->index >= 0) {
+        out += "[" + std::to_string((*it)->index) + "]";
+      } else if (!(*it)->key.empty()) {
+        if (!out.empty()) out += ".";
+        out += (*it)->key;
+      }
+    }
+    return out;
+  }
+};
+
 // The first error met while reading one value.
 struct JsonFieldErrors {
   std::optional<std::string> first;
   void Fail(const std::string& path, const std::string& why) {
     if (!first) first = path + ": " + why;
+  }
+  void Fail(const JsonPath& path, const std::string& why) {
+    if (!first) Fail(path.str(), why);
   }
 };
 
@@ -43,26 +69,27 @@ nlohmann::json FieldToJson(const T& value);
 
 // Reads `j` into `out` (which starts as T{}), failing at `path`.
 template <class T>
-void FieldFromJson(JsonFieldErrors& errors, const nlohmann::json& j, const std::string& path, T& out);
+void FieldFromJson(JsonFieldErrors& errors, const nlohmann::json& j, const JsonPath& path, T& out);
 
 // A strict reader of one JSON object: each field is read at most once, and
 // Done() reports a field nothing read.
 class JsonObjectReader {
  public:
-  JsonObjectReader(JsonFieldErrors& errors, const nlohmann::json& j, std::string path)
-      : errors_(errors), path_(std::move(path)) {
+  // `path` must outlive the reader.
+  JsonObjectReader(JsonFieldErrors& errors, const nlohmann::json& j, const JsonPath& path)
+      : errors_(errors), path_(path) {
     if (j.is_object()) {
       j_ = &j;
     } else {
-      errors_.Fail(path_.empty() ? "value" : path_, "expected an object");
+      const std::string at = path_.str();
+      errors_.Fail(at.empty() ? "value" : at, "expected an object");
     }
   }
 
-  std::string PathOf(std::string_view key) const {
-    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
-  }
+  std::string PathOf(std::string_view key) const { return JsonPath{&path_, key}.str(); }
 
   // The field's value; nullptr (and, when required, an error) if absent.
+  // Each key is read once (a Fields list names it once).
   const nlohmann::json* Find(const char* key, bool required) {
     if (j_ == nullptr || errors_.first) return nullptr;
     auto it = j_->find(key);
@@ -70,7 +97,7 @@ class JsonObjectReader {
       if (required) errors_.Fail(PathOf(key), "missing");
       return nullptr;
     }
-    if (std::find(read_.begin(), read_.end(), key) == read_.end()) read_.push_back(key);
+    read_.push_back(key);
     return &*it;
   }
 
@@ -88,11 +115,11 @@ class JsonObjectReader {
   template <class F>
   void operator()(const char* key, F& field) {
     const bool required = !IsOptional<F>::value;
-    if (const nlohmann::json* v = Find(key, required)) FieldFromJson(errors_, *v, PathOf(key), field);
+    if (const nlohmann::json* v = Find(key, required)) FieldFromJson(errors_, *v, JsonPath{&path_, key}, field);
   }
   template <class F>
   void operator()(const char* key, F& field, bool /*written*/) {
-    if (const nlohmann::json* v = Find(key, false)) FieldFromJson(errors_, *v, PathOf(key), field);
+    if (const nlohmann::json* v = Find(key, false)) FieldFromJson(errors_, *v, JsonPath{&path_, key}, field);
   }
   void Check(bool, const char*, const char*) {}
 
@@ -101,7 +128,7 @@ class JsonObjectReader {
  private:
   JsonFieldErrors& errors_;
   const nlohmann::json* j_ = nullptr;
-  std::string path_;
+  const JsonPath& path_;
   std::vector<std::string_view> read_;
 };
 
@@ -141,7 +168,7 @@ struct JsonChecker {
 };
 
 template <std::integral T>
-T IntFromJson(JsonFieldErrors& errors, const nlohmann::json& v, const std::string& path) {
+T IntFromJson(JsonFieldErrors& errors, const nlohmann::json& v, const JsonPath& path) {
   if (v.is_number_unsigned()) {
     const auto u = v.get<uint64_t>();
     if (std::in_range<T>(u)) return static_cast<T>(u);
@@ -155,7 +182,7 @@ T IntFromJson(JsonFieldErrors& errors, const nlohmann::json& v, const std::strin
 }
 
 template <NamedEnum E>
-E EnumFromJson(JsonFieldErrors& errors, const nlohmann::json& v, const std::string& path) {
+E EnumFromJson(JsonFieldErrors& errors, const nlohmann::json& v, const JsonPath& path) {
   using Names = EnumNames<E>;
   if (!v.is_string()) {
     errors.Fail(path, "expected a string");
@@ -221,7 +248,7 @@ nlohmann::json FieldToJson(const T& value) {
 }
 
 template <class T>
-void FieldFromJson(JsonFieldErrors& errors, const nlohmann::json& j, const std::string& path, T& out) {
+void FieldFromJson(JsonFieldErrors& errors, const nlohmann::json& j, const JsonPath& path, T& out) {
   using namespace fields_internal;
   if (errors.first) return;
   if constexpr (HasFields<T>) {
@@ -244,7 +271,7 @@ void FieldFromJson(JsonFieldErrors& errors, const nlohmann::json& j, const std::
     if (!j.is_array()) return errors.Fail(path, "expected an array");
     for (size_t i = 0; i < j.size() && !errors.first; ++i) {
       typename T::value_type item{};
-      FieldFromJson(errors, j[i], path + "[" + std::to_string(i) + "]", item);
+      FieldFromJson(errors, j[i], JsonPath{&path, {}, static_cast<int64_t>(i)}, item);
       out.push_back(std::move(item));
     }
   } else if constexpr (IsPair<T>::value) {
@@ -256,7 +283,7 @@ void FieldFromJson(JsonFieldErrors& errors, const nlohmann::json& j, const std::
     if (!j.is_object()) return errors.Fail(path, "expected an object");
     for (const auto& [key, item] : j.items()) {
       typename T::mapped_type v{};
-      FieldFromJson(errors, item, path + "." + key, v);
+      FieldFromJson(errors, item, JsonPath{&path, key}, v);
       out[key] = std::move(v);
     }
   } else if constexpr (std::same_as<T, bool>) {

@@ -31,9 +31,7 @@ namespace gpupool {
 // --- set-up -----------------------------------------------------------------
 struct PoolAdded {
   Pool pool;
-  static constexpr const char* kType = "PoolAdded";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("PoolAdded", e) {
     v("pool", e.pool.id);
     v("name", e.pool.name);
     v("models", e.pool.selector.models);
@@ -47,9 +45,7 @@ struct NodeAdded {
   // Provisioned for a scale-out of spec.pool (ScaleOutRequested): it counts
   // off the nodes still expected from the provider.
   bool provisioned = false;
-  static constexpr const char* kType = "NodeAdded";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("NodeAdded", e) {
     v("node", e.spec.name);
     v("cpu_milli", e.spec.cpu_milli);
     v("memory_mib", e.spec.memory_mib);
@@ -66,9 +62,7 @@ struct NodeAdded {
 struct TenantAdded {
   TenantId tenant = -1;
   std::string name;
-  static constexpr const char* kType = "TenantAdded";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("TenantAdded", e) {
     v("tenant", e.tenant);
     v("name", e.name);
   }
@@ -77,9 +71,7 @@ struct QuotaSet {
   TenantId tenant = -1;
   PoolId pool = 0;
   Quota quota;
-  static constexpr const char* kType = "QuotaSet";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("QuotaSet", e) {
     v("tenant", e.tenant);
     v("pool", e.pool);
     v("quota", e.quota);
@@ -90,9 +82,7 @@ struct QuotaSet {
 struct JobSubmitted {
   JobId job = -1;
   JobSpec spec;
-  static constexpr const char* kType = "JobSubmitted";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("JobSubmitted", e) {
     v("job", e.job);
     v("spec", e.spec);
   }
@@ -102,9 +92,7 @@ struct JobRejected {
   JobId job = -1;
   JobSpec spec;
   std::string reason;
-  static constexpr const char* kType = "JobRejected";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("JobRejected", e) {
     v("job", e.job);
     v("spec", e.spec);
     v("reason", e.reason);
@@ -113,8 +101,7 @@ struct JobRejected {
 struct PlacedReplica {
   NodeIndex node = -1;
   GpuMask gpus = 0;
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_FIELDS(e) {
     v("node", e.node);
     v("gpus", e.gpus);
   }
@@ -124,9 +111,7 @@ struct JobPlaced {
   PoolId pool = 0;
   bool borrowed = false;  // beyond the tenant's effective guarantee: preemptible
   std::vector<PlacedReplica> replicas;
-  static constexpr const char* kType = "JobPlaced";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("JobPlaced", e) {
     v("job", e.job);
     v("pool", e.pool);
     v("borrowed", e.borrowed);
@@ -137,9 +122,7 @@ struct JobFinished {
   JobId job = -1;
   bool succeeded = true;
   std::string reason;  // why it failed, as its node reported it (e.g. "out of memory (limit 2 GiB)"); may be empty
-  static constexpr const char* kType = "JobFinished";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("JobFinished", e) {
     v("job", e.job);
     v("succeeded", e.succeeded);
     v("reason", e.reason, !e.reason.empty());
@@ -147,11 +130,7 @@ struct JobFinished {
 };
 struct JobCancelled {
   JobId job = -1;
-  static constexpr const char* kType = "JobCancelled";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("job", e.job);
-  }
+  GP_EVENT_FIELDS("JobCancelled", e) { v("job", e.job); }
 };
 
 enum class PreemptReason : uint8_t {
@@ -191,9 +170,7 @@ struct PreemptionStarted {
   JobId preemptor = -1;
   PreemptReason reason = PreemptReason::kPriority;
   bool checkpoint = false;
-  static constexpr const char* kType = "PreemptionStarted";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("PreemptionStarted", e) {
     v("victim", e.victim);
     v("preemptor", e.preemptor);
     v("reason", e.reason);
@@ -205,9 +182,7 @@ struct PreemptionStarted {
 struct JobPreempted {
   JobId victim = -1;
   Duration lost_work{0};
-  static constexpr const char* kType = "JobPreempted";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("JobPreempted", e) {
     v("victim", e.victim);
     v("lost_work_ms", e.lost_work);
   }
@@ -238,9 +213,7 @@ struct MigRecutStarted {
   std::string profile;       // the job's MIG profile, e.g. "3g.40gb"
   uint8_t start = 0;         // its planned first memory slice
   std::vector<JobId> moved;  // the jobs whose instances move, ascending
-  static constexpr const char* kType = "MigRecutStarted";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("MigRecutStarted", e) {
     v("job", e.job);
     v("node", e.node);
     v("gpu", e.gpu);
@@ -255,9 +228,7 @@ struct QuotaLent {
   TenantId tenant = -1;
   PoolId pool = 0;
   int64_t milli = 0;
-  static constexpr const char* kType = "QuotaLent";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("QuotaLent", e) {
     v("tenant", e.tenant);
     v("pool", e.pool);
     v("milli", e.milli);
@@ -267,9 +238,7 @@ struct QuotaRecalled {
   TenantId tenant = -1;
   PoolId pool = 0;
   int64_t milli = 0;
-  static constexpr const char* kType = "QuotaRecalled";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("QuotaRecalled", e) {
     v("tenant", e.tenant);
     v("pool", e.pool);
     v("milli", e.milli);
@@ -281,9 +250,7 @@ struct QuotaExhausted {
   TenantId tenant = -1;
   PoolId pool = 0;
   JobId job = -1;
-  static constexpr const char* kType = "QuotaExhausted";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("QuotaExhausted", e) {
     v("tenant", e.tenant);
     v("pool", e.pool);
     v("job", e.job);
@@ -295,20 +262,14 @@ struct QuotaExhausted {
 struct NodesReserved {
   JobId job = -1;
   std::vector<NodeIndex> nodes;
-  static constexpr const char* kType = "NodesReserved";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("NodesReserved", e) {
     v("job", e.job);
     v("nodes", e.nodes);
   }
 };
 struct ReservationReleased {
   JobId job = -1;
-  static constexpr const char* kType = "ReservationReleased";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("job", e.job);
-  }
+  GP_EVENT_FIELDS("ReservationReleased", e) { v("job", e.job); }
 };
 
 // --- reclamation (RECLAIM-1..3) ------------------------------------------------
@@ -316,20 +277,12 @@ struct ReservationReleased {
 // tenant is notified and a grace period starts.
 struct JobIdleSuspected {
   JobId job = -1;
-  static constexpr const char* kType = "JobIdleSuspected";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("job", e.job);
-  }
+  GP_EVENT_FIELDS("JobIdleSuspected", e) { v("job", e.job); }
 };
 // It got busy again within the grace period.
 struct JobIdleRecovered {
   JobId job = -1;
-  static constexpr const char* kType = "JobIdleRecovered";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("job", e.job);
-  }
+  GP_EVENT_FIELDS("JobIdleRecovered", e) { v("job", e.job); }
 };
 enum class ReclaimReason : uint8_t { kIdle, kDeadline };
 const char* ReclaimReasonName(ReclaimReason r);
@@ -345,9 +298,7 @@ struct ReclaimStarted {
   JobId job = -1;
   ReclaimReason reason = ReclaimReason::kIdle;
   bool checkpoint = false;
-  static constexpr const char* kType = "ReclaimStarted";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("ReclaimStarted", e) {
     v("job", e.job);
     v("reason", e.reason);
     v("checkpoint", e.checkpoint);
@@ -355,11 +306,7 @@ struct ReclaimStarted {
 };
 struct JobReclaimed {
   JobId job = -1;
-  static constexpr const char* kType = "JobReclaimed";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("job", e.job);
-  }
+  GP_EVENT_FIELDS("JobReclaimed", e) { v("job", e.job); }
 };
 
 // --- node failure (OPS-4) --------------------------------------------------------
@@ -367,19 +314,13 @@ struct JobReclaimed {
 // it stops (JobInterrupted) and queues again to resume from its checkpoint.
 struct NodeDown {
   NodeIndex node = -1;
-  static constexpr const char* kType = "NodeDown";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("node", e.node);
-  }
+  GP_EVENT_FIELDS("NodeDown", e) { v("node", e.node); }
 };
 struct JobInterrupted {
   JobId job = -1;
   NodeIndex node = -1;
   Duration lost_work{0};  // run time since its last checkpoint
-  static constexpr const char* kType = "JobInterrupted";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("JobInterrupted", e) {
     v("job", e.job);
     v("node", e.node);
     v("lost_work_ms", e.lost_work);
@@ -388,11 +329,7 @@ struct JobInterrupted {
 // Heartbeats are back: the node rejoins (its GPUs were scrubbed first).
 struct NodeUp {
   NodeIndex node = -1;
-  static constexpr const char* kType = "NodeUp";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("node", e.node);
-  }
+  GP_EVENT_FIELDS("NodeUp", e) { v("node", e.node); }
 };
 
 // The free memory of these GPUs was zeroed (RECLAIM-4): another tenant's
@@ -401,9 +338,7 @@ struct NodeUp {
 struct GpusScrubbed {
   NodeIndex node = -1;
   GpuMask gpus = 0;
-  static constexpr const char* kType = "GpusScrubbed";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("GpusScrubbed", e) {
     v("node", e.node);
     v("gpus", e.gpus);
   }
@@ -420,9 +355,7 @@ struct MigrationStarted {
   NodeIndex node = -1;
   GpuMask gpus = 0;
   double frag_pct = 0;
-  static constexpr const char* kType = "MigrationStarted";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("MigrationStarted", e) {
     v("job", e.job);
     v("node", e.node);
     v("gpus", e.gpus);
@@ -438,9 +371,7 @@ struct ScaleOutRequested {
   PoolId pool = 0;
   int32_t nodes = 0;
   std::string reason;
-  static constexpr const char* kType = "ScaleOutRequested";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("ScaleOutRequested", e) {
     v("pool", e.pool);
     v("nodes", e.nodes);
     v("reason", e.reason);
@@ -450,9 +381,7 @@ struct ScaleOutFailed {
   PoolId pool = 0;
   int32_t nodes = 0;
   std::string reason;
-  static constexpr const char* kType = "ScaleOutFailed";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("ScaleOutFailed", e) {
     v("pool", e.pool);
     v("nodes", e.nodes);
     v("reason", e.reason);
@@ -465,9 +394,7 @@ struct ScaleOutFailed {
 struct NodeDrainStarted {
   NodeIndex node = -1;
   std::string reason;
-  static constexpr const char* kType = "NodeDrainStarted";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("NodeDrainStarted", e) {
     v("node", e.node);
     v("reason", e.reason);
   }
@@ -476,20 +403,14 @@ struct NodeDrainStarted {
 // provider deletes it. Its index stays (removed nodes take nothing).
 struct NodeRemoved {
   NodeIndex node = -1;
-  static constexpr const char* kType = "NodeRemoved";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("node", e.node);
-  }
+  GP_EVENT_FIELDS("NodeRemoved", e) { v("node", e.node); }
 };
 // SCALE-5: how many pre-initialised (warm) nodes the provider should keep
 // for the pool, from its recent scale-outs.
 struct WarmPoolSized {
   PoolId pool = 0;
   int32_t nodes = 0;
-  static constexpr const char* kType = "WarmPoolSized";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("WarmPoolSized", e) {
     v("pool", e.pool);
     v("nodes", e.nodes);
   }
@@ -508,9 +429,7 @@ struct JobResized {
   bool borrowed = false;
   Duration reshard{0};
   std::string reason;
-  static constexpr const char* kType = "JobResized";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("JobResized", e) {
     v("job", e.job);
     v("removed", e.removed);
     v("added", e.added);
@@ -530,9 +449,7 @@ struct HotspotDetected {
   NodeIndex node = -1;
   GpuMask gpus = 0;
   std::string reason;
-  static constexpr const char* kType = "HotspotDetected";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("HotspotDetected", e) {
     v("node", e.node);
     v("gpus", e.gpus);
     v("reason", e.reason);
@@ -540,11 +457,7 @@ struct HotspotDetected {
 };
 struct HotspotCleared {
   NodeIndex node = -1;
-  static constexpr const char* kType = "HotspotCleared";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("node", e.node);
-  }
+  GP_EVENT_FIELDS("HotspotCleared", e) { v("node", e.node); }
 };
 
 // --- what the node enforces (issue 15) ------------------------------------------
@@ -560,9 +473,7 @@ struct GpuHealthChanged {
   NodeIndex node = -1;
   GpuMask unhealthy = 0;
   std::string reason;
-  static constexpr const char* kType = "GpuHealthChanged";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("GpuHealthChanged", e) {
     v("node", e.node);
     v("unhealthy", e.unhealthy);
     v("reason", e.reason);
@@ -577,9 +488,7 @@ struct TaskMemoryObserved {
   JobId job = -1;
   int32_t replica = 0;
   int64_t used_mib = 0;
-  static constexpr const char* kType = "TaskMemoryObserved";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("TaskMemoryObserved", e) {
     v("job", e.job);
     v("replica", e.replica);
     v("used_mib", e.used_mib);
@@ -598,8 +507,7 @@ struct MigSlot {
   std::string profile;  // "3g.40gb"
   int32_t start = 0;    // first memory slice
   friend bool operator==(const MigSlot&, const MigSlot&) = default;
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_FIELDS(e) {
     v("profile", e.profile);
     v("start", e.start);
   }
@@ -609,9 +517,7 @@ struct MigLayoutReported {
   int32_t gpu = 0;
   bool mig_enabled = false;
   std::vector<MigSlot> instances;  // ascending start
-  static constexpr const char* kType = "MigLayoutReported";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("MigLayoutReported", e) {
     v("node", e.node);
     v("gpu", e.gpu);
     v("mig_enabled", e.mig_enabled);
@@ -627,9 +533,7 @@ struct MigLayoutMismatch {
   int32_t gpu = 0;
   std::string reported;  // "4g.40gb@0"
   std::string planned;   // "3g.40gb@4 (job 7)"
-  static constexpr const char* kType = "MigLayoutMismatch";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("MigLayoutMismatch", e) {
     v("node", e.node);
     v("gpu", e.gpu);
     v("reported", e.reported);
@@ -647,9 +551,7 @@ struct NodeLent {
   NodeIndex node = -1;
   PoolId to = 0;
   std::string reason;
-  static constexpr const char* kType = "NodeLent";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
+  GP_EVENT_FIELDS("NodeLent", e) {
     v("node", e.node);
     v("to", e.to);
     v("reason", e.reason);
@@ -657,22 +559,14 @@ struct NodeLent {
 };
 struct NodeReturned {
   NodeIndex node = -1;
-  static constexpr const char* kType = "NodeReturned";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("node", e.node);
-  }
+  GP_EVENT_FIELDS("NodeReturned", e) { v("node", e.node); }
 };
 
 // --- regions (TOPO-2) ------------------------------------------------------------
 // The region table in force from now on, replacing the configuration's.
 struct RegionsSet {
   RegionPolicy policy;
-  static constexpr const char* kType = "RegionsSet";
-  template <class Self, class V>
-  static void Fields(Self& e, V& v) {
-    v("policy", e.policy);
-  }
+  GP_EVENT_FIELDS("RegionsSet", e) { v("policy", e.policy); }
 };
 
 using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobSubmitted, JobRejected, JobPlaced,

@@ -80,7 +80,8 @@ Result<Event> EventFromJson(std::string_view line) {
   }
   if (!j.is_object()) return InvalidArgument("event: expected an object");
   JsonFieldErrors errors;
-  JsonObjectReader reader(errors, j, "");
+  const JsonPath root;
+  JsonObjectReader reader(errors, j, root);
   Event e;
   int64_t at_ms = 0;
   std::string type;

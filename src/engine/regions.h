@@ -26,8 +26,7 @@ struct RegionInfo {
   double price_per_gpu_hour = 0;
   std::map<std::string, double> latency_ms;  // by user location
   friend bool operator==(const RegionInfo&, const RegionInfo&) = default;
-  template <class Self, class V>  // the journal's and the API's names (src/base/fields.h)
-  static void Fields(Self& r, V& v) {
+  GP_FIELDS(r) {  // the journal's and the API's names (src/base/fields.h)
     v("name", r.name);
     v("price_per_gpu_hour", r.price_per_gpu_hour);
     v("latency_ms", r.latency_ms);
@@ -38,8 +37,7 @@ struct TenantUsers {
   std::string location;              // where its users are
   double latency_budget_ms = 0;      // for its online inference; 0: none
   friend bool operator==(const TenantUsers&, const TenantUsers&) = default;
-  template <class Self, class V>
-  static void Fields(Self& u, V& v) {
+  GP_FIELDS(u) {
     v("tenant", u.tenant);
     v("location", u.location);
     v("latency_budget_ms", u.latency_budget_ms);
@@ -50,8 +48,7 @@ struct RegionPolicy {
   std::vector<RegionInfo> regions;
   std::vector<TenantUsers> users;
   friend bool operator==(const RegionPolicy&, const RegionPolicy&) = default;
-  template <class Self, class V>
-  static void Fields(Self& p, V& v) {
+  GP_FIELDS(p) {
     v("policy", p.kind);
     v("regions", p.regions);
     v("users", p.users);

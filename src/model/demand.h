@@ -70,8 +70,7 @@ struct Demand {
   friend bool operator==(const Demand&, const Demand&) = default;
 
   // The journal's names (src/base/fields.h); mps_tenant is derived, never written.
-  template <class Self, class V>
-  static void Fields(Self& d, V& v) {
+  GP_FIELDS(d) {
     v("cpu_milli", d.cpu_milli);
     v("memory_mib", d.memory_mib);
     v("gpu_count", d.gpu_count);

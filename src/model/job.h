@@ -73,8 +73,7 @@ struct TaskSpec {
   // The journal's names (src/base/fields.h). The container's fields are
   // written only away from their defaults: journals written before them
   // keep their text.
-  template <class Self, class V>
-  static void Fields(Self& t, V& v) {
+  GP_FIELDS(t) {
     v("command", t.command);
     v("env", t.env);
     v("working_dir", t.working_dir);
@@ -155,8 +154,7 @@ struct JobSpec {
 
   // The journal's names (src/base/fields.h). The optional ones are written
   // only when they say something, so that simulation logs keep their text.
-  template <class Self, class V>
-  static void Fields(Self& s, V& v) {
+  GP_FIELDS(s) {
     v("name", s.name);
     v("tenant", s.tenant);
     v("kind", s.kind);

@@ -27,8 +27,7 @@ struct Quota {
 
   friend bool operator==(const Quota&, const Quota&) = default;
 
-  template <class Self, class V>  // the journal's names (src/base/fields.h)
-  static void Fields(Self& q, V& v) {
+  GP_FIELDS(q) {  // the journal's names (src/base/fields.h)
     v("guaranteed_milli", q.guaranteed_milli);
     v("elastic_limit_milli", q.elastic_limit_milli);
     v("weight", q.weight);
