@@ -235,7 +235,8 @@ TEST_F(OpenApiTest, SchemasHaveTheContractsFields) {
   const std::map<std::string, std::set<std::string>> fields = {
       {"Job",
        {"id", "name", "tenant", "state", "kind", "priority", "replicas", "submitted_at", "started_at", "ended_at",
-        "pool", "borrowed", "placements", "preemptions", "interruptions", "reason", "waiting", "waiting_reasons", "request"}},
+        "pool", "borrowed", "placements", "preemptions", "interruptions", "reason", "last_stop", "waiting", "waiting_reasons",
+        "request"}},
       {"JobList", {"jobs", "next_after"}},
       {"Placement", {"node", "gpus"}},
       {"Tenant", {"name", "quota", "usage"}},

@@ -143,6 +143,11 @@ std::string FormatJobDetail(const json& job, int64_t now_unix_ms) {
   };
   if (const json& w = Field(job, "waiting"); w.is_string()) kv.push_back({"waiting", w.get<std::string>()});
   if (const json& r = Field(job, "reason"); r.is_string()) kv.push_back({"reason", r.get<std::string>()});
+  if (const json& stop = Field(job, "last_stop"); stop.is_object()) {
+    std::string text = Text(stop, "cause") + " (" + Text(stop, "reason") + ")";
+    if (Field(stop, "by_job").is_number_integer()) text += " for job " + Text(stop, "by_job");
+    kv.push_back({"last stop", text + ", " + Time(Field(stop, "at"), now_unix_ms)});
+  }
   const json& placements = Items(Field(job, "placements"));
   if (placements.empty()) {
     kv.push_back({"placements", "-"});

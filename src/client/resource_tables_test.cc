@@ -80,6 +80,18 @@ TEST(ResourceTablesTest, JobDetail) {
             "  replicas: 2\n");
 }
 
+TEST(ResourceTablesTest, JobDetailSaysWhyTheJobLastStopped) {
+  const json job = json::parse(R"({
+    "id": 3, "name": "low", "tenant": "team-a", "state": "pending", "kind": "training", "priority": 0,
+    "replicas": 1, "submitted_at": "2026-11-29T11:00:00.000Z", "borrowed": false, "placements": [],
+    "preemptions": 1, "interruptions": 0,
+    "last_stop": {"cause": "preempted", "reason": "priority", "at": "2026-11-29T11:50:00.000Z", "by_job": 4}})");
+  const std::string detail = FormatJobDetail(job, kNow);
+  EXPECT_NE(detail.find("last stop:      preempted (priority) for job 4, 2026-11-29T11:50:00.000Z (10m ago)\n"),
+            std::string::npos)
+      << detail;
+}
+
 TEST(ResourceTablesTest, NodesTable) {
   const json nodes = json::parse(R"([
     {"name": "h100-0", "pool": "default", "model": "H100", "gpus": 8, "cpu_cores": 96, "memory_gib": 1024,

@@ -11,7 +11,7 @@ constexpr uint32_t kMagic = 0x47505252;  // "GPRR"
 // the jobs (a version 2 snapshot still loads: it has none of them); 4: the
 // container fields of tasks that have any away from their defaults, at the
 // end (a version 3 snapshot loads with the defaults).
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 
 void PutDemand(ByteWriter& w, const Demand& d) {
   w.Put(d.cpu_milli);
@@ -227,22 +227,33 @@ void ReadModel::On(const JobFinished& b, Instant at) {
 
 void ReadModel::On(const JobCancelled& b, Instant at) { End(b.job, JobState::kCancelled, at); }
 
-void ReadModel::On(const PreemptionStarted& b, Instant) {
-  if (JobRecord* j = mutable_job(b.victim); j && b.checkpoint) j->state = JobState::kCheckpointing;
+void ReadModel::On(const PreemptionStarted& b, Instant at) {
+  JobRecord* j = mutable_job(b.victim);
+  if (!j) return;
+  if (b.checkpoint) j->state = JobState::kCheckpointing;
+  j->last_stop = JobStop{JobStopCause::kPreempted, PreemptReasonName(b.reason), at, b.preemptor};
 }
 
 void ReadModel::On(const JobPreempted& b, Instant) {
   if (JobRecord* j = Requeue(b.victim)) ++j->preemptions;
 }
 
-void ReadModel::On(const ReclaimStarted& b, Instant) {
-  if (JobRecord* j = mutable_job(b.job); j && b.checkpoint) j->state = JobState::kCheckpointing;
+void ReadModel::On(const ReclaimStarted& b, Instant at) {
+  JobRecord* j = mutable_job(b.job);
+  if (!j) return;
+  if (b.checkpoint) j->state = JobState::kCheckpointing;
+  j->last_stop = JobStop{JobStopCause::kReclaimed, ReclaimReasonName(b.reason), at, -1};
 }
 
 void ReadModel::On(const JobReclaimed& b, Instant at) { End(b.job, JobState::kEvicted, at); }
 
-void ReadModel::On(const JobInterrupted& b, Instant) {
-  if (JobRecord* j = Requeue(b.job)) ++j->interruptions;
+void ReadModel::On(const JobInterrupted& b, Instant at) {
+  JobRecord* j = Requeue(b.job);
+  if (!j) return;
+  ++j->interruptions;
+  const std::string node =
+      b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size() ? nodes_[b.node].spec.name : std::to_string(b.node);
+  j->last_stop = JobStop{JobStopCause::kInterrupted, "node " + node + " down", at, -1};
 }
 
 void ReadModel::On(const JobResized& b, Instant) {
@@ -299,6 +310,7 @@ std::string ReadModel::Encode() const {
   EncodeV2(w);
   EncodeV3(w);
   EncodeV4(w);
+  EncodeV5(w);
   return std::move(w.bytes());
 }
 
@@ -443,6 +455,7 @@ Status ReadModel::Decode(std::string_view bytes) {
   DecodeV2(r, m);
   if (version >= 3 && !r.failed()) DecodeV3(r, m);
   if (version >= 4 && !r.failed()) DecodeV4(r, m);
+  if (version >= 5 && !r.failed()) DecodeV5(r, m);
   if (r.failed() || r.remaining() != 0) return InvalidArgument("read-model snapshot: truncated or corrupt");
   last_seq_ = m.last_seq_;
   jobs_ = std::move(m.jobs_);
@@ -616,6 +629,47 @@ void ReadModel::DecodeV4(ByteReader& r, ReadModel& m) {
     t.image = std::move(image);
     t.shm_mib = shm_mib;
     t.network_isolated = isolated;
+  }
+}
+
+const char* JobStopCauseName(JobStopCause c) {
+  switch (c) {
+    case JobStopCause::kPreempted: return "preempted";
+    case JobStopCause::kReclaimed: return "reclaimed";
+    case JobStopCause::kInterrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
+// Version 5: why each job last stopped (JobRecord::last_stop).
+void ReadModel::EncodeV5(ByteWriter& w) const {
+  auto stopped = [](const JobRecord& j) { return j.id >= 0 && j.last_stop.has_value(); };
+  w.Put<uint64_t>(std::count_if(jobs_.begin(), jobs_.end(), stopped));
+  for (const JobRecord& j : jobs_) {
+    if (!stopped(j)) continue;
+    w.Put(j.id);
+    w.Put(static_cast<uint8_t>(j.last_stop->cause));
+    w.PutString(j.last_stop->reason);
+    w.Put<int64_t>(ToMillis(j.last_stop->at));
+    w.Put(j.last_stop->by_job);
+  }
+}
+
+void ReadModel::DecodeV5(ByteReader& r, ReadModel& m) {
+  constexpr size_t kMinBytes = 8 + 1 + 8 + 8 + 8;
+  const uint64_t stops = r.GetCount(kMinBytes);
+  for (uint64_t i = 0; i < stops && !r.failed(); ++i) {
+    const JobId id = r.Get<JobId>();
+    const uint8_t cause = r.Get<uint8_t>();
+    std::string reason = r.GetString();
+    const int64_t at_ms = r.Get<int64_t>();
+    const JobId by_job = r.Get<JobId>();
+    if (id < 1 || static_cast<size_t>(id) > m.jobs_.size() || m.jobs_[id - 1].id != id ||
+        cause > static_cast<uint8_t>(JobStopCause::kInterrupted)) {
+      r.Fail();
+      break;
+    }
+    m.jobs_[id - 1].last_stop = JobStop{static_cast<JobStopCause>(cause), std::move(reason), InstantFromMillis(at_ms), by_job};
   }
 }
 

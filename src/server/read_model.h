@@ -28,6 +28,19 @@
 
 namespace gpupool {
 
+// Why a job last stopped running before its end, for its tenant to see:
+// preempted (reason: the PreemptReason's name), reclaimed (idle or
+// deadline) or interrupted (its node went down). Recorded when the stop
+// begins (a checkpoint may follow).
+enum class JobStopCause : uint8_t { kPreempted, kReclaimed, kInterrupted };
+const char* JobStopCauseName(JobStopCause c);
+struct JobStop {
+  JobStopCause cause = JobStopCause::kPreempted;
+  std::string reason;
+  Instant at{};
+  JobId by_job = -1;  // the preemptor, when there is one
+};
+
 struct JobRecord {
   JobId id = -1;
   JobSpec spec;
@@ -39,6 +52,7 @@ struct JobRecord {
   std::vector<PlacedReplica> placements;
   int32_t preemptions = 0, interruptions = 0;
   std::string reason;  // rejected jobs: why
+  std::optional<JobStop> last_stop;
 };
 
 struct NodeRecord {
@@ -107,9 +121,11 @@ class ReadModel {
   void EncodeV2(ByteWriter& w) const;
   void EncodeV3(ByteWriter& w) const;
   void EncodeV4(ByteWriter& w) const;
+  void EncodeV5(ByteWriter& w) const;
   static void DecodeV2(ByteReader& r, ReadModel& m);
   static void DecodeV3(ByteReader& r, ReadModel& m);
   static void DecodeV4(ByteReader& r, ReadModel& m);
+  static void DecodeV5(ByteReader& r, ReadModel& m);
   JobRecord* mutable_job(JobId id);
   NodeRecord* mutable_node(NodeIndex n);  // null when out of range
 

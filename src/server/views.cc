@@ -28,6 +28,17 @@ json QuotaView(const Quota& q) {
               {"reserved", q.reserved}};
 }
 
+// Why the job last stopped, for its tenant: the preemptor only when it is
+// the tenant's own job (another tenant's job ids are not the tenant's to see).
+namespace {
+json JobStopView(const JobRecord& j, const JobStop& stop, const ReadModel& m) {
+  json v{{"cause", JobStopCauseName(stop.cause)}, {"reason", stop.reason}, {"at", FormatRfc3339(stop.at)}};
+  const JobRecord* by = stop.by_job >= 1 ? m.job(stop.by_job) : nullptr;
+  if (by != nullptr && by->spec.tenant == j.spec.tenant) v["by_job"] = stop.by_job;
+  return v;
+}
+}  // namespace
+
 json JobView(const JobRecord& j, const ReadModel& m, const ApiNames& names) {
   const std::string tenant =
       j.spec.tenant >= 0 && j.spec.tenant < static_cast<TenantId>(m.tenants().size()) ? m.tenants()[j.spec.tenant] : "";
@@ -56,6 +67,7 @@ json JobView(const JobRecord& j, const ReadModel& m, const ApiNames& names) {
   }
   v["placements"] = std::move(placements);
   if (!j.reason.empty()) v["reason"] = j.reason;
+  if (j.last_stop) v["last_stop"] = JobStopView(j, *j.last_stop, m);
   v["request"] = JobSpecToRequest(j.spec, tenant, names);
   return v;
 }
