@@ -5,6 +5,7 @@
 #   1. a corrupted file on the mirror is rejected by its checksum and never installed; the others are;
 #   2. run again once the mirror is right: only what was missing is fetched (resumable, idempotent);
 #   3. --check verifies the folder; a third run fetches nothing;
+#   3b. a download cut off half way is resumed from where it stopped (a Range request for the rest only);
 #   4. an unreachable base URL fails fast with a message that says so;
 #   5. make claims' script, with no ../shared and no $GPUPOOL_TRACES, fetches into the cache and runs every claim
 #      (none skipped).
@@ -47,7 +48,31 @@ cp "$victim" "$work/philly.good"
 printf 'X' | dd of="$victim" bs=1 seek=100 conv=notrunc status=none
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-(cd "$mirror" && exec python3 -m http.server --bind 127.0.0.1 "$port" >"$work/server.log" 2>&1) &
+# The mirror's server: Python's file server, plus "Range: bytes=N-" (as GitHub's raw host answers it), each range
+# logged.
+cat >"$work/serve.py" <<'PY'
+import http.server, os, sys
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def send_head(self):
+        rng = self.headers.get("Range", "")
+        path = self.translate_path(self.path)
+        if not rng.startswith("bytes=") or not rng.endswith("-") or not os.path.isfile(path):
+            return super().send_head()
+        start, size = int(rng[6:-1]), os.path.getsize(path)
+        if start >= size:
+            self.send_error(416)
+            return None
+        sys.stderr.write("RANGE %s %d-%d\n" % (self.path, start, size - 1))
+        f = open(path, "rb")
+        f.seek(start)
+        self.send_response(206)
+        self.send_header("Content-Range", "bytes %d-%d/%d" % (start, size - 1, size))
+        self.send_header("Content-Length", str(size - start))
+        self.end_headers()
+        return f
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+PY
+(cd "$mirror" && exec python3 "$work/serve.py" "$port" >"$work/server.log" 2>&1) &
 server_pid=$!
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 export GPUPOOL_TRACES_BASE_URL="http://127.0.0.1:$port"
@@ -77,6 +102,18 @@ before=$(gets)
 "$src/scripts/fetch-traces.sh" "$out" >/dev/null 2>&1 || fail "third run failed"
 [ "$(gets)" = "$before" ] || fail "a complete folder was fetched again"
 (cd "$out" && sed -e '/^#/d' -e 's/^\([^\t]*\)\t\([^\t]*\).*/\2  \1/' "$manifest" | sha256sum --quiet -c -) || fail "checksums"
+
+# 3b. A download cut off half way: the next run asks for the rest only, and the file checks.
+philly="$out/philly-runtime/philly_runtime.csv"
+size=$(stat -c %s "$philly")
+half=$(( size / 2 ))
+mkdir -p "$out/.partial/philly-runtime"
+head -c "$half" "$philly" >"$out/.partial/philly-runtime/philly_runtime.csv.part"
+rm -f "$philly"
+"$src/scripts/fetch-traces.sh" "$out" >"$work/resume.log" 2>&1 || fail "resume: $(cat "$work/resume.log")"
+grep -q "^RANGE .*philly_runtime.csv $half-$(( size - 1 ))\$" "$work/server.log" ||
+  fail "no ranged request for bytes $half- of philly_runtime.csv: $(grep RANGE "$work/server.log")"
+"$src/scripts/fetch-traces.sh" --check "$out" >/dev/null || fail "--check after a resumed fetch"
 
 # 4. Offline: fails at once, saying so.
 start=$(date +%s)

@@ -189,6 +189,8 @@ int Run(const Options& o) {
   std::printf("FGD protocol: %zu nodes, %lld GPUs; %zu pods (%s) inflated to %.0f%% of GPU capacity; %zu seeds\n",
               nodes.size(), static_cast<long long>(gpus), pods.size(), workload_name.c_str(), o.tune_ratio * 100,
               seeds->size());
+  std::printf("The paper's setup: the whole pod list is known in advance, and FGD's and FGD+'s target workload is "
+              "built from it (not learned from arrivals).\n");
   std::printf("Unallocated GPU %% when arrived requests reach 100%% of capacity (lower is better), seed mean.\n\n");
   std::printf("%-14s %8s %6s | %6s %6s %6s %6s %6s | %8s %8s | %7s %7s", "policy", "unalloc", "sd", "@80",
               "@90", "@100", "@110", "@130", "frag", "frag/idle", "failed", "wall-s");
