@@ -74,6 +74,7 @@ int Claims(const ClaimsFlags& f) {
         j["baseline"] = c.baseline;
         j["measured"] = c.measured;
         j["note"] = c.note;
+        j["assumptions"] = c.assumptions;
       }
       out.push_back(std::move(j));
     }
@@ -86,8 +87,12 @@ int Claims(const ClaimsFlags& f) {
       std::printf("  skipped: %s\n\n", c.skip_reason.c_str());
       continue;
     }
-    std::printf("  ours:     %s\n  baseline: %s\n  how:      %s\n\n", c.measured.dump().c_str(),
+    std::printf("  ours:     %s\n  baseline: %s\n  how:      %s\n", c.measured.dump().c_str(),
                 c.baseline.dump().c_str(), c.note.c_str());
+    for (size_t i = 0; i < c.assumptions.size(); ++i) {
+      std::printf("  %s %s\n", i == 0 ? "assumed: " : "         ", c.assumptions[i].c_str());
+    }
+    std::printf("\n");
   }
   return 0;
 }

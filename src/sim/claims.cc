@@ -657,6 +657,26 @@ std::vector<std::string> ClaimIds() {
   return ids;
 }
 
+// The scenario's cost inputs that are given, not measured (SharingCosts).
+std::vector<std::string> AssumedInputs(const Scenario& s) {
+  const SharingCosts& c = s.costs;
+  auto fixed = [](double v, const char* unit) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%g%s", v, unit);
+    return std::string(buf);
+  };
+  return {
+      "engine.costs.time_slice_overhead " + fixed(100 * c.time_slice_overhead, "%") +
+          ": the seeds' figure (PART-1: 3-5% switching overhead)",
+      "engine.costs.checkpoint_overhead " + fixed(100 * c.checkpoint_overhead, "%") +
+          " of run time: the seeds' figure (RECLAIM-3: 2-3%)",
+      "engine.costs.scrub " + fixed(ToSeconds(c.scrub), " s") + " a GPU: our assumption, not measured",
+      "engine.costs.mig_setup " + fixed(ToSeconds(c.mig_setup), " s") + " a GPU instance: our assumption",
+      "engine.costs.restore_factor " + fixed(c.restore_factor, "") +
+          ": our assumption (reading a checkpoint back takes this times its writing)",
+  };
+}
+
 Result<std::vector<ClaimResult>> RunClaims(const std::string& scenarios_dir, const std::vector<std::string>& ids) {
   std::vector<const ClaimDef*> chosen;
   for (const std::string& id : ids) {
@@ -690,6 +710,7 @@ Result<std::vector<ClaimResult>> RunClaims(const std::string& scenarios_dir, con
     c.id = def->id;
     c.seed_claim = def->seed_claim;
     c.scenario_path = path;
+    c.assumptions = AssumedInputs(scenario);
     out.push_back(std::move(c));
   }
   return out;

@@ -20,6 +20,10 @@ struct ClaimResult {
   nlohmann::json baseline;     // named numbers of the baseline run
   nlohmann::json measured;     // named numbers of ours
   std::string note;            // how the figures were computed
+  // The simulator's inputs that nothing here measured, each with its value
+  // and where it comes from (the seeds' own figure, or our assumption), so
+  // that a reader can tell measured from assumed.
+  std::vector<std::string> assumptions;
   bool skipped = false;
   std::string skip_reason;
 };
