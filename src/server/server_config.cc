@@ -39,11 +39,15 @@ Result<ServerConfig> ServerConfigReader::Parse(const YAML::Node& root) {
       return Fail(*n, "scaling", "needs server.provider (the commands that create and delete nodes)");
     }
   }
-  // Agents heartbeat every reclaim.poll: a node silent for six of them
-  // (30 s by default) is down, unless the configuration says otherwise
-  // (0s: no failure detection, e.g. nodes without agents).
+  // Agents heartbeat every reclaim.poll: a node silent for four of them
+  // (20 s by default) is down, unless the configuration says otherwise
+  // (0s: no failure detection, e.g. nodes without agents). Four, so that a
+  // failed node's checkpointable tasks run again elsewhere within OPS-4's
+  // 30 s (detection, the next tick, the push to an agent and the start;
+  // tests/default_recovery_e2e_test.cc), and a node is not declared down
+  // for three lost heartbeats.
   const YAML::Node* engine = f.Find("engine");
-  if (!engine || !(*engine)["heartbeat_timeout"]) s.engine.heartbeat_timeout = 6 * s.engine.reclaim.poll;
+  if (!engine || !(*engine)["heartbeat_timeout"]) s.engine.heartbeat_timeout = 4 * s.engine.reclaim.poll;
   return s;
 }
 

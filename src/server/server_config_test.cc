@@ -19,8 +19,8 @@ TEST(ServerConfigTest, TheEmbeddedDefaultParses) {
   EXPECT_TRUE(c->tenants.empty());  // optional in a server configuration
   EXPECT_TRUE(c->nodes.empty());
   EXPECT_EQ(c->server.tick, Duration(std::chrono::seconds(1)));
-  // Six missed heartbeats (reclaim.poll, 5 s) by default.
-  EXPECT_EQ(c->engine.heartbeat_timeout, Duration(std::chrono::seconds(30)));
+  // Four missed heartbeats (reclaim.poll, 5 s) by default.
+  EXPECT_EQ(c->engine.heartbeat_timeout, Duration(std::chrono::seconds(20)));
 }
 
 TEST(ServerConfigTest, ReadsTheServerSection) {
