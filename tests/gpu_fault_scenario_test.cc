@@ -52,7 +52,9 @@ TEST(GpuFaultScenarioTest, AnUnhealthyGpuShedsItsWorkAndTakesWorkAgainWhenHealth
     if (const auto* h = std::get_if<GpuHealthChanged>(&e.body)) {
       EXPECT_EQ(h->node, 0);
       changes.emplace_back(e.at, h->unhealthy);
-      if (h->unhealthy != 0) EXPECT_EQ(h->reason, "GPU 0: XID 48");
+      if (h->unhealthy != 0) {
+        EXPECT_EQ(h->reason, "GPU 0: XID 48");
+      }
     } else if (const auto* p = std::get_if<PreemptionStarted>(&e.body); p && p->reason == PreemptReason::kGpuUnhealthy) {
       EXPECT_TRUE(p->checkpoint);
       moved.insert(p->victim);
