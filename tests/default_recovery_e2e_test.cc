@@ -2,8 +2,9 @@
 // section (heartbeats every reclaim.poll, 5 s; a node silent for the
 // default heartbeat_timeout is down) and real agents with fake GPUs. A
 // node dies with a checkpointable task on it; the task's process starts
-// again on the other node within 30 s of the death, resuming from its
-// checkpoint. The time is the surviving agent's own `start` line (its
+// again on the other node within 30 s of the death (that it resumes from
+// its checkpoint is AgentE2eTest.KilledAgentsTaskResumesFromItsCheckpoint-
+// Elsewhere's part). The time is the surviving agent's own `start` line (its
 // action log), not the server's placement decision.
 #include <gtest/gtest.h>
 

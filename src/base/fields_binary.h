@@ -9,8 +9,12 @@
 // only sometimes as one presence byte + the value when present; a record
 // as its fields.
 //
+// Both codecs carry the same fields: one written only when its predicate
+// holds is absent from both otherwise (and reads back as its default).
+//
 // Reading is strict: a count larger than the bytes left, a bool other than
-// 0 or 1, an enum value past its names, invalid UTF-8 or a failed Check is
+// 0 or 1, an enum value past its names, a map key given twice, invalid
+// UTF-8 or a failed Check is
 // an error naming the field's path; the first one wins, later reads are
 // no-ops.
 #pragma once
@@ -202,7 +206,7 @@ void BinaryFieldReader::Read(const std::string& path, T& out) {
       Read(path + "{key}", key);
       typename T::mapped_type v{};
       Read(path + "." + key, v);
-      out[key] = std::move(v);
+      if (!failed() && !out.emplace(key, std::move(v)).second) Fail(path, "key '" + key + "' given twice");
     }
   }
   if (r_.failed() && !first_) first_ = (path.empty() ? "value" : path) + ": ends early";

@@ -618,7 +618,9 @@ bool operator==(const Event& a, const Event& b);
 // The same events in a compact binary form (src/base/fields_binary.h): a
 // tag (the body's index in EventBody, u16), seq and at (i64 ms), then the
 // body's fields in list order. For every event e, EventFromBinary(
-// EventToBinary(e)) == e. Strict like EventFromJson: a short, long or
+// EventToBinary(e)) == EventFromJson(ToJsonLine(e)), which is e for every
+// event the Engine emits (a field written only when its predicate holds
+// reads back as its default otherwise, in both forms). Strict like EventFromJson: a short, long or
 // damaged input is an Error (kInvalidArgument) naming the field, never a
 // crash or a huge allocation.
 std::string EventToBinary(const Event& e);
