@@ -37,6 +37,16 @@ server:
 
 inline std::string ReadFile(const std::string& path) { return ReadTextFile(path); }
 
+// A job's command: busy work that saves its step every 20 steps in its
+// checkpoint folder and resumes from it, saying so ("resumed-from-step-N").
+inline json CheckpointingTrainer() {
+  return {"sh", "-c",
+          "f=\"$GPUPOOL_CHECKPOINT_DIR/step\"; step=0; if [ -f \"$f\" ]; then step=$(cat \"$f\"); echo "
+          "resumed-from-step-$step; fi; echo pid=$$ on $GPUPOOL_NODE; while true; do i=0; while [ $i -lt 2000 ]; do "
+          "i=$((i+1)); done; step=$((step+1)); if [ $((step % 20)) -eq 0 ]; then echo $step > \"$f.tmp\"; mv "
+          "\"$f.tmp\" \"$f\"; fi; done"};
+}
+
 inline bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {

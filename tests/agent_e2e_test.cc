@@ -111,12 +111,7 @@ TEST_F(AgentE2eTest, KilledAgentsTaskResumesFromItsCheckpointElsewhere) {
        {"tenant", "team-a"},
        {"gpus", 1},
        {"checkpointable", true},
-       {"command",
-        {"sh", "-c",
-         "f=\"$GPUPOOL_CHECKPOINT_DIR/step\"; step=0; if [ -f \"$f\" ]; then step=$(cat \"$f\"); echo "
-         "resumed-from-step-$step; fi; echo pid=$$ on $GPUPOOL_NODE; while true; do i=0; while [ $i -lt 2000 ]; do "
-         "i=$((i+1)); done; step=$((step+1)); if [ $((step % 20)) -eq 0 ]; then echo $step > \"$f.tmp\"; mv "
-         "\"$f.tmp\" \"$f\"; fi; done"}}});
+       {"command", testing::CheckpointingTrainer()}});
   ASSERT_TRUE(WaitState(id, "running", std::chrono::seconds(20)));
   const std::string first = Job(id)["placements"][0]["node"];
   const std::string step_file = root_ + "/checkpoints/job-" + std::to_string(id) + "/replica-0/step";

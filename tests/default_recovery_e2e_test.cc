@@ -54,11 +54,7 @@ TEST_F(DefaultRecoveryE2eTest, AFailedNodesCheckpointableTaskRunsAgainElsewhereW
        {"tenant", "team-a"},
        {"gpus", 1},
        {"checkpointable", true},
-       {"command",
-        {"sh", "-c",
-         "f=\"$GPUPOOL_CHECKPOINT_DIR/step\"; step=0; if [ -f \"$f\" ]; then step=$(cat \"$f\"); fi; "
-         "while true; do i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; step=$((step+1)); "
-         "echo $step > \"$f.tmp\"; mv \"$f.tmp\" \"$f\"; done"}}});
+       {"command", CheckpointingTrainer()}});
   ASSERT_TRUE(WaitState(id, "running", std::chrono::seconds(20)));
   const std::string first = Job(id)["placements"][0]["node"];
   const std::string second = first == "node-a" ? "node-b" : "node-a";
