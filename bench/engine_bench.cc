@@ -95,9 +95,7 @@ void BM_StateBytes(benchmark::State& state) {
   for (auto _ : state) {
     const size_t before = mallinfo2().uordblks;
     Scenario s = ReplayScenario(0);
-    std::vector<Demand> mix = {Demand{8000, 65536, 1, 1000}};
-    auto target = TargetWorkloadOf(mix, 1, 1);
-    auto engine = CreateEngine(s.engine, std::move(*target), AttributeTable());
+    auto engine = CreateEngine(s.engine, AttributeTable());
     Engine& e = **engine;
     const Instant t0 = kTimeOrigin;
     (void)e.AddPool("a100", {}, {}, t0, {});

@@ -30,10 +30,6 @@ EngineConfig Config() {
   return c;
 }
 
-TargetWorkload Target() {
-  std::vector<Demand> mix = {Demand{8000, 65536, 1, 1000}, Demand{64000, 524288, 8, 1000}};
-  return *TargetWorkloadOf(mix, 1, 1);
-}
 
 struct World {
   std::unique_ptr<Engine> engine;
@@ -44,7 +40,7 @@ struct World {
 const World& BigState() {
   static const World world = [] {
     World w;
-    auto engine = CreateEngine(Config(), Target(), AttributeTable());
+    auto engine = CreateEngine(Config(), AttributeTable());
     w.engine = std::move(*engine);
     Engine& e = *w.engine;
     const Engine::Sink sink = [&w](const Event& ev) {
@@ -127,7 +123,7 @@ void BM_RestoreEngine(benchmark::State& state) {
   const std::string snapshot = EncodeSnapshot(original.state());
   for (auto _ : state) {
     auto decoded = DecodeSnapshot(snapshot, Config().lending);
-    auto restored = RestoreEngine(Config(), Target(), AttributeTable(), std::move(*decoded), original.state().now);
+    auto restored = RestoreEngine(Config(), AttributeTable(), std::move(*decoded), original.state().now);
     if (!restored) {
       state.SkipWithError(restored.error().message.c_str());
       return;

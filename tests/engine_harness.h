@@ -29,7 +29,8 @@ class EngineHarness {
  public:
   explicit EngineHarness(EngineConfig config, std::vector<Demand> mix = {Whole(1, 1000)}) {
     config.lending.enabled = false;
-    auto e = CreateEngine(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
+    config.workload_learning.prior = std::move(mix);
+    auto e = CreateEngine(config, AttributeTable{});
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
     engine = std::move(*e);
     sink = [this](const Event& ev) {

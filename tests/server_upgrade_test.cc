@@ -229,5 +229,36 @@ TEST_F(ServerUpgradeV6Test, AVersion6DataDirectoryLoadsAndItsMpsGpuHealsToOneTen
   EXPECT_EQ(Get("/v1/jobs/" + std::to_string(id))["state"], "running");
 }
 
+// The release before the learned workload (tests/fixtures/data-v7: engine
+// snapshot version 7, without the learner's section).
+class ServerUpgradeV7Test : public ServerUpgradeTest {
+ protected:
+  std::string Fixture() const override { return kFixtures + "data-v7"; }
+};
+
+TEST_F(ServerUpgradeV7Test, AVersion7DataDirectoryLoadsLearnsAndRestartsTheSame) {
+  const json share = Get("/v1/jobs/1"), whole = Get("/v1/jobs/2");
+  EXPECT_EQ(share["state"], "running") << share.dump();
+  EXPECT_EQ(share["request"]["sharing"], "time-slice");
+  EXPECT_EQ(whole["state"], "running") << whole.dump();
+  EXPECT_EQ(Get("/v1/nodes")["nodes"][0]["free_gpus"], 0.5);  // half of the shared GPU
+  // New arrivals are learned from (the learner starts from its prior) and
+  // placed as before: team-a's second half share joins the first GPU.
+  const json half = {{"name", "new-share"}, {"tenant", "team-a"}, {"kind", "online-inference"},
+                     {"gpu_fraction", 0.5},   {"sharing", "time-slice"}, {"gpu_memory_gib", 10},
+                     {"cpu_cores", 2},        {"memory_gib", 4},         {"image", "host"},
+                     {"command", {"sleep", "1000"}}};
+  auto created = Http(*server_, "POST", "/v1/jobs", admin_, half);
+  ASSERT_EQ(created.status, 201) << created.text;
+  EXPECT_EQ(created.body["state"], "running") << created.text;
+  const int64_t id = created.body["id"];
+  // A clean stop writes version 8 (with what was learned); it loads again.
+  ASSERT_EQ(server_->Stop(), 0) << server_->log();
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  for (int64_t job : {int64_t{1}, int64_t{2}, id}) {
+    EXPECT_EQ(Get("/v1/jobs/" + std::to_string(job))["state"], "running") << job;
+  }
+}
+
 }  // namespace
 }  // namespace gpupool::testing

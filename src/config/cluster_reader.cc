@@ -79,7 +79,8 @@ Status ClusterReader::CheckDedicated(const ClusterConfig& s) const {
 
 Status ClusterReader::ReadEngine(const YAML::Node& n, const std::string& path, ClusterConfig& s) const {
   std::vector<std::string_view> keys = {"policy", "seed", "lending", "sharing_policy", "reclaim", "heartbeat_timeout",
-                                        "topology", "defrag", "hotspots", "elastic", "borrow_between_pools"};
+                                        "topology", "defrag", "hotspots", "elastic", "borrow_between_pools",
+                                        "workload_learning"};
   keys.insert(keys.end(), options_.engine_keys.begin(), options_.engine_keys.end());
   YamlFields f;
   GP_ASSIGN_OR_RETURN(f, Map(n, path, keys));
@@ -115,6 +116,18 @@ Status ClusterReader::ReadEngine(const YAML::Node& n, const std::string& path, C
     GP_TRY(DurationField(ef, "resize_every", s.engine.elastic_resize_every, AnyDuration));
   }
   GP_TRY(BoolField(f, "borrow_between_pools", s.engine.borrow_between_pools));
+  if (const YAML::Node* w = f.Find("workload_learning")) {
+    YamlFields wf;
+    GP_ASSIGN_OR_RETURN(
+        wf, Map(*w, f.PathOf("workload_learning"), {"half_life", "prior_weight", "warmup_arrivals", "refresh_every"}));
+    WorkloadLearningConfig& c = s.engine.workload_learning;
+    GP_TRY(DurationField(wf, "half_life", c.half_life, PositiveDuration));
+    GP_TRY(NumberField(wf, "prior_weight", c.prior_weight, [](double v) -> std::string {
+      return v > 0 && v <= 1e9 ? "" : "must be a positive number of arrivals (at most 1e9)";
+    }));
+    GP_TRY(IntField(wf, "warmup_arrivals", c.warmup_arrivals, IntRange(1, 1'000'000)));
+    GP_TRY(DurationField(wf, "refresh_every", c.refresh_every, PositiveDuration));
+  }
   if (options_.read_engine_keys) GP_TRY(options_.read_engine_keys(f));
   return {};
 }

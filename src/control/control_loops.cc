@@ -23,16 +23,15 @@ ControlLoops StandardControlLoops(const EngineConfig& config) {
   return loops;
 }
 
-Result<std::unique_ptr<Engine>> CreateEngine(EngineConfig config, TargetWorkload target, AttributeTable attributes) {
+Result<std::unique_ptr<Engine>> CreateEngine(EngineConfig config, AttributeTable attributes) {
   ControlLoops loops = StandardControlLoops(config);
-  return Engine::Create(std::move(config), std::move(target), std::move(attributes), std::move(loops));
+  return Engine::Create(std::move(config), std::move(attributes), std::move(loops));
 }
 
-Result<std::unique_ptr<Engine>> RestoreEngine(EngineConfig config, TargetWorkload target, AttributeTable attributes,
-                                              EngineState state, Instant now) {
+Result<std::unique_ptr<Engine>> RestoreEngine(EngineConfig config, AttributeTable attributes, EngineState state,
+                                              Instant now) {
   ControlLoops loops = StandardControlLoops(config);
-  return Engine::Restore(std::move(config), std::move(target), std::move(attributes), std::move(state), now,
-                         std::move(loops));
+  return Engine::Restore(std::move(config), std::move(attributes), std::move(state), now, std::move(loops));
 }
 
 }  // namespace gpupool

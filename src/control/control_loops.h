@@ -19,8 +19,8 @@ namespace gpupool {
 // One fresh component per loop, configured from `config`.
 ControlLoops StandardControlLoops(const EngineConfig& config);
 
-Result<std::unique_ptr<Engine>> CreateEngine(EngineConfig config, TargetWorkload target, AttributeTable attributes);
-Result<std::unique_ptr<Engine>> RestoreEngine(EngineConfig config, TargetWorkload target, AttributeTable attributes,
-                                              EngineState state, Instant now);
+Result<std::unique_ptr<Engine>> CreateEngine(EngineConfig config, AttributeTable attributes);
+Result<std::unique_ptr<Engine>> RestoreEngine(EngineConfig config, AttributeTable attributes, EngineState state,
+                                              Instant now);
 
 }  // namespace gpupool

@@ -22,8 +22,8 @@ TEST(EngineDefragTest, TwoHalfUsedGpusBecomeOneFullAndOneFree) {
     config.lending.enabled = false;
     config.defrag = enabled;
     config.defrag_every = 1min;
-    std::vector<Demand> mix = {Whole(1, 1000), Share(500, 1000)};
-    auto e = CreateEngine(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
+    config.workload_learning.prior = {Whole(1, 1000), Share(500, 1000)};
+    auto e = CreateEngine(config, AttributeTable{});
     ASSERT_TRUE(e.has_value()) << e.error().message;
     Engine& engine = **e;
     std::vector<Event> events;

@@ -28,17 +28,14 @@ int ReplicasPerEmptyNode(const Node& empty, const Demand& d) {
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> Engine::Create(EngineConfig config, TargetWorkload target,
-                                               AttributeTable attributes, ControlLoops loops) {
-  std::unique_ptr<Engine> e(
-      new Engine(std::move(config), std::move(target), std::move(attributes), std::move(loops)));
+Result<std::unique_ptr<Engine>> Engine::Create(EngineConfig config, AttributeTable attributes, ControlLoops loops) {
+  std::unique_ptr<Engine> e(new Engine(std::move(config), std::move(attributes), std::move(loops)));
   GP_TRY(e->Init());
   return e;
 }
 
-Result<std::unique_ptr<Engine>> Engine::Restore(EngineConfig config, TargetWorkload target,
-                                                AttributeTable attributes, EngineState state, Instant now,
-                                                ControlLoops loops) {
+Result<std::unique_ptr<Engine>> Engine::Restore(EngineConfig config, AttributeTable attributes, EngineState state,
+                                                Instant now, ControlLoops loops) {
   if (auto ok = CheckInvariants(state); !ok) return FailedPrecondition("restore: " + ok.error().message);
   for (NodeIndex i = 0; i < state.cluster.node_count(); ++i) {
     if (state.cluster.node(i).attr_class >= attributes.node_class_count()) {
@@ -52,12 +49,13 @@ Result<std::unique_ptr<Engine>> Engine::Restore(EngineConfig config, TargetWorkl
                                 std::to_string(j.spec.demand.requirement) + ", unknown to the attribute table");
     }
   }
-  std::unique_ptr<Engine> e(
-      new Engine(std::move(config), std::move(target), std::move(attributes), std::move(loops)));
+  std::unique_ptr<Engine> e(new Engine(std::move(config), std::move(attributes), std::move(loops)));
   GP_TRY(e->Init());
   // Moved, not copied: `running` points into `jobs`, and a move keeps the
   // map's nodes where they are.
   e->state_ = std::move(state);
+  e->state_.workload.Configure(e->config_.workload_learning);
+  GP_TRY(e->RebuildTarget());  // the learner's last rebuild, as the engine that wrote the state had it
   e->state_.lending = e->config_.lending;
   for (const auto& [id, j] : e->state_.jobs) e->any_elastic_ |= j.spec.elastic();
   const Sink none;  // restarting decides nothing
@@ -67,12 +65,12 @@ Result<std::unique_ptr<Engine>> Engine::Restore(EngineConfig config, TargetWorkl
 }
 
 Status Engine::Init() {
-  auto spec = FindPolicy(config_.policy);
-  if (!spec) return InvalidArgument("policy: " + spec.error().message);
-  PluginDeps deps = target_.deps();
-  deps.attributes = &attributes_;
-  GP_ASSIGN_OR_RETURN(auto policy, BuildPolicy(WithAttributeMatching(*spec), deps));
-  policy_ = std::move(policy);
+  if (auto ok = CheckWorkloadLearningConfig(config_.workload_learning); !ok) {
+    return InvalidArgument("workload_learning." + ok.error().message);
+  }
+  prior_ = config_.workload_learning.prior.empty() ? DefaultWorkloadPrior() : config_.workload_learning.prior;
+  state_.workload.Configure(config_.workload_learning);
+  GP_TRY(RebuildTarget());
   auto modes = FindModePolicy(config_.sharing_policy);
   if (!modes) return InvalidArgument("sharing_policy: " + modes.error().message);
   mode_policy_ = std::move(*modes);
@@ -103,9 +101,8 @@ Status Engine::Init() {
   return {};
 }
 
-Engine::Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes, ControlLoops loops)
+Engine::Engine(EngineConfig config, AttributeTable attributes, ControlLoops loops)
     : config_(std::move(config)),
-      target_(std::move(target)),
       attributes_(std::move(attributes)),
       state_(config_.lending),
       rng_(config_.seed),
@@ -113,9 +110,28 @@ Engine::Engine(EngineConfig config, TargetWorkload target, AttributeTable attrib
   for (const ControlLoop* loop : loops_.all()) GP_CHECK(loop != nullptr) << "every control loop must be set";
 }
 
+Status Engine::RebuildTarget() {
+  auto spec = FindPolicy(config_.policy);
+  if (!spec) return InvalidArgument("policy: " + spec.error().message);
+  GP_ASSIGN_OR_RETURN(target_, state_.workload.BuildTarget(prior_, config_.workload_learning.prior_weight));
+  PluginDeps deps = target_.deps();
+  deps.attributes = &attributes_;
+  GP_ASSIGN_OR_RETURN(policy_, BuildPolicy(WithAttributeMatching(*spec), deps));
+  scheduler_.reset();
+  target_builds_ = state_.workload.builds();
+  return {};
+}
+
+void Engine::FollowLearnedTarget() {
+  if (state_.workload.builds() == target_builds_) return;
+  auto ok = RebuildTarget();
+  GP_CHECK(ok.has_value()) << "rebuilding the learned target: " << ok.error().message;  // validated shapes only
+}
+
 void Engine::Emit(EventBody body, Instant now, const Sink& sink) {
   Event e{state_.last_seq + 1, std::max(now, state_.now), std::move(body)};
   state_.Apply(e);
+  FollowLearnedTarget();
   // POOL-3: a borrowed node counts in its borrower's topology from now on.
   if (const auto* lent = std::get_if<NodeLent>(&e.body)) {
     topology_.Lent(lent->to, state_.cluster.node(lent->node).gpu_count);
@@ -126,6 +142,7 @@ void Engine::Emit(EventBody body, Instant now, const Sink& sink) {
 
 void Engine::Replay(const Event& e) {
   state_.Apply(e);
+  FollowLearnedTarget();
   if (const auto* s = std::get_if<JobSubmitted>(&e.body)) any_elastic_ |= s->spec.elastic();
 }
 

@@ -110,6 +110,9 @@ struct ReclaimConfig {
 
 struct EngineConfig {
   std::string policy = "best";  // the base placement policy; attribute matching is added in front
+  // The target workload of the FGD-family policies, learned from arrivals
+  // (src/sched/workload_learner.h): its prior, half-life and refreshes.
+  WorkloadLearningConfig workload_learning;
   LendingConfig lending;
   uint64_t seed = 1;            // node tie-break ranks and the Random policy
   int32_t max_replicas = 4096;
@@ -145,12 +148,12 @@ class Engine {
  public:
   using Sink = std::function<void(const Event&)>;
 
-  // `target` describes the expected workload (FGD-family policies need it);
-  // `attributes` the node classes and job requirements (POOL-4/5); `loops`
+  // The FGD-family policies' target workload is learned from the jobs
+  // submitted (EngineState::workload, config.workload_learning's prior
+  // before any); `attributes` the node classes and job requirements (POOL-4/5); `loops`
   // the control loops, every one set (src/control/control_loops.h builds
   // the standard set: CreateEngine / RestoreEngine there).
-  static Result<std::unique_ptr<Engine>> Create(EngineConfig config, TargetWorkload target,
-                                                AttributeTable attributes, ControlLoops loops);
+  static Result<std::unique_ptr<Engine>> Create(EngineConfig config, AttributeTable attributes, ControlLoops loops);
 
   // An engine that continues from `state` (e.g. DecodeSnapshot's; the
   // journal's later events may be applied before or after, with Replay) at
@@ -175,9 +178,8 @@ class Engine {
   // EncodeSnapshot of the running engine (which keeps the queue's blocked
   // groups), the restored engine decides the same events as the original
   // for the same later commands, except where the soft state above matters.
-  static Result<std::unique_ptr<Engine>> Restore(EngineConfig config, TargetWorkload target,
-                                                 AttributeTable attributes, EngineState state, Instant now,
-                                                 ControlLoops loops);
+  static Result<std::unique_ptr<Engine>> Restore(EngineConfig config, AttributeTable attributes, EngineState state,
+                                                 Instant now, ControlLoops loops);
 
   // --- set-up ---------------------------------------------------------------
   Result<PoolId> AddPool(std::string name, PoolSelector selector, std::vector<TenantId> dedicated_to, Instant now,
@@ -298,7 +300,7 @@ class Engine {
   // One try at placing a job's replicas in a pool (src/engine/placement.cc).
   class PlacementTrial;
 
-  Engine(EngineConfig config, TargetWorkload target, AttributeTable attributes, ControlLoops loops);
+  Engine(EngineConfig config, AttributeTable attributes, ControlLoops loops);
   // Builds the policy and mode policy and checks the configuration (Create
   // and Restore).
   Status Init();
@@ -411,10 +413,17 @@ class Engine {
   std::vector<PlacedReplica> PlaceTentatively(const Demand& d, int32_t count,
                                               const std::function<bool(NodeIndex)>& prefer);
   Scheduler& scheduler();
+  // The policy for the learner's last rebuild (state_.workload): the
+  // target, the policy built on it, and a fresh scheduler (its scores
+  // depend on the target). After Apply, when the learner rebuilt.
+  Status RebuildTarget();
+  void FollowLearnedTarget();
 
   EngineConfig config_;
   ModePolicy mode_policy_;
   TargetWorkload target_;
+  uint64_t target_builds_ = 0;  // the learner's builds() that target_ reflects
+  std::vector<Demand> prior_;   // config_.workload_learning.prior, or the default
   AttributeTable attributes_;
   Policy policy_;
   EngineState state_;

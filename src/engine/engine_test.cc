@@ -29,9 +29,7 @@ class EngineHarness {
     config.lending = lending;
     config.reclaim = reclaim;
     config.heartbeat_timeout = heartbeat_timeout;
-    std::vector<Demand> mix = {Whole(1, 8000), Share(500, 2000)};
-    auto target = TargetWorkloadOf(mix, 1, 1);
-    EXPECT_TRUE(target.has_value());
+    config.workload_learning.prior = {Whole(1, 8000), Share(500, 2000)};
     AttributeTable attrs;
     cuda_ = attrs.AddNodeClass({"a100", {}, 0, "nvidia-ampere", {{"cuda", {{12, 2, 0}}}, {"nccl", {{2, 18, 0}}}}});
     cann_ = attrs.AddNodeClass({"ascend", {}, 0, "ascend-910", {{"cann", {{8, 0, 0}}}, {"hccl", {{8, 0, 0}}}}});
@@ -39,7 +37,7 @@ class EngineHarness {
     needs_cuda.name = "cuda12";
     needs_cuda.ecosystem = {{"cuda", {{12, 0, 0}}}};
     cuda_job_ = attrs.AddRequirement(needs_cuda);
-    auto e = CreateEngine(config, std::move(*target), std::move(attrs));
+    auto e = CreateEngine(config, std::move(attrs));
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
     engine = std::move(*e);
     sink = [this](const Event& ev) {

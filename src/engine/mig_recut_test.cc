@@ -116,10 +116,8 @@ class Harness {
   Harness() {
     EngineConfig config;
     config.policy = "BestFit";
-    const std::vector<Demand> mix = {testing::Whole(1, 8000), testing::Share(500, 2000)};
-    auto target = TargetWorkloadOf(mix, 1, 1);
-    EXPECT_TRUE(target.has_value());
-    auto e = CreateEngine(config, std::move(*target), AttributeTable{});
+    config.workload_learning.prior = {testing::Whole(1, 8000), testing::Share(500, 2000)};
+    auto e = CreateEngine(config, AttributeTable{});
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
     engine = std::move(*e);
     sink = [this](const Event& ev) {
@@ -399,9 +397,7 @@ TEST(MigRecutTest, TheSameCommandsGiveTheSameLogAndReplayDecidesTheSame) {
   EXPECT_EQ(first.Events<MigRecutStarted>()[0].moved, std::vector<JobId>{moved_first});
   // Replay into a fresh engine, then finish the checkpoint on both.
   EngineConfig config = first.engine->config();
-  const std::vector<Demand> mix = {testing::Whole(1, 8000), testing::Share(500, 2000)};
-  auto target = TargetWorkloadOf(mix, 1, 1);
-  auto e = CreateEngine(config, std::move(*target), AttributeTable{});
+  auto e = CreateEngine(config, AttributeTable{});
   ASSERT_TRUE(e.has_value());
   for (const Event& ev : first.log) (*e)->Replay(ev);
   EXPECT_EQ((*e)->state().recut_moved, first.engine->state().recut_moved);

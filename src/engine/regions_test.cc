@@ -23,8 +23,8 @@ struct RegionWorld {
     config.regions.regions = {{"east", 2.5, {{"shanghai", 5}}}, {"north", 2.1, {{"shanghai", 28}}},
                               {"west", 1.4, {{"shanghai", 42}}}};
     config.regions.users = {{"shop", "shanghai", 30}, {"research", "shanghai", 0}};
-    std::vector<Demand> mix = {Whole(1, 1000)};
-    engine = std::move(*CreateEngine(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{}));
+    config.workload_learning.prior = {Whole(1, 1000)};
+    engine = std::move(*CreateEngine(config, AttributeTable{}));
     sink = [this](const Event& e) {
       events.push_back(e);
       if (const auto* p = std::get_if<JobPlaced>(&e.body)) placed[p->job] = p->pool;

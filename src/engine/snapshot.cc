@@ -23,6 +23,9 @@
 //   hot      [S node]
 //   lent     [S node, B home pool]
 //   regions  ?(B kind, [T name, F price, [T location, F ms]], [T tenant, T location, F budget])
+//   workload (version 8) S reference_ms, S arrivals, S arrivals_since_build, [shape, F weight],
+//            S built_at_ms, S built_cpu_milli, S built_gpu_milli, U builds, [shape, F weight];
+//            shape: S cpu_milli, S gpu_milli, S gpu_count, U allowed_models
 #include "src/engine/snapshot.h"
 
 #include <algorithm>
@@ -842,6 +845,43 @@ Status ReadRegions(Reader& r, EngineState& s) {
   return ReaderStatus(r);
 }
 
+std::map<LearnedShape, double> ReadLearnedShapes(Reader& r, const char* field) {
+  std::map<LearnedShape, double> out;
+  const size_t n = r.Count(field, 12);
+  for (size_t i = 0; i < n && r.ok(); ++i) {
+    const auto cpu = r.Int<int64_t>("cpu_milli");
+    const auto milli = r.Int<int32_t>("gpu_milli");
+    const auto count = r.Int<int32_t>("gpu_count");
+    const auto models = r.Int<GpuModelMask>("allowed_models");
+    const double weight = r.F("weight");
+    if (r.ok() && !out.emplace(LearnedShape{cpu, milli, count, models}, weight).second) {
+      r.Fail(field, "a shape listed twice");
+    }
+  }
+  return out;
+}
+
+// Version 7 and older: nothing learned yet (the prior alone).
+Status ReadWorkload(Reader& r, EngineState& s) {
+  if (r.version() < 8) return {};
+  r.At("workload");
+  WorkloadLearnerImage image;
+  image.reference = r.Time("reference");
+  image.arrivals = r.S("arrivals");
+  image.arrivals_since_build = r.S("arrivals_since_build");
+  image.weights = ReadLearnedShapes(r, "weights");
+  image.built_at = r.Time("built_at");
+  image.built_cpu_milli = r.S("built_cpu_milli");
+  image.built_gpu_milli = r.S("built_gpu_milli");
+  image.builds = r.U("builds");
+  image.built = ReadLearnedShapes(r, "built");
+  GP_TRY(ReaderStatus(r));
+  auto learner = WorkloadLearner::FromImage(std::move(image));
+  if (!learner) return SnapshotFail("workload: " + learner.error().message);
+  s.workload = std::move(*learner);
+  return {};
+}
+
 Status ReadState(Reader& r, EngineState& s) {
   r.At("state");
   s.next_job_id = r.S("next_job_id");
@@ -858,6 +898,7 @@ Status ReadState(Reader& r, EngineState& s) {
   GP_TRY(ReadBlockedGroups(r, s));
   GP_TRY(ReadScalingState(r, s));
   GP_TRY(ReadRegions(r, s));
+  GP_TRY(ReadWorkload(r, s));
   for (const Node& n : s.cluster.nodes()) s.removed_nodes += n.condition == NodeCondition::kRemoved;
   if (!r.at_end()) return SnapshotFail("bytes left after the last section");
   return {};
@@ -1051,10 +1092,35 @@ void WriteRegions(Writer& w, const EngineState& s) {
 
 }  // namespace
 
+void WriteLearnedShapes(Writer& w, const std::map<LearnedShape, double>& shapes) {
+  w.U(shapes.size());
+  for (const auto& [shape, weight] : shapes) {
+    w.S(std::get<0>(shape));
+    w.S(std::get<1>(shape));
+    w.S(std::get<2>(shape));
+    w.U(std::get<3>(shape));
+    w.F(weight);
+  }
+}
+
+void WriteWorkload(Writer& w, const EngineState& s) {
+  if (w.version() < 8) return;
+  const WorkloadLearnerImage& image = s.workload.image();
+  w.Time(image.reference);
+  w.S(image.arrivals);
+  w.S(image.arrivals_since_build);
+  WriteLearnedShapes(w, image.weights);
+  w.Time(image.built_at);
+  w.S(image.built_cpu_milli);
+  w.S(image.built_gpu_milli);
+  w.U(image.builds);
+  WriteLearnedShapes(w, image.built);
+}
+
 std::string EncodeSnapshot(const EngineState& s) { return EncodeSnapshotAs(s, kSnapshotVersion); }
 
 std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
-  GP_CHECK(version == 6 || version == kSnapshotVersion) << "snapshot version " << version;
+  GP_CHECK(version == 6 || version == 7 || version == kSnapshotVersion) << "snapshot version " << version;
   const Cluster& c = s.cluster;
   Writer w(kSnapshotHeaderBytes + 256 + c.nodes().size() * 160 + c.allocation_slots().size() * 32 +
                s.jobs.size() * 96,
@@ -1074,6 +1140,7 @@ std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
   WriteBlockedGroups(w, s);
   WriteScalingState(w, s);
   WriteRegions(w, s);
+  WriteWorkload(w, s);
 
   std::string& out = w.out();
   const std::string_view payload(out.data() + kSnapshotHeaderBytes, out.size() - kSnapshotHeaderBytes);

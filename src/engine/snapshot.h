@@ -20,8 +20,8 @@
 // What a snapshot holds: everything EngineState holds (the cluster with its
 // allocation ids and free-slot order, pools, tenants with quotas and usage,
 // live jobs with their full specs, nominated jobs, reservations, re-cut
-// entries, per-node labels and places, pool totals, next_job_id, last_seq,
-// now, capacity_epoch), plus the queue's blocked-group marks (which groups
+// entries, per-node labels and places, pool totals, the learned workload
+// and its last rebuild, next_job_id, last_seq, now, capacity_epoch), plus the queue's blocked-group marks (which groups
 // the engine's last scheduling pass found blocked at the current capacity
 // epoch; see JobQueue::Group). Not held, rebuilt on decoding:
 //  - `lending` (configuration: the caller passes it);
@@ -50,11 +50,13 @@ namespace gpupool {
 // nodes; 5: the task's container fields (image, shm_mib, network_isolated);
 // 6: the header's checksum is XXH3-64 (the payload is as in 5); 7: each
 // node's unhealthy GPUs and reported MIG modes and instances, and each
-// allocation's observed memory beyond its booking (issue 15).
+// allocation's observed memory beyond its booking (issue 15); 8: the
+// workload learned from arrivals (WorkloadLearner, issue 16).
 // DecodeSnapshot also reads versions 4 (the container fields take their
-// defaults), 5 (the legacy checksum) and 6 (every GPU healthy, nothing
-// observed beyond bookings).
-inline constexpr uint32_t kSnapshotVersion = 7;
+// defaults), 5 (the legacy checksum), 6 (every GPU healthy, nothing
+// observed beyond bookings) and 7 (nothing learned: the prior alone until
+// the next arrivals).
+inline constexpr uint32_t kSnapshotVersion = 8;
 inline constexpr uint32_t kOldestSnapshotVersion = 4;
 inline constexpr size_t kSnapshotHeaderBytes = 28;  // magic, version, length, checksum
 
@@ -63,7 +65,8 @@ inline constexpr size_t kSnapshotHeaderBytes = 28;  // magic, version, length, c
 std::string EncodeSnapshot(const EngineState& s);
 // The same in an older version's format, for tests of the readers of older
 // releases' snapshots: 6 (without version 7's fields: they must be at their
-// defaults for the result to load as `s`) or kSnapshotVersion.
+// defaults for the result to load as `s`), 7 (without the learned
+// workload) or kSnapshotVersion.
 std::string EncodeSnapshotAs(const EngineState& s, uint32_t version);
 
 // The state a snapshot holds, with `lending` as its configuration. Every

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -228,12 +230,8 @@ EngineConfig TestConfig() {
   c.lending.window = 2min;
   c.reclaim.idle = false;  // utilization polls are soft state (not restored)
   c.reclaim.deadlines = true;
+  c.workload_learning.prior = {testing::Whole(1, 8000), testing::Share(500, 2000)};
   return c;
-}
-
-TargetWorkload TestTarget() {
-  std::vector<Demand> mix = {testing::Whole(1, 8000), testing::Share(500, 2000)};
-  return *TargetWorkloadOf(mix, 1, 1);
 }
 
 AttributeTable TestAttributes() {
@@ -253,7 +251,7 @@ AttributeTable TestAttributes() {
 class World {
  public:
   World() {
-    auto e = CreateEngine(TestConfig(), TestTarget(), TestAttributes());
+    auto e = CreateEngine(TestConfig(), TestAttributes());
     EXPECT_TRUE(e.has_value()) << e.error().message;
     engine = std::move(*e);
     const auto h100 = *Catalog::Builtin().Find("H100");
@@ -388,7 +386,7 @@ class World {
 std::unique_ptr<Engine> RestoredFrom(const Engine& e, Instant now) {
   auto state = DecodeSnapshot(EncodeSnapshot(e.state()), e.config().lending);
   EXPECT_TRUE(state.has_value()) << state.error().message;
-  auto restored = RestoreEngine(TestConfig(), TestTarget(), TestAttributes(), std::move(*state), now);
+  auto restored = RestoreEngine(TestConfig(), TestAttributes(), std::move(*state), now);
   EXPECT_TRUE(restored.has_value()) << restored.error().message;
   return std::move(*restored);
 }
@@ -431,21 +429,21 @@ TEST(EngineRestoreTest, RefusesAStateItCannotContinue) {
   const std::string bytes = EncodeSnapshot(w.engine->state());
   auto load = [&] { return std::move(*DecodeSnapshot(bytes, TestConfig().lending)); };
   // A clock stepped back is no reason to refuse: events keep their order.
-  auto early = RestoreEngine(TestConfig(), TestTarget(), TestAttributes(), load(), w.now - 1h);
+  auto early = RestoreEngine(TestConfig(), TestAttributes(), load(), w.now - 1h);
   ASSERT_TRUE(early.has_value()) << early.error().message;
   std::vector<Event> later;
   (*early)->Tick(w.now - 1h + 1s, [&later](const Event& e) { later.push_back(e); });
   for (const Event& e : later) EXPECT_GE(e.at, w.engine->state().now);
-  auto no_classes = RestoreEngine(TestConfig(), TestTarget(), AttributeTable(), load(), w.now);
+  auto no_classes = RestoreEngine(TestConfig(), AttributeTable(), load(), w.now);
   ASSERT_FALSE(no_classes.has_value());
   EXPECT_NE(no_classes.error().message.find("unknown to the attribute table"), std::string::npos)
       << no_classes.error().message;
   EngineConfig bad = TestConfig();
   bad.policy = "no-such-policy";
-  EXPECT_FALSE(RestoreEngine(bad, TestTarget(), TestAttributes(), load(), w.now).has_value());
+  EXPECT_FALSE(RestoreEngine(bad, TestAttributes(), load(), w.now).has_value());
   EngineState broken = load();
   broken.tenants[0].pools[0].usage.gpu_milli += 1000;
-  auto invalid = RestoreEngine(TestConfig(), TestTarget(), TestAttributes(), std::move(broken), w.now);
+  auto invalid = RestoreEngine(TestConfig(), TestAttributes(), std::move(broken), w.now);
   ASSERT_FALSE(invalid.has_value());
   EXPECT_NE(invalid.error().message.find("invariant broken"), std::string::npos) << invalid.error().message;
 }
@@ -456,8 +454,8 @@ TEST(EngineRestoreTest, RefusesAStateItCannotContinue) {
 TEST(EngineRestoreTest, AReCutInFlightContinuesAfterARestore) {
   EngineConfig config;
   config.policy = "BestFit";
-  auto target = [] { return TestTarget(); };
-  auto engine = CreateEngine(config, target(), AttributeTable{});
+  config.workload_learning.prior = TestConfig().workload_learning.prior;
+  auto engine = CreateEngine(config, AttributeTable{});
   ASSERT_TRUE(engine.has_value()) << engine.error().message;
   Engine& e = **engine;
   std::vector<Event> log;
@@ -495,7 +493,7 @@ TEST(EngineRestoreTest, AReCutInFlightContinuesAfterARestore) {
 
   auto state = DecodeSnapshot(EncodeSnapshot(e.state()), config.lending);
   ASSERT_TRUE(state.has_value()) << state.error().message;
-  auto restored = RestoreEngine(config, target(), AttributeTable{}, std::move(*state), now);
+  auto restored = RestoreEngine(config, AttributeTable{}, std::move(*state), now);
   ASSERT_TRUE(restored.has_value()) << restored.error().message;
   Engine& r = **restored;
   EXPECT_EQ(r.state().recut_moved, e.state().recut_moved);
@@ -536,7 +534,7 @@ TEST(EngineRestoreTest, FailureDetectionRestartsItsClocksAtTheRestore) {
   w.now = InstantFromMillis(600'000);
   auto state = DecodeSnapshot(EncodeSnapshot(w.engine->state()), config.lending);
   ASSERT_TRUE(state.has_value()) << state.error().message;
-  auto restored = RestoreEngine(config, TestTarget(), TestAttributes(), std::move(*state), w.now);
+  auto restored = RestoreEngine(config, TestAttributes(), std::move(*state), w.now);
   ASSERT_TRUE(restored.has_value()) << restored.error().message;
   Engine& r = **restored;
   std::vector<NodeIndex> down;
@@ -556,7 +554,7 @@ TEST(EngineRestoreTest, FailureDetectionRestartsItsClocksAtTheRestore) {
 // replica does not fit; the attempt must leave the state as a replay of the
 // events (which never sees it) leaves it, allocation slots included.
 TEST(SnapshotTest, AGangThatDidNotFitLeavesNoTraceInTheState) {
-  auto created = CreateEngine(TestConfig(), TestTarget(), TestAttributes());
+  auto created = CreateEngine(TestConfig(), TestAttributes());
   ASSERT_TRUE(created.has_value()) << created.error().message;
   Engine& e = **created;
   std::vector<Event> log;
@@ -771,17 +769,60 @@ TEST(SnapshotTest, AVersion5SnapshotLoadsUnderItsLegacyChecksum) {
   ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
   EXPECT_EQ(loaded->job(1).spec.task.image, "host");
   EXPECT_TRUE(SameBytes(EncodeSnapshotAs(*loaded, 6), v6));
-  // A version 6 snapshot loads too, and is written again as version 7.
+  // A version 6 snapshot loads too, and is written again in the current version.
   auto six = DecodeSnapshot(v6, {});
   ASSERT_TRUE(six.has_value()) << six.error().message;
   EXPECT_EQ(EncodeSnapshot(*six), EncodeSnapshot(*loaded));
-  EXPECT_EQ(EncodeSnapshot(*six)[8], 7);
+  EXPECT_EQ(EncodeSnapshot(*six)[8], static_cast<char>(kSnapshotVersion));
   std::string mixed = v5;
   mixed[8] = 6;
   auto refused = DecodeSnapshot(mixed, {});
   ASSERT_FALSE(refused.has_value());
   EXPECT_NE(refused.error().message.find("checksum mismatch"), std::string::npos) << refused.error().message;
   EXPECT_NE(SnapshotChecksum(payload), LegacySnapshotChecksum(payload));
+}
+
+// Issue 16: the workload learned from arrivals is in the snapshot (version
+// 8); a version 7 snapshot has none and loads with the learner empty (the
+// prior alone until the next arrivals), the rest as it was.
+TEST(SnapshotTest, TheLearnedWorkloadRoundTripsAndVersion7LoadsWithoutIt) {
+  World w;
+  Rng rng(5);
+  for (int i = 0; i < 120; ++i) w.Step(rng, {w.engine.get()});
+  const WorkloadLearner& learned = w.engine->state().workload;
+  ASSERT_GT(learned.arrivals(), 20);
+  ASSERT_GT(learned.builds(), 3u);
+  const std::string v8 = EncodeSnapshot(w.engine->state());
+  auto back = DecodeSnapshot(v8, TestConfig().lending);
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->workload.image().weights, learned.image().weights);
+  EXPECT_EQ(back->workload.image().built, learned.image().built);
+  EXPECT_EQ(back->workload.builds(), learned.builds());
+  EXPECT_TRUE(SameBytes(EncodeSnapshot(*back), v8));
+
+  const std::string v7 = EncodeSnapshotAs(w.engine->state(), 7);
+  ASSERT_EQ(v7[8], 7);
+  ASSERT_LT(v7.size(), v8.size());
+  auto old = DecodeSnapshot(v7, TestConfig().lending);
+  ASSERT_TRUE(old.has_value()) << old.error().message;
+  EXPECT_EQ(old->workload.arrivals(), 0);
+  EXPECT_EQ(old->workload.builds(), 0u);
+  EXPECT_TRUE(SameBytes(EncodeSnapshotAs(*old, 7), v7));
+  auto restored = RestoreEngine(TestConfig(), TestAttributes(), std::move(*old), w.now);
+  ASSERT_TRUE(restored.has_value()) << restored.error().message;
+}
+
+// A learned weight that cannot be (not a number) is refused, naming the
+// section; the snapshot's last 8 bytes are the built list's last weight.
+TEST(SnapshotTest, ADamagedLearnedWeightIsAnErrorNamingTheWorkload) {
+  const std::string good = SmallSnapshot();
+  std::string payload = good.substr(kSnapshotHeaderBytes);
+  const uint64_t nan = std::bit_cast<uint64_t>(std::numeric_limits<double>::quiet_NaN());
+  for (int i = 0; i < 8; ++i) payload[payload.size() - 8 + i] = static_cast<char>(nan >> (8 * i));
+  auto r = DecodeSnapshot(Sealed(payload), {});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("workload"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("built"), std::string::npos) << r.error().message;
 }
 
 TEST(SnapshotTest, TheContainerFieldsRoundTrip) {

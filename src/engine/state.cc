@@ -204,6 +204,20 @@ struct ApplyVisitor {
     GP_CHECK(inserted) << "job " << e.job << " submitted twice";
     s.queue.Add(it->second);
     s.next_job_id = std::max(s.next_job_id, e.job + 1);
+    Learn(it->second.spec);
+  }
+  // The learner sees every submitted job's replica demands, with the
+  // cluster's totals for a rebuild of the target.
+  void Learn(const JobSpec& spec) {
+    Demand replicas[kLearnedReplicasPerJob];
+    const int n = std::min(spec.replicas, kLearnedReplicasPerJob);
+    for (int r = 0; r < n; ++r) replicas[r] = spec.replica_demand(r);
+    int64_t cpu = 0, gpu = 0;
+    for (const EngineState::PoolTotals& t : s.pool_totals) {
+      cpu += t.cpu_milli;
+      gpu += t.gpu_milli;
+    }
+    s.workload.Observe(std::span<const Demand>(replicas, static_cast<size_t>(std::max(n, 0))), s.now, cpu, gpu);
   }
   void operator()(const JobRejected& e) { s.next_job_id = std::max(s.next_job_id, e.job + 1); }
   void operator()(const JobPlaced& e) {

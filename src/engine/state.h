@@ -20,6 +20,7 @@
 #include "src/model/job.h"
 #include "src/model/pool.h"
 #include "src/model/tenant.h"
+#include "src/sched/workload_learner.h"
 
 namespace gpupool {
 
@@ -104,6 +105,10 @@ struct EngineState {
   // configuration's.
   std::optional<RegionPolicy> regions;
   int32_t removed_nodes = 0;  // nodes in condition kRemoved
+  // The workload learned from the jobs submitted so far (JobSubmitted), for
+  // the placement policies' target (src/sched/workload_learner.h). Its
+  // decay and refresh numbers are configuration: the Engine sets them.
+  WorkloadLearner workload;
 
   JobId next_job_id = 1;
   int64_t last_seq = 0;

@@ -20,9 +20,8 @@ class TopologyHarness {
     config.policy = "BestFit";
     config.topology_aware = aware;
     config.lending.enabled = false;
-    std::vector<Demand> mix = {Whole(1, 1000)};
-    auto target = TargetWorkloadOf(mix, 1, 1);
-    auto e = CreateEngine(config, std::move(*target), AttributeTable{});
+    config.workload_learning.prior = {Whole(1, 1000)};
+    auto e = CreateEngine(config, AttributeTable{});
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.error().message);
     engine = std::move(*e);
     sink = [this](const Event& ev) {

@@ -7,31 +7,42 @@
 namespace gpupool {
 
 std::vector<TypicalDemand> ComputeTypicalDemands(std::span<const Demand> workload, double coverage) {
-  using Key = std::tuple<int64_t, int32_t, int32_t, GpuModelMask>;  // cpu, gpu_milli, gpu_count, models
-  std::map<Key, int64_t> counts;
-  for (const Demand& d : workload) ++counts[Key{d.cpu_milli, d.gpu_milli, d.gpu_count, d.allowed_models}];
+  std::vector<WeightedDemand> weighted;
+  weighted.reserve(workload.size());
+  for (const Demand& d : workload) weighted.push_back({d, 1.0});
+  return ComputeTypicalDemands(weighted, coverage);
+}
 
-  std::vector<std::pair<Key, int64_t>> groups(counts.begin(), counts.end());
+std::vector<TypicalDemand> ComputeTypicalDemands(std::span<const WeightedDemand> workload, double coverage) {
+  using Key = std::tuple<int64_t, int32_t, int32_t, GpuModelMask>;  // cpu, gpu_milli, gpu_count, models
+  std::map<Key, double> weights;
+  double total = 0;
+  for (const WeightedDemand& w : workload) {
+    const Demand& d = w.demand;
+    weights[Key{d.cpu_milli, d.gpu_milli, d.gpu_count, d.allowed_models}] += w.weight;
+    total += w.weight;
+  }
+
+  std::vector<std::pair<Key, double>> groups(weights.begin(), weights.end());
   std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
     if (a.second != b.second) return a.second > b.second;
     return a.first > b.first;  // larger cpu, gpu_milli, gpu_count, mask first
   });
 
-  const double total = static_cast<double>(workload.size());
   std::vector<TypicalDemand> typical;
-  int64_t covered = 0;
-  for (const auto& [key, count] : groups) {
-    if (static_cast<double>(covered) >= coverage * total) break;
-    covered += count;
+  double covered = 0;
+  for (const auto& [key, weight] : groups) {
+    if (covered >= coverage * total) break;
+    covered += weight;
     Demand d;
     d.cpu_milli = std::get<0>(key);
     d.gpu_milli = std::get<1>(key);
     d.gpu_count = std::get<2>(key);
     d.allowed_models = std::get<3>(key);
-    typical.push_back({d, 0.0, count});
+    typical.push_back({d, 0.0, weight});
   }
-  const double covered_share = static_cast<double>(covered) / total;
-  for (auto& t : typical) t.popularity = (static_cast<double>(t.count) / total) / covered_share;
+  const double covered_share = covered / total;
+  for (auto& t : typical) t.popularity = (t.weight / total) / covered_share;
   return typical;
 }
 

@@ -29,7 +29,15 @@ namespace gpupool {
 struct TypicalDemand {
   Demand demand;        // memory_mib is 0: typical demands ignore memory
   double popularity;    // p_m; the list's popularities sum to 1
-  int64_t count;        // how many source demands had this shape
+  double weight;        // how many source demands had this shape (a sum of weights when weighted)
+};
+
+// One shape of a weighted workload and how much of it the workload is
+// (any positive scale: only ratios matter). Only cpu_milli, gpu_milli,
+// gpu_count and allowed_models are read.
+struct WeightedDemand {
+  Demand demand;
+  double weight = 0;
 };
 
 // The typical demands of a workload: demands are grouped by (cpu_milli,
@@ -39,9 +47,14 @@ struct TypicalDemand {
 // `coverage` (0 < coverage <= 1) of all demands; popularities are
 // renormalised over the kept groups. CPU-only demands take part.
 std::vector<TypicalDemand> ComputeTypicalDemands(std::span<const Demand> workload, double coverage);
+// The same over a weighted workload: groups are ranked by their summed
+// weight, and coverage is a share of the total weight. With every weight 1
+// it gives what ComputeTypicalDemands gives, bit for bit.
+std::vector<TypicalDemand> ComputeTypicalDemands(std::span<const WeightedDemand> workload, double coverage);
 
 class FragmentationModel {
  public:
+  FragmentationModel() = default;  // no typical demands: every node scores 0
   explicit FragmentationModel(std::vector<TypicalDemand> typical);
 
   // F_n for one node, in GPU milli (see the file comment). 0 for a node with

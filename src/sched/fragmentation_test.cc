@@ -54,7 +54,7 @@ TEST(ComputeTypicalDemandsTest, GroupsIgnoringMemoryAndOrdersByCountThenLargerSh
   EXPECT_EQ(t[4].demand, D(1000, 1, 200));
   const int64_t counts[] = {4, 3, 3, 1, 1};
   for (size_t i = 0; i < t.size(); ++i) {
-    EXPECT_EQ(t[i].count, counts[i]) << i;
+    EXPECT_EQ(t[i].weight, static_cast<double>(counts[i])) << i;
     EXPECT_EQ(t[i].demand.memory_mib, 0) << i;
     EXPECT_DOUBLE_EQ(t[i].popularity, counts[i] / 12.0) << i;
   }

@@ -29,5 +29,9 @@ struct TargetWorkload {
 // the capacity of the cluster the policy will place on.
 Result<TargetWorkload> TargetWorkloadOf(std::span<const Demand> demands, int64_t cluster_cpu_milli,
                                         int64_t cluster_gpu_milli, double typical_coverage = 0.95);
+// The same over a weighted workload (a learned one: WorkloadLearner). With
+// every weight 1 it equals TargetWorkloadOf of the demands.
+Result<TargetWorkload> TargetWorkloadOf(std::span<const WeightedDemand> demands, int64_t cluster_cpu_milli,
+                                        int64_t cluster_gpu_milli, double typical_coverage = 0.95);
 
 }  // namespace gpupool

@@ -132,8 +132,8 @@ class ProviderTest : public ::testing::Test {
     c.node = NodeTemplate{"auto", 64000, 1 << 19, 8, *Catalog::Builtin().Find("H100"), 0, "r", "z", 2};
     config.scaling.push_back(c);
     scaling_ = config.scaling;
-    std::vector<Demand> mix = {testing::Whole(1, 1000)};
-    auto e = CreateEngine(config, *TargetWorkloadOf(mix, 1, 1), AttributeTable{});
+    config.workload_learning.prior = {testing::Whole(1, 1000)};
+    auto e = CreateEngine(config, AttributeTable{});
     ASSERT_TRUE(e.has_value()) << e.error().message;
     engine_ = std::move(*e);
     const Engine::Sink sink = [](const Event&) {};

@@ -51,22 +51,6 @@ bool ChangesNodeView(const Event& e) {
 }
 
 
-// The workload the FGD-family policies assume before any job is known: the
-// typical shapes of a shared GPU cluster (shares, whole GPUs, gangs).
-Result<TargetWorkload> DefaultTarget(const ServerConfig& s) {
-  std::vector<Demand> demands;
-  for (int32_t milli : {250, 500}) demands.push_back(Demand{4000, 16384, 1, milli});
-  for (int32_t gpus : {1, 1, 2, 4, 8}) demands.push_back(Demand{8000 * gpus, 65536LL * gpus, gpus, kMilliPerGpu});
-  int64_t cpu = 0, gpu = 0;
-  for (const NodeGroupConfig& g : s.nodes) {
-    cpu += int64_t{g.count} * g.cpu_milli;
-    gpu += int64_t{g.count} * g.gpus * kMilliPerGpu;
-  }
-  if (gpu == 0) gpu = 8 * kMilliPerGpu;
-  if (cpu == 0) cpu = 96000;
-  return TargetWorkloadOf(demands, cpu, gpu);
-}
-
 // The structured form of Engine::WhyPending for the API:
 // {"victims_pending": 0, "pools": [{"pool": "h100", "reason": "no_fitting_node",
 //   "nodes_by_check": {"gpu_capacity": 12, "cpu": 1}}, ...]}
@@ -169,16 +153,15 @@ Status ServerCore::Recover() {
   WorldAttributes world = BuildAttributes(config_);
   node_classes_ = world.classes;
   names_.requirements = world.requirements;
-  GP_ASSIGN_OR_RETURN(auto target, DefaultTarget(config_));
   std::optional<SnapshotRecord> snapshot, rm_snapshot;
   if (!options_.replay_from_start) {
     GP_ASSIGN_OR_RETURN(snapshot, journal_->LatestSnapshot("engine"));
     GP_ASSIGN_OR_RETURN(rm_snapshot, journal_->LatestSnapshot("read-model"));
   }
   if (snapshot) {
-    GP_TRY(RestoreFromSnapshot(std::move(world.table), std::move(target), *snapshot));
+    GP_TRY(RestoreFromSnapshot(std::move(world.table), *snapshot));
   } else {
-    GP_ASSIGN_OR_RETURN(engine_, CreateEngine(config_.engine, std::move(target), std::move(world.table)));
+    GP_ASSIGN_OR_RETURN(engine_, CreateEngine(config_.engine, std::move(world.table)));
   }
   if (rm_snapshot) {
     if (auto ok = read_model_.Decode(rm_snapshot->bytes); !ok) {
@@ -214,16 +197,14 @@ Status ServerCore::Recover() {
 
 // The engine from its newest snapshot, with the scrub orders pending then
 // (saved with it).
-Status ServerCore::RestoreFromSnapshot(AttributeTable attributes, TargetWorkload target,
-                                       const SnapshotRecord& snapshot) {
+Status ServerCore::RestoreFromSnapshot(AttributeTable attributes, const SnapshotRecord& snapshot) {
   auto state = DecodeSnapshot(snapshot.bytes, config_.engine.lending);
   if (!state) {
     return std::unexpected(Error{state.error().code, options_.data_dir + ": engine snapshot at seq " +
                                                          std::to_string(snapshot.seq) + ": " +
                                                          state.error().message});
   }
-  GP_ASSIGN_OR_RETURN(engine_, RestoreEngine(config_.engine, std::move(target), std::move(attributes),
-                                               std::move(*state), env_->Now()));
+  GP_ASSIGN_OR_RETURN(engine_, RestoreEngine(config_.engine, std::move(attributes), std::move(*state), env_->Now()));
   agents_->Rebuild(engine_->state());
   GP_ASSIGN_OR_RETURN(auto scrubs, journal_->Meta("agent_scrubs"));
   if (scrubs) {

@@ -230,7 +230,7 @@ class ServerCore {
   Status OpenStores();
   void SetUpServices();
   Status Recover();
-  Status RestoreFromSnapshot(AttributeTable attributes, TargetWorkload target, const SnapshotRecord& snapshot);
+  Status RestoreFromSnapshot(AttributeTable attributes, const SnapshotRecord& snapshot);
   Status ReplayJournal(int64_t engine_seq);
   Status CheckConfigAgainstState();
   Status CheckJobLabels();

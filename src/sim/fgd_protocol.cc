@@ -66,6 +66,53 @@ Result<FgdRunResult> RunFgdProtocol(const std::vector<NodeSpec>& nodes, const st
   return result;
 }
 
+Result<FgdRunResult> RunFgdProtocolLearning(const std::vector<NodeSpec>& nodes, const std::vector<TracePod>& pods,
+                                            const FragmentationModel& frag, const PolicySpec& policy_spec,
+                                            const WorkloadLearningConfig& learning, const FgdRunOptions& options) {
+  GP_TRY(CheckWorkloadLearningConfig(learning));
+  const std::vector<Demand> prior = learning.prior.empty() ? DefaultWorkloadPrior() : learning.prior;
+  int64_t cluster_cpu = 0, cluster_gpu = 0;
+  for (const NodeSpec& n : nodes) {
+    cluster_cpu += n.cpu_milli;
+    cluster_gpu += int64_t{n.gpu_count} * kMilliPerGpu;
+  }
+  WorkloadLearner learner;
+  learner.Configure(learning);
+  TargetWorkload target;
+  Policy policy;
+  const Cluster* cluster = nullptr;
+  std::vector<int32_t> ranks;
+  Rng* rng = nullptr;
+  std::unique_ptr<Scheduler> scheduler;
+  auto rebuild = [&]() -> Status {
+    GP_ASSIGN_OR_RETURN(target, learner.BuildTarget(prior, learning.prior_weight));
+    GP_ASSIGN_OR_RETURN(policy, BuildPolicy(policy_spec, target.deps()));
+    scheduler = std::make_unique<Scheduler>(cluster, &policy, ranks, rng);
+    return {};
+  };
+  Status status;  // a rebuild's failure ends the run (no pod placed after it)
+  int64_t arrival = 0;
+  auto result = RunFgdProtocolWith(
+      nodes, pods, frag, options,
+      [&](const Cluster& c, std::vector<int32_t> r, Rng& g) {
+        cluster = &c;
+        ranks = std::move(r);
+        rng = &g;
+        status = rebuild();
+      },
+      [&](const Demand& d) -> std::optional<Placement> {
+        const Instant now = InstantFromMillis(1000 * arrival++);
+        if (status && learner.Observe(std::span<const Demand>(&d, 1), now, cluster_cpu, cluster_gpu)) {
+          status = rebuild();
+        }
+        if (!status) return std::nullopt;
+        return scheduler->Schedule(d);
+      });
+  if (!status) return std::unexpected(status.error());
+  if (result) result->policy = policy_spec.name;
+  return result;
+}
+
 Result<FgdRunResult> RunFgdProtocolWith(const std::vector<NodeSpec>& nodes, const std::vector<TracePod>& pods,
                                         const FragmentationModel& frag, const FgdRunOptions& options,
                                         const FgdStartFn& start, const FgdPlaceFn& place) {

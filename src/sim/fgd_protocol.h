@@ -38,6 +38,7 @@
 #include "src/sched/scheduler.h"
 #include "src/sched/target_workload.h"
 #include "src/config/alibaba_gpu_trace.h"
+#include "src/sched/workload_learner.h"
 
 namespace gpupool {
 
@@ -72,6 +73,15 @@ struct FgdRunResult {
 Result<FgdRunResult> RunFgdProtocol(const std::vector<NodeSpec>& nodes, const std::vector<TracePod>& pods,
                                     const TargetWorkload& target, const PolicySpec& policy,
                                     const FgdRunOptions& options);
+
+// The same with no knowledge of the pod list: the policy's target is
+// learned from the pods as they arrive (WorkloadLearner, one arrival a
+// second, cluster totals the run's), as a live pool learns it. `frag` is
+// the measure the figures report (the paper's: the pod list's typical
+// demands), not what the policy sees.
+Result<FgdRunResult> RunFgdProtocolLearning(const std::vector<NodeSpec>& nodes, const std::vector<TracePod>& pods,
+                                            const FragmentationModel& frag, const PolicySpec& policy,
+                                            const WorkloadLearningConfig& learning, const FgdRunOptions& options);
 
 // The protocol with any placement procedure: `start` is called once with
 // the run's empty cluster, the node ranks and the run's Rng (after the

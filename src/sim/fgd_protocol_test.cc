@@ -171,5 +171,29 @@ TEST(SummarizeFgdRunsTest, MeansAndSampleStandardDeviation) {
   EXPECT_DOUBLE_EQ(one.unallocated_pct_sd_at_100, 0.0);
 }
 
+// --target learned: the policy's target is learned from the pods as they
+// arrive (the daemon's learner), the run is as reproducible as the paper's
+// setup, and it differs from it (the learner starts from its prior).
+TEST(FgdProtocolTest, ALearnedTargetIsReproducibleAndNeedsNoPodList) {
+  const ProtocolSetup s = MakeSetup();
+  auto spec = FindPolicy("FGD");
+  ASSERT_TRUE(spec.has_value());
+  FgdRunOptions opt;
+  opt.seed = 7;
+  auto a = RunFgdProtocolLearning(s.nodes, s.pods, s.target.frag, *spec, {}, opt);
+  auto b = RunFgdProtocolLearning(s.nodes, s.pods, s.target.frag, *spec, {}, opt);
+  ASSERT_TRUE(a.has_value() && b.has_value()) << (a ? "" : a.error().message);
+  EXPECT_EQ(a->placements, b->placements);
+  EXPECT_TRUE(SameBytes(a->allocated_pct, b->allocated_pct));
+  const FgdRunResult oracle = RunPolicy(s, "FGD", 7);
+  EXPECT_EQ(a->pods_submitted, oracle.pods_submitted);  // the same arrivals
+  EXPECT_NE(a->placements, oracle.placements);
+  WorkloadLearningConfig bad;
+  bad.half_life = Duration(0);
+  auto refused = RunFgdProtocolLearning(s.nodes, s.pods, s.target.frag, *spec, bad, opt);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("half_life"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpupool

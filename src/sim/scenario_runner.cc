@@ -112,23 +112,14 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
     for (SimJob& j : jobs) ApplySharingBaseline(options.sharing, policy, j.spec);
   }
   GP_ASSIGN_OR_RETURN(auto plan, PlanNodes(s, world.classes));
-  int64_t cpu = 0, gpu = 0;
-  for (const NodePlan& n : plan) {
-    cpu += n.spec.cpu_milli;
-    gpu += int64_t{n.spec.gpu_count} * kMilliPerGpu;
-  }
-  std::vector<Demand> demands;
-  demands.reserve(jobs.size());
-  for (const SimJob& j : jobs) {
-    for (int r = 0; r < std::min(j.spec.replicas, 64); ++r) demands.push_back(j.spec.replica_demand(r));
-  }
-  GP_ASSIGN_OR_RETURN(auto target, TargetWorkloadOf(demands, cpu, gpu));
+  // No oracle: the placement policy learns the workload from the jobs as
+  // they arrive (EngineState::workload), as the daemon does.
 
   EngineConfig config = s.engine;
   if (options.policy) config.policy = *options.policy;
   if (options.lending) config.lending.enabled = *options.lending;
   if (options.reclaim_idle) config.reclaim.idle = *options.reclaim_idle;
-  GP_ASSIGN_OR_RETURN(auto engine, CreateEngine(config, std::move(target), std::move(world.table)));
+  GP_ASSIGN_OR_RETURN(auto engine, CreateEngine(config, std::move(world.table)));
 
   SimOptions sim_options;
   sim_options.tick = s.tick;

@@ -1,5 +1,7 @@
 #include "src/sched/plugins/fgd_plus.h"
 
+#include <vector>
+
 #include <algorithm>
 #include <cmath>
 
@@ -33,18 +35,26 @@ int64_t Stranded(const FgdPlusConfig& c, const Node& n, const Demand& d) {
 }  // namespace
 
 int64_t CpuReservePerGpuMilli(int64_t cluster_cpu_milli, int64_t cluster_gpu_milli, std::span<const Demand> demands) {
+  std::vector<WeightedDemand> weighted;
+  weighted.reserve(demands.size());
+  for (const Demand& d : demands) weighted.push_back({d, 1.0});
+  return CpuReservePerGpuMilli(cluster_cpu_milli, cluster_gpu_milli, weighted);
+}
+
+int64_t CpuReservePerGpuMilli(int64_t cluster_cpu_milli, int64_t cluster_gpu_milli,
+                              std::span<const WeightedDemand> demands) {
   if (cluster_gpu_milli <= 0) return 0;
-  int64_t cpu_only_cpu = 0, gpu_milli = 0;
-  for (const Demand& d : demands) {
+  double cpu_only_cpu = 0, gpu_milli = 0;  // exact for integer weights (sums below 2^53)
+  for (const WeightedDemand& w : demands) {
+    const Demand& d = w.demand;
     if (d.gpu_count == 0) {
-      cpu_only_cpu += d.cpu_milli;
+      cpu_only_cpu += w.weight * static_cast<double>(d.cpu_milli);
     } else {
-      gpu_milli += d.total_gpu_milli();
+      gpu_milli += w.weight * static_cast<double>(d.total_gpu_milli());
     }
   }
   const double cluster_per_gpu = static_cast<double>(cluster_cpu_milli) * kMilliPerGpu / cluster_gpu_milli;
-  const double cpu_only_per_gpu =
-      gpu_milli > 0 ? static_cast<double>(cpu_only_cpu) * kMilliPerGpu / static_cast<double>(gpu_milli) : 0.0;
+  const double cpu_only_per_gpu = gpu_milli > 0 ? cpu_only_cpu * kMilliPerGpu / gpu_milli : 0.0;
   return std::max<int64_t>(0, std::llround(kCpuReserveShare * (cluster_per_gpu - cpu_only_per_gpu)));
 }
 

@@ -51,6 +51,9 @@ FgdPlusChoice FgdPlusBestChoice(const FgdPlusConfig& config, const Node& n, cons
 // GPUs of GPU demands) over `demands`. Never negative; 0 when the cluster
 // has no GPUs.
 int64_t CpuReservePerGpuMilli(int64_t cluster_cpu_milli, int64_t cluster_gpu_milli, std::span<const Demand> demands);
+// The same over a weighted workload (each demand counts `weight` times).
+int64_t CpuReservePerGpuMilli(int64_t cluster_cpu_milli, int64_t cluster_gpu_milli,
+                              std::span<const WeightedDemand> demands);
 
 // The share of the spare CPU per GPU kept as reserve. Chosen on the default
 // Alibaba 2023 trace with seeds 0-19 (a plateau from about 0.5 to 0.65), and
