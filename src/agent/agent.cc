@@ -456,6 +456,17 @@ Result<TaskLaunch> Agent::LaunchOf(const LocalTask& t, std::string* visible) con
   l.env.emplace_back("GPUPOOL_GPU_MODE", o.gpu_mode);
   l.env.emplace_back("GPUPOOL_CHECKPOINT_DIR", checkpoint);
   l.env.emplace_back("GPUPOOL_NOTICE_FILE", notice);
+  if (!o.members.empty()) {  // SCALE-7 (docs/agent.md, "Elastic jobs")
+    std::string members;
+    for (const ReplicaMember& m : o.members) {
+      members += (members.empty() ? "" : ",") + std::to_string(m.replica) + "@" + m.node;
+    }
+    l.env.emplace_back("GPUPOOL_REPLICAS", std::to_string(o.members.size()));
+    l.env.emplace_back("GPUPOOL_MEMBERS", members);
+    l.env.emplace_back("GPUPOOL_GENERATION", std::to_string(o.generation));
+    l.env.emplace_back("GPUPOOL_MEMBERSHIP_FILE",
+                       (container ? std::string(kContainerTaskDir) : t.dir) + "/membership.json");
+  }
   return l;
 }
 
@@ -570,11 +581,40 @@ void Agent::PublishContention(const std::vector<GpuSample>& gpus, const std::map
   }
 }
 
+void Agent::WriteMembership(LocalTask& t) {
+  const TaskOrder& o = t.order;
+  if (o.members.empty() || (o.generation == t.generation_written && o.members == t.members_written)) return;
+  json members = json::array();
+  for (const ReplicaMember& m : o.members) members.push_back(json{{"replica", m.replica}, {"node", m.node}});
+  const std::string file = t.dir + "/membership.json";
+  std::error_code ec;
+  {
+    std::ofstream out(file + ".tmp", std::ios::trunc);
+    out << json{{"job", o.job}, {"replica", o.replica}, {"generation", o.generation}, {"members", members}}.dump()
+        << "\n";
+    if (!out) {
+      Log("membership_failed", {{"job", std::to_string(o.job)}, {"file", file}});
+      return;  // tried again at the next pass
+    }
+  }
+  fs::rename(file + ".tmp", file, ec);
+  if (ec) return;
+  const bool changed = t.generation_written >= 0;
+  t.members_written = o.members;
+  t.generation_written = o.generation;
+  if (changed) {
+    Log("membership", {{"job", std::to_string(o.job)}, {"replica", std::to_string(o.replica)},
+                       {"generation", std::to_string(o.generation)},
+                       {"replicas", std::to_string(o.members.size())}});
+  }
+}
+
 void Agent::StartTask(LocalTask& t) {
   const TaskOrder& o = t.order;
   SetPaths(t);
   std::error_code ec;
   for (const std::string& d : {t.dir, t.checkpoint_dir, options_.work_dir + "/logs"}) fs::create_directories(d, ec);
+  WriteMembership(t);
   std::string visible;
   Status mig_ready;
   if (o.gpu_mode == "mig") {
@@ -688,6 +728,7 @@ void Agent::Step() {
         }
       }
     }
+    if (t.state == LocalTask::State::kRunning) WriteMembership(t);
     if (t.state == LocalTask::State::kRunning && t.order.idle_notice != t.notice_written) {
       t.notice_written = t.order.idle_notice;
       std::ofstream(t.notice_file, std::ios::app)

@@ -200,7 +200,15 @@ class Agent {
     bool killed = false;
     bool notice_written = false;
     std::string mig_uuid;  // the MIG instance it started on
+    // The membership its file holds (WriteMembership); generation -1: none yet.
+    std::vector<ReplicaMember> members_written;
+    int32_t generation_written = -1;
   };
+
+  // SCALE-7: the job's replicas as the task's membership file
+  // (<task dir>/membership.json, replaced atomically) when they changed
+  // since it was last written; a task that was given no members has none.
+  void WriteMembership(LocalTask& t);
 
   Status Register();
   Status Heartbeat();

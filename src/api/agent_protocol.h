@@ -128,8 +128,17 @@ enum class TaskAction : uint8_t {
   kCheckpoint,  // ask it to checkpoint (once per attempt), then report kCheckpointed
 };
 
+// One replica of a job and the node it runs on (TaskOrder::members).
+struct ReplicaMember {
+  int32_t replica = 0;
+  std::string node;
+  friend bool operator==(const ReplicaMember&, const ReplicaMember&) = default;
+};
+
 struct TaskOrder {
   JobId job = -1;
+  // The replica's stable id (ReplicaPlacement::id): it never changes while
+  // the replica runs, whatever other replicas join or leave.
   int32_t replica = 0;
   int32_t attempt = 0;  // 1 + the job's earlier placements; a new attempt is a new process
   std::string name, tenant;
@@ -153,6 +162,13 @@ struct TaskOrder {
   int64_t cpu_milli = 0;          // the replica's CPU: a quota; 0 = none
   int64_t uid = 0;                // host uid and gid of the container's root (the tenant's range)
   int64_t uid_count = 0;          // the range's size; 0 = no user namespace
+  // Every replica of the job now (ascending ids) and how many times the job
+  // was resized in this run (SCALE-7): the agent gives them to the task at
+  // start (GPUPOOL_REPLICAS, GPUPOOL_MEMBERS) and keeps its membership file
+  // up to date, without restarting it, when they change. Protocol 2 only
+  // (an agent of protocol 1 refuses unknown fields).
+  std::vector<ReplicaMember> members;
+  int32_t generation = 0;
   friend bool operator==(const TaskOrder&, const TaskOrder&) = default;
 };
 

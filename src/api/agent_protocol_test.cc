@@ -416,5 +416,40 @@ TEST(AgentProtocolTest, WatchesAndReportsRoundTrip) {
   EXPECT_EQ(ToJson(*tb.value), ToJson(t));
 }
 
+// SCALE-7: a task order carries the job's replicas (ascending ids) and its
+// resize count; without members neither key is written.
+TEST(AgentProtocolTest, TaskMembersRoundTripAndAreCheckedNamingTheField) {
+  AgentReply a;
+  a.node_index = 0;
+  a.session = "s";
+  TaskOrder o;
+  o.job = 7;
+  o.replica = 3;
+  o.attempt = 1;
+  o.action = TaskAction::kRun;
+  o.gpu_mode = "whole";
+  o.task.command = {"train"};
+  a.tasks = {o};
+  EXPECT_FALSE(ToJson(a)["tasks"][0].contains("members"));
+  EXPECT_FALSE(ToJson(a)["tasks"][0].contains("generation"));
+  o.members = {{1, "node-a"}, {3, "node-b"}};
+  o.generation = 2;
+  a.tasks = {o};
+  const json wire = ToJson(a);
+  EXPECT_EQ(wire["tasks"][0]["members"], json::parse(R"([{"replica":1,"node":"node-a"},{"replica":3,"node":"node-b"}])"));
+  auto back = ParseAgentReply(wire);
+  ASSERT_TRUE(back.ok()) << back.error.field << ": " << back.error.message;
+  EXPECT_EQ(back.value->tasks[0], o);
+  json bad = wire;
+  bad["tasks"][0]["members"] = json::parse(R"([{"replica":3,"node":"b"},{"replica":1,"node":"a"}])");
+  auto refused = ParseAgentReply(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error.field, "tasks[0].members[1].replica");
+  bad["tasks"][0]["members"] = json::parse(R"([{"replica":1}])");
+  refused = ParseAgentReply(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error.field, "tasks[0].members[0].node");
+}
+
 }  // namespace
 }  // namespace gpupool

@@ -33,6 +33,22 @@ bool ReadPhase(const std::string& phase, const std::string& path, TaskPhase& out
 }
 
 // The checks of a task order's fields beyond their ranges.
+bool ReadMember(const json& j, const std::string& path, TaskOrder& x, ApiError* err, UnknownKeys u) {
+  FieldReader f;
+  ReplicaMember m;
+  if (!FieldReader::Open(j, path, {"replica", "node"}, &f, err, u) || !f.Require("replica", err) ||
+      !IntAs(f, "replica", m.replica, 0, INT32_MAX, err) || !f.Require("node", err) ||
+      !f.String("node", m.node, 253, err)) {
+    return false;
+  }
+  if (!x.members.empty() && x.members.back().replica >= m.replica) {
+    *err = BadField(path + ".replica", "members must be listed by ascending replica id");
+    return false;
+  }
+  x.members.push_back(std::move(m));
+  return true;
+}
+
 bool CheckTaskOrder(const TaskOrder& x, const std::string& path, ApiError* err) {
   if (!x.image.empty()) {
     if (std::string why = ImageProblem(x.image); !why.empty()) {
@@ -235,6 +251,12 @@ json TaskOrderJson(const TaskOrder& t) {
     x["uid"] = t.uid;
     x["uid_count"] = t.uid_count;
   }
+  if (!t.members.empty()) {
+    json members = json::array();
+    for (const ReplicaMember& m : t.members) members.push_back(json{{"replica", m.replica}, {"node", m.node}});
+    x["members"] = std::move(members);
+    x["generation"] = t.generation;
+  }
   return x;
 }
 
@@ -244,7 +266,7 @@ bool ReadTaskOrder(const json& j, const std::string& path, TaskOrder& x, ApiErro
   if (!FieldReader::Open(j, path, {"job", "replica", "attempt", "name", "tenant", "action", "idle_notice", "gpus",
                                    "gpu_mode", "gpu_milli", "gpu_memory_mib", "mig_profile", "mig_start", "task",
                                    "image", "shm_mib", "network_isolated", "memory_mib", "cpu_milli", "uid",
-                                   "uid_count"},
+                                   "uid_count", "members", "generation"},
                          &f, err, u) ||
       !f.Require("job", err) || !IntAs(f, "job", x.job, 1, INT64_MAX, err) ||
       !IntAs(f, "replica", x.replica, 0, INT32_MAX, err) || !IntAs(f, "attempt", x.attempt, 0, INT32_MAX, err) ||
@@ -258,7 +280,10 @@ bool ReadTaskOrder(const json& j, const std::string& path, TaskOrder& x, ApiErro
       !f.Bool("network_isolated", x.network_isolated, err) ||
       !IntAs(f, "memory_mib", x.memory_mib, 0, kMaxMib, err) ||
       !IntAs(f, "cpu_milli", x.cpu_milli, 0, kMaxCpuMilli, err) || !IntAs(f, "uid", x.uid, 0, kMaxUid, err) ||
-      !IntAs(f, "uid_count", x.uid_count, 0, kMaxUid, err) || !CheckTaskOrder(x, path, err)) {
+      !IntAs(f, "uid_count", x.uid_count, 0, kMaxUid, err) ||
+      !IntAs(f, "generation", x.generation, 0, INT32_MAX, err) ||
+      !Each(f, "members", err, [&](const json& item, const std::string& at) { return ReadMember(item, at, x, err, u); }) ||
+      !CheckTaskOrder(x, path, err)) {
     return false;
   }
   if (action != "run" && action != "checkpoint") {

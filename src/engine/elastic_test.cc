@@ -109,6 +109,45 @@ TEST(ElasticTest, ShrinksOffAFailedNodeAndKeepsRunning) {
   h.ExpectSnapshotRoundTrip();
 }
 
+// A replica keeps its id for its life (the agent keys its task by it): when
+// the first replica's node fails, the survivor is still replica 1, and a
+// replica added later gets a new id, never a departed one's.
+TEST(ElasticTest, ReplicaIdsNeverShiftWhenAReplicaLeaves) {
+  EngineHarness h(Config(1min));
+  const PoolId pool = h.Pool("gpu");
+  const TenantId t = h.Tenant("team", pool, 0, 24);
+  const NodeIndex n0 = h.Node("n0");
+  const NodeIndex n1 = h.Node("n1");
+  const JobId id = h.Submit(Elastic(h, t, 8, 1, 2));
+  h.Advance(30s);
+  ASSERT_EQ(h.job(id).placements.size(), 2u);
+  EXPECT_EQ(h.job(id).placements[0].id, 0);
+  EXPECT_EQ(h.job(id).placements[1].id, 1);
+  const NodeIndex first = h.job(id).placements[0].node;
+  const NodeIndex alive = first == n0 ? n1 : n0;
+  for (int i = 0; i < 6; ++i) {  // only the second replica's node reports
+    h.now += 20s;
+    ASSERT_TRUE(h.engine->Heartbeat(alive, h.now, h.sink).has_value());
+    h.engine->Tick(h.now, h.sink);
+  }
+  ASSERT_EQ(h.job(id).placements.size(), 1u);
+  EXPECT_EQ(h.job(id).placements[0].node, alive);
+  EXPECT_EQ(h.job(id).placements[0].id, 1);  // index 0 now, still replica 1
+  const NodeIndex n2 = h.Node("n2");
+  for (int i = 0; i < 20 && h.job(id).placements.size() < 2; ++i) {
+    h.now += 30s;
+    ASSERT_TRUE(h.engine->Heartbeat(alive, h.now, h.sink).has_value());
+    ASSERT_TRUE(h.engine->Heartbeat(n2, h.now, h.sink).has_value());
+    h.engine->Tick(h.now, h.sink);
+  }
+  ASSERT_EQ(h.job(id).placements.size(), 2u);
+  EXPECT_EQ(h.job(id).placements[0].id, 1);
+  EXPECT_EQ(h.job(id).placements[1].id, 2);
+  EXPECT_EQ(h.job(id).placements[1].node, n2);
+  EXPECT_EQ(h.job(id).next_replica_id, 3);
+  h.ExpectSnapshotRoundTrip();
+}
+
 TEST(ElasticTest, AJobAtItsMinimumIsInterruptedAsAnyOther) {
   EngineHarness h(Config(1min));
   const PoolId pool = h.Pool("gpu");

@@ -14,7 +14,7 @@
 //   allocs   [S node (-1: a free slot, nothing follows), U gpus, Demand, S owner,
 //            S mig_profile, B mig_start, S observed_extra_mib (version 7)]
 //   free     [S allocation id]
-//   jobs     [Job], ascending ids (WriteJob)
+//   jobs     [Job], ascending ids (WriteJob; version 8 adds each placement's S id and S next_replica_id)
 //   nominated [S neg_priority, S deadline_ms, S submitted_ms, S job]
 //   reservations [S job, [S node]]
 //   recut    [S moved, S beneficiary]
@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -203,7 +204,9 @@ void WriteJob(Writer& w, const Job& j) {
     w.S(r.node);
     w.U(r.gpus);
     w.S(r.allocation);
+    if (w.version() >= 8) w.S(r.id);
   }
+  if (w.version() >= 8) w.S(j.next_replica_id);
   w.S(j.preemptions);
   w.S(j.preempted_by);
   w.S(j.victims_pending);
@@ -465,8 +468,11 @@ Job ReadJob(Reader& r) {
     p.node = r.Int<NodeIndex>("placements.node");
     p.gpus = r.Int<GpuMask>("placements.gpus");
     p.allocation = r.Int<AllocationId>("placements.allocation");
+    // Version 7: replicas were named by position.
+    p.id = r.version() >= 8 ? r.Int<int32_t>("placements.id") : static_cast<int32_t>(i);
     j.placements.push_back(p);
   }
+  j.next_replica_id = r.version() >= 8 ? r.Int<int32_t>("next_replica_id") : static_cast<int32_t>(placements);
   j.preemptions = r.Int<int32_t>("preemptions");
   j.preempted_by = r.S("preempted_by");
   j.victims_pending = r.Int<int32_t>("victims_pending");
@@ -505,7 +511,12 @@ std::string JobProblem(const EngineState& s, const Job& j, std::vector<uint8_t>&
   if (j.pool >= s.pools.size()) return "runs in an unknown pool";
   if (j.placements.size() != static_cast<size_t>(spec.replicas)) return "placements do not match replicas";
   const auto& slots = s.cluster.allocation_slots();
+  std::set<int32_t> ids;
   for (const ReplicaPlacement& r : j.placements) {
+    if (r.id < 0 || r.id >= j.next_replica_id || !ids.insert(r.id).second) {
+      return "replica id " + std::to_string(r.id) + " listed twice or not below next_replica_id " +
+             std::to_string(j.next_replica_id);
+    }
     if (r.allocation < 0 || static_cast<size_t>(r.allocation) >= slots.size()) return "unknown allocation";
     const Allocation& a = slots[r.allocation];
     if (a.node < 0 || a.node != r.node || a.gpus != r.gpus || a.owner != spec.tenant) {

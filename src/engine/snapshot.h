@@ -51,7 +51,8 @@ namespace gpupool {
 // 6: the header's checksum is XXH3-64 (the payload is as in 5); 7: each
 // node's unhealthy GPUs and reported MIG modes and instances, and each
 // allocation's observed memory beyond its booking (issue 15); 8: the
-// workload learned from arrivals (WorkloadLearner, issue 16).
+// workload learned from arrivals (WorkloadLearner) and stable replica ids
+// (ReplicaPlacement::id, Job::next_replica_id), issue 16.
 // DecodeSnapshot also reads versions 4 (the container fields take their
 // defaults), 5 (the legacy checksum), 6 (every GPU healthy, nothing
 // observed beyond bookings) and 7 (nothing learned: the prior alone until

@@ -104,9 +104,10 @@ void EngineState::Occupy(Job& j, const JobPlaced& e) {
     d.reservation = j.id;
     d.allowed_pools = uint64_t{1} << e.pool;
     const AllocationId a = cluster.Allocate(r.node, d, r.gpus, j.spec.tenant);
-    j.placements.push_back(ReplicaPlacement{r.node, r.gpus, a});
+    j.placements.push_back(ReplicaPlacement{r.node, r.gpus, a, static_cast<int32_t>(i)});
     LabelNode(r.node, j.spec.labels, +1);
   }
+  j.next_replica_id = static_cast<int32_t>(e.replicas.size());
   TenantPool& tp = tenant_pool(j.spec.tenant, e.pool);
   tp.usage.gpu_milli += j.spec.total_gpu_milli();
   tp.usage.cpu_milli += j.spec.total_cpu_milli();
@@ -385,7 +386,7 @@ struct ApplyVisitor {
       d.reservation = j.id;
       d.allowed_pools = uint64_t{1} << j.pool;
       const AllocationId a = s.cluster.Allocate(r.node, d, r.gpus, j.spec.tenant);
-      kept.push_back(ReplicaPlacement{r.node, r.gpus, a});
+      kept.push_back(ReplicaPlacement{r.node, r.gpus, a, j.next_replica_id++});
       s.LabelNode(r.node, j.spec.labels, +1);
     }
     j.placements = std::move(kept);

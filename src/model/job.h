@@ -192,6 +192,11 @@ struct ReplicaPlacement {
   NodeIndex node = -1;
   GpuMask gpus = 0;
   AllocationId allocation = -1;
+  // The replica's identity for its whole run: 0..n-1 when the job is
+  // placed, then Job::next_replica_id for each one a resize adds. It never
+  // shifts when another replica leaves (the placement's index may), so a
+  // surviving replica's task is never restarted by a resize.
+  int32_t id = 0;
 };
 
 struct Job {
@@ -215,6 +220,7 @@ struct Job {
   Instant idle_since{};               // when it was suspected
   int32_t interruptions = 0;          // node failures it lived through
   int32_t resizes = 0;                // SCALE-7: JobResized events of its current run
+  int32_t next_replica_id = 0;        // the id the next added replica gets (ReplicaPlacement::id)
   Instant resharding_until{};         // SCALE-7: after its last resize, computing resumes then
 };
 

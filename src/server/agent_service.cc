@@ -109,9 +109,14 @@ void AgentService::MarkEvent(const Event& e, const EngineState& st) {
 
 void AgentService::RememberPlacement(const Job& j) {
   const int32_t attempt = Attempt(j);
+  for (const ReplicaPlacement& p : j.placements) placed_[{j.id, p.id, attempt}] = p.node;
+}
+
+int AgentService::PlacementOf(const Job& j, int32_t replica, NodeIndex node) {
   for (size_t i = 0; i < j.placements.size(); ++i) {
-    placed_[{j.id, static_cast<int32_t>(i), attempt}] = j.placements[i].node;
+    if (j.placements[i].id == replica) return j.placements[i].node == node ? static_cast<int>(i) : -1;
   }
+  return -1;
 }
 
 void AgentService::Rebuild(const EngineState& st) {
@@ -347,7 +352,7 @@ AgentService::Outcome AgentService::Register(Engine& engine, const RegisterReque
   (void)engine.Heartbeat(node, now, sink);
   // A new session; the server's start time (boot_) keeps it unique across restarts.
   sessions_[node] = boot_ + "-" + std::to_string(++next_session_);
-  agent_info_[node] = AgentInfo{r.isolation_given, r.isolation, r.metrics_url_given};
+  agent_info_[node] = AgentInfo{r.isolation_given, r.isolation, r.metrics_url_given, r.protocol >= 2};
   MarkDirty(node);
   out.reply = r.protocol >= 2 ? FullReplyOf(Current(engine.state(), node), incarnation_) : Desired(engine.state(), node);
   return out;
@@ -446,15 +451,13 @@ AgentService::TaskTally AgentService::TallyTasks(const EngineState& st, NodeInde
   TaskTally tally;
   for (const TaskReport& t : tasks) {
     const Job* j = CurrentAttempt(st, t.job, t.attempt);
-    if (!j || t.replica < 0 || t.replica >= static_cast<int32_t>(j->placements.size()) ||
-        j->placements[t.replica].node != node) {
-      continue;
-    }
+    const int index = j ? PlacementOf(*j, t.replica, node) : -1;
+    if (index < 0) continue;
     Progress& p = progress_[t.job];
     if (p.attempt != t.attempt) p = Progress{t.attempt, {}, {}};
     switch (t.phase) {
       case TaskPhase::kRunning:
-        if (t.gpu_memory_mib > 0) tally.memory.push_back({t.job, t.attempt, t.replica, t.gpu_memory_mib});
+        if (t.gpu_memory_mib > 0) tally.memory.push_back({t.job, t.attempt, index, t.gpu_memory_mib});
         if (t.util_pct >= 0) {
           auto& [attempt, pct] = tally.util[t.job];
           attempt = t.attempt;
@@ -497,7 +500,12 @@ void AgentService::ApplyTaskReports(Engine& engine, const TaskTally& tally, Inst
     if (!j || tally.failed.count(job)) continue;
     const Progress& p = progress_[job];
     const size_t replicas = j->placements.size();
-    if (p.exited.size() == replicas) {
+    // Replicas a resize removed may have reported too: count the current ones.
+    auto current = [j](const std::set<int32_t>& ids) {
+      return static_cast<size_t>(std::count_if(j->placements.begin(), j->placements.end(),
+                                               [&ids](const ReplicaPlacement& r) { return ids.count(r.id) > 0; }));
+    };
+    if (current(p.exited) == replicas) {
       // Every replica exited 0: the job is done, even if a checkpoint was
       // asked for meanwhile (Finish takes a checkpointing job).
       (void)engine.Finish(job, true, now, sink);
@@ -505,7 +513,7 @@ void AgentService::ApplyTaskReports(Engine& engine, const TaskTally& tally, Inst
       // A replica that exited has nothing left to save.
       std::set<int32_t> done = p.checkpointed;
       done.insert(p.exited.begin(), p.exited.end());
-      if (done.size() == replicas) (void)engine.CheckpointDone(job, now, sink);
+      if (current(done) == replicas) (void)engine.CheckpointDone(job, now, sink);
     }
   }
   for (const auto& [job, u] : tally.util) {
@@ -584,7 +592,7 @@ NodeDesired AgentService::ComputeNode(const EngineState& st, NodeIndex node) con
       if (p.node != node) continue;
       TaskOrder t;
       t.job = id;
-      t.replica = static_cast<int32_t>(i);
+      t.replica = p.id;
       t.attempt = Attempt(*j);
       t.name = j->spec.name;
       t.tenant = st.tenants[j->spec.tenant].name;
@@ -614,6 +622,10 @@ NodeDesired AgentService::ComputeNode(const EngineState& st, NodeIndex node) con
       t.memory_mib = d.memory_mib;
       t.cpu_milli = d.cpu_milli;
       std::tie(t.uid, t.uid_count) = TenantUidRange(j->spec.tenant);
+      for (const ReplicaPlacement& m : j->placements) t.members.push_back({m.id, st.cluster.node_name(m.node)});
+      std::sort(t.members.begin(), t.members.end(),
+                [](const ReplicaMember& a, const ReplicaMember& b) { return a.replica < b.replica; });
+      t.generation = j->resizes;
       r.tasks.push_back(DesiredTask{0, std::move(t)});
     }
   }
@@ -637,8 +649,13 @@ AgentReply AgentService::Desired(const EngineState& st, NodeIndex node) const {
   const auto info = agent_info_.find(node);
   const bool container_fields = info == agent_info_.end() || info->second.container_fields;
   if (info != agent_info_.end() && info->second.knows_pool) r.pool = d.pool;
+  const bool members = info != agent_info_.end() && info->second.knows_members;
   for (DesiredTask& t : d.tasks) {
     if (!container_fields) StripContainerFields(t.order);
+    if (!members) {
+      t.order.members.clear();
+      t.order.generation = 0;
+    }
     r.tasks.push_back(std::move(t.order));
   }
   r.scrubs = std::move(d.scrubs);

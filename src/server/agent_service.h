@@ -120,6 +120,9 @@ class AgentService {
 
  private:
   static int32_t Attempt(const Job& j) { return 1 + j.preemptions + j.interruptions; }
+  // The index in j.placements of the replica with stable id `replica` on
+  // `node`; -1 when it is not placed there (any more).
+  static int PlacementOf(const Job& j, int32_t replica, NodeIndex node);
   void Forget(JobId job);
   void AddScrub(NodeIndex node, int64_t id, GpuMask gpus);
   void ReportHealth(Engine& engine, NodeIndex node, const std::vector<GpuSample>& gpus, Instant now,
@@ -137,7 +140,7 @@ class AgentService {
   struct TaskTally {
     struct Memory {
       JobId job;
-      int32_t attempt, replica;
+      int32_t attempt, replica;  // replica: the placement's index (what the Engine takes)
       int64_t mib;
     };
     std::map<JobId, std::pair<int32_t, double>> util;  // attempt, highest utilization of its replicas here
@@ -181,6 +184,7 @@ class AgentService {
     bool container_fields = true;
     std::string isolation;
     bool knows_pool = false;  // it registered with "metrics_url": its replies carry the pool
+    bool knows_members = false;  // it registered with protocol 2: task orders carry members
   };
   std::map<NodeIndex, AgentInfo> agent_info_;
   std::vector<bool> isolation_required_;  // by pool
