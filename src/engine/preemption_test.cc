@@ -1,9 +1,13 @@
 // The preemption planner on states built by a real Engine
-// (tests/engine_harness.h); the Engine's own preemption scenarios are in
-// src/engine/engine_test.cc.
+// (tests/engine_harness.h), and the guarantee rule for jobs a node failure
+// interrupted (OPS-4 with QUOTA-1); the Engine's other preemption scenarios
+// are in src/engine/engine_test.cc.
 #include "src/engine/preemption.h"
 
 #include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
 
 #include "tests/engine_harness.h"
 
@@ -112,6 +116,121 @@ TEST(PreemptionTest, APipelineWaitsForRoomInsteadOfPreempting) {
   j.spec.stages = {testing::Whole(1, 1000), testing::Whole(1, 1000)};
   j.spec.replicas = 2;
   EXPECT_FALSE(PlanPreemption(f.h.engine->state(), BestFit(), j, f.pool, true, f.h.now).has_value());
+}
+
+// Three 8-GPU nodes, two tenants with 8 guaranteed GPUs each (elastic
+// capacity 24 - 16 = 8 GPUs); every node beats each 5 s and one silent for
+// 15 s is down (the failure detector, src/control/failure_detection.h).
+struct FailingPool {
+  FailingPool() {
+    config.policy = "BestFit";
+    config.heartbeat_timeout = 15s;
+    h = std::make_unique<EngineHarness>(config);
+    pool = h->Pool("gpu");
+    for (int n = 0; n < 3; ++n) h->Node("n" + std::to_string(n));
+    a = h->Tenant("a", pool, 8, 24);
+    b = h->Tenant("b", pool, 8, 24);
+  }
+  JobId Run(TenantId t, int gpus) {
+    const JobId id = h->Submit(h->Spec(t, gpus));
+    EXPECT_EQ(h->state(id), JobState::kRunning);
+    return id;
+  }
+  NodeIndex NodeOf(JobId j) const { return h->job(j).placements.at(0).node; }
+  // Every node but `dead` beats each 5 s for `d`, the Engine ticking after.
+  void Beat(Duration d, NodeIndex dead = -1) {
+    for (const Instant end = h->now + d; h->now < end;) {
+      h->now += 5s;
+      for (NodeIndex n = 0; n < 3; ++n) {
+        if (n != dead) ASSERT_TRUE(h->engine->Heartbeat(n, h->now, h->sink).has_value());
+      }
+      h->engine->Tick(h->now, h->sink);
+    }
+  }
+  EngineConfig config;
+  std::unique_ptr<EngineHarness> h;
+  PoolId pool = 0;
+  TenantId a = -1, b = -1;
+};
+
+TEST(PreemptionTest, AnInterruptedJobWithinItsGuaranteeTakesBorrowedCapacityBack) {
+  FailingPool f;
+  f.Beat(5s);
+  const JobId mine = f.Run(f.a, 8);      // all of a's guarantee
+  const JobId kept = f.Run(f.b, 8);      // all of b's guarantee
+  const JobId borrowed = f.Run(f.b, 8);  // b borrows the pool's elastic 8 GPUs
+  ASSERT_FALSE(f.h->job(kept).borrowed);
+  ASSERT_TRUE(f.h->job(borrowed).borrowed);
+  // a's node goes silent: its job is interrupted and queued again, within
+  // a's guarantee, in a pool with no free GPU (16 ready, all b's).
+  const NodeIndex dead = f.NodeOf(mine);
+  f.Beat(20s, dead);
+  ASSERT_EQ(f.h->Of<JobInterrupted>().size(), 1u);
+  EXPECT_EQ(f.h->Of<JobInterrupted>()[0].job, mine);
+  // b's borrowed job is checkpointed to make room; b keeps its guarantee.
+  const auto started = f.h->Of<PreemptionStarted>();
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].victim, borrowed);
+  EXPECT_EQ(started[0].preemptor, mine);
+  EXPECT_EQ(started[0].reason, PreemptReason::kGuaranteeReclaim);
+  EXPECT_EQ(f.h->state(kept), JobState::kRunning);
+  ASSERT_EQ(f.h->state(borrowed), JobState::kCheckpointing);
+  ASSERT_TRUE(f.h->engine->CheckpointDone(borrowed, f.h->now, f.h->sink).has_value());
+  EXPECT_EQ(f.h->state(mine), JobState::kRunning);
+  EXPECT_EQ(f.h->state(borrowed), JobState::kPending);
+  EXPECT_NE(f.NodeOf(mine), dead);
+}
+
+TEST(PreemptionTest, WorkWithinItsOwnGuaranteeIsNotPreemptedForAnInterruptedJob) {
+  FailingPool f;
+  f.h->Quota(f.b, f.pool, 16, 24);  // guarantees now cover the whole pool
+  f.Beat(5s);
+  const JobId mine = f.Run(f.a, 8);
+  const JobId b1 = f.Run(f.b, 8);
+  const JobId b2 = f.Run(f.b, 8);
+  ASSERT_FALSE(f.h->job(b1).borrowed);
+  ASSERT_FALSE(f.h->job(b2).borrowed);
+  // a's node fails: a is within its guarantee, but b borrows nothing, so
+  // nothing of b's is taken: a's job waits for its node.
+  const NodeIndex dead = f.NodeOf(mine);
+  f.Beat(60s, dead);
+  ASSERT_EQ(f.h->Of<JobInterrupted>().size(), 1u);
+  EXPECT_TRUE(f.h->Of<PreemptionStarted>().empty());
+  EXPECT_EQ(f.h->state(mine), JobState::kPending);
+  EXPECT_EQ(f.h->state(b1), JobState::kRunning);
+  EXPECT_EQ(f.h->state(b2), JobState::kRunning);
+  f.Beat(10s);  // the node is back, scrubbed
+  EXPECT_EQ(f.h->state(mine), JobState::kRunning);
+  EXPECT_EQ(f.NodeOf(mine), dead);
+}
+
+// C-RECOVERY's slowest re-placement: the interrupted job is borrowed work
+// (its tenant far above its guarantee), and the failure took the pool's
+// elastic capacity down to what the tenant already borrows. It has no
+// guarantee to claim, so it preempts nobody (other tenants' guaranteed work
+// least of all) and waits until the tenant's own borrowing shrinks.
+TEST(PreemptionTest, AnInterruptedBorrowedJobWaitsForElasticRoomAndPreemptsNobody) {
+  FailingPool f;
+  f.Beat(5s);
+  const JobId a1 = f.Run(f.a, 8);  // a's guarantee
+  const JobId a2 = f.Run(f.a, 8);  // a borrows the elastic 8 GPUs
+  const JobId b1 = f.Run(f.b, 4);  // b uses half its guarantee
+  ASSERT_TRUE(f.h->job(a2).borrowed);
+  // a2's node fails: 16 GPUs ready, 16 guaranteed: no elastic capacity is
+  // left for a's borrowed job although 4 GPUs (b's idle guarantee) are free.
+  const NodeIndex dead = f.NodeOf(a2);
+  ASSERT_NE(dead, f.NodeOf(a1));
+  f.Beat(60s, dead);
+  ASSERT_EQ(f.h->Of<JobInterrupted>().size(), 1u);
+  EXPECT_EQ(f.h->Of<JobInterrupted>()[0].job, a2);
+  EXPECT_TRUE(f.h->Of<PreemptionStarted>().empty());
+  EXPECT_EQ(f.h->state(a2), JobState::kPending);
+  EXPECT_EQ(f.h->state(a1), JobState::kRunning);
+  EXPECT_EQ(f.h->state(b1), JobState::kRunning);
+  // Once a's own guaranteed job ends, the borrowed one runs again.
+  ASSERT_TRUE(f.h->engine->Finish(a1, /*succeeded=*/true, f.h->now, f.h->sink).has_value());
+  f.Beat(5s, dead);
+  EXPECT_EQ(f.h->state(a2), JobState::kRunning);
 }
 
 }  // namespace

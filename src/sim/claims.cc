@@ -208,8 +208,11 @@ Result<ClaimResult> RunRecovery(const Scenario& s) {
            "the failure to the interrupted job running again, its process started (detection by heartbeat timeout, "
            "start latency, scrub and reading back its checkpoint included); placement latency = from the failure "
            "to the placement decision alone; lost work = run time since the job's last checkpoint (or start); the "
-           "goal is p99 <= 30 s; the latency includes waiting for room when the failure leaves the pool too full "
-           "for the job (borrowed work does not preempt), which is what the slowest re-placements are";
+           "goal is p99 <= 30 s; a job within its tenant's guarantee takes borrowed capacity back by preempting "
+           "other tenants' borrowed work, but a job that was itself borrowed (its tenant above its guarantee) has no "
+           "guarantee to claim: when the failure takes the pool's elastic capacity (ready GPUs minus guarantees) "
+           "below what its tenant already borrows, it waits, preempting nobody, until the tenant's own borrowed "
+           "work shrinks, which is what the slowest re-placements are";
   return c;
 }
 
