@@ -109,8 +109,9 @@ TEST_F(ElasticE2eTest, AJobGrowsAndShrinksWithoutRestartingItsSurvivingReplica) 
   EXPECT_EQ(Events({"JobResized"}).size(), 2u);
   EXPECT_TRUE(Events({"JobPreempted"}).empty());
   EXPECT_NE(kept_agent.action_log().find("\"membership\""), std::string::npos) << kept_agent.action_log();
-  // What the first replica printed at start.
-  EXPECT_NE(Logs(id).find("replica=0 of 1 members=0@" + first), std::string::npos) << Logs(id);
+  // What the first replica printed at start (logs travel with heartbeats).
+  const std::string said = "replica=0 of 1 members=0@" + first;
+  EXPECT_TRUE(WaitFor([&] { return Logs(id).find(said) != std::string::npos; }, std::chrono::seconds(10))) << Logs(id);
 }
 
 }  // namespace
