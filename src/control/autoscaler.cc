@@ -80,13 +80,15 @@ ScaleDecision Autoscaler::Observe(const PoolObservation& o) {
   const bool low_long = low && *low < c.in_util;
   const bool safe = !last_out_ || o.now >= *last_out_ + c.safety_window;
   const bool coming_back = o.forecast_utilization && *o.forecast_utilization >= c.in_util;
-  if (low_long && safe && !coming_back && o.queued_jobs == 0 && o.nodes > c.min_nodes) {
+  if (low_long && safe && !coming_back && o.queued_jobs == 0 && o.nodes > c.min_nodes && o.removable_nodes > 0) {
     const double load = *low;
     const int32_t keep = std::max<int32_t>(c.min_nodes, static_cast<int32_t>(std::ceil(o.nodes * load / c.target_util)));
+    const int32_t wanted = std::clamp(o.nodes - keep, 1, std::min(c.max_step, o.nodes - c.min_nodes));
     d.kind = ScaleDecision::Kind::kIn;
-    d.nodes = std::clamp(o.nodes - keep, 1, std::min(c.max_step, o.nodes - c.min_nodes));
+    d.nodes = std::min(wanted, o.removable_nodes);
     d.reason = "utilization " + Pct(*low) + " on average over " + std::to_string(ToMillis(c.in_for) / 1000) +
                " s, below " + Pct(c.in_util);
+    if (d.nodes < wanted) d.reason += " (" + std::to_string(d.nodes) + " of " + std::to_string(wanted) + " nodes may go)";
     Acted(o.now, false);
   }
   return d;

@@ -10,7 +10,10 @@
 //    `out_util`, or the queue holds more than `queue_threshold` jobs, or the
 //    forecast (SCALE-3) for the coming minutes exceeds `out_util`;
 //  - scale in when utilization averaged over the last `in_for` is below
-//    `in_util`, and never within `safety_window` after a scale-out;
+//    `in_util`, no job is queued, and never within `safety_window` after a
+//    scale-out; never more nodes than the observation says may go
+//    (PoolObservation::removable_nodes: the loop keeps the capacity its
+//    tenants' guarantees need, issue 16), and not at all when none may;
 //  (averages over the window, so that noise around a threshold neither
 //  triggers nor blocks an action; a window needs that much history at the
 //  current size);
@@ -26,6 +29,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -41,6 +45,9 @@ struct PoolObservation {
   int64_t queued_jobs = 0;
   int32_t nodes = 0;       // ready nodes (joining ones count as the provider reports them)
   std::optional<double> forecast_utilization;  // expected soon, at today's size (SCALE-3)
+  // How many nodes a scale-in may remove at most (what the loop can drain
+  // without going below its floor); unbounded by default.
+  int32_t removable_nodes = std::numeric_limits<int32_t>::max();
 };
 
 struct ScaleDecision {

@@ -148,6 +148,24 @@ TEST(AutoscalerTest, AForecastPreScalesAndHoldsOffAScaleIn) {
   }
 }
 
+TEST(AutoscalerTest, AScaleInRemovesNoMoreNodesThanMayGo) {
+  AutoscalerConfig c = Quiet();
+  c.safety_window = minutes(0);
+  auto a = Autoscaler::Create(c);
+  ASSERT_TRUE(a.has_value());
+  // Idle, 10 nodes, none may go: no action however long it lasts.
+  PoolObservation o{Instant{}, 0.0, 0, 10, std::nullopt, 0};
+  for (; o.now < Instant{} + minutes(30); o.now += seconds(30)) {
+    EXPECT_EQ(a->Observe(o).kind, ScaleDecision::Kind::kNone);
+  }
+  // Two may go: two go, and the reason says the step was cut.
+  o.removable_nodes = 2;
+  const ScaleDecision d = a->Observe(o);
+  ASSERT_EQ(d.kind, ScaleDecision::Kind::kIn);
+  EXPECT_EQ(d.nodes, 2);
+  EXPECT_NE(d.reason.find("(2 of 4 nodes may go)"), std::string::npos) << d.reason;
+}
+
 TEST(AutoscalerTest, BadSettingsNameTheField) {
   auto field = [](AutoscalerConfig c) {
     auto a = Autoscaler::Create(c);

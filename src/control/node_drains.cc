@@ -1,18 +1,21 @@
-// Drains for a scale-in (SCALE-4/6) and for nodes going back to the pool
-// that lent them (POOL-3); see src/control/pool_autoscaling.h.
+// Drains for a scale-in (SCALE-4/6; never below the capacity the tenants'
+// guarantees need, issue 16) and for nodes going back to the pool that lent
+// them (POOL-3); see src/control/pool_autoscaling.h.
 #include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "src/control/pool_autoscaling.h"
 #include "src/engine/queries.h"
 
 namespace gpupool {
+namespace {
 
-void PoolAutoscaling::DrainNodes(PoolId pool, int32_t count, const std::string& reason, const EngineView& view,
-                                 Actions& act) {
-  const EngineState& s = view.state();
-  // Candidates: ready nodes of the pool held for nobody. Capacity that runs
-  // reserved tenants' work goes last; then empty, then least used
-  // (fragmented) nodes first; then the highest index (the newest).
+// Ready nodes of `pool` held for nobody, in drain order (ScaleInNodes).
+std::vector<NodeIndex> DrainCandidates(const EngineState& s, PoolId pool) {
+  // Capacity that runs reserved tenants' work goes last; then empty, then
+  // least used (fragmented) nodes first; then the highest index (the newest).
   struct Candidate {
     bool reserved_work;
     bool own;  // not borrowed from another pool (borrowed nodes go back first)
@@ -39,8 +42,48 @@ void PoolAutoscaling::DrainNodes(PoolId pool, int32_t count, const std::string& 
     if (a.used_milli != b.used_milli) return a.used_milli < b.used_milli;
     return a.node > b.node;
   });
-  if (static_cast<int32_t>(candidates.size()) > count) candidates.resize(count);
-  for (const Candidate& c : candidates) StartDrain(c.node, reason, view, act);
+  std::vector<NodeIndex> nodes;
+  nodes.reserve(candidates.size());
+  for (const Candidate& c : candidates) nodes.push_back(c.node);
+  return nodes;
+}
+
+std::string Gpus(int64_t milli) {  // "16", "2.5"
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(milli) / kMilliPerGpu);
+  return buf;
+}
+
+}  // namespace
+
+Result<std::vector<NodeIndex>> ScaleInNodes(const EngineState& s, PoolId pool, int32_t count) {
+  const std::vector<NodeIndex> candidates = DrainCandidates(s, pool);
+  // The floor: ready GPU capacity left >= the tenants' guarantees.
+  const int64_t floor = GuaranteedMilli(s, pool);
+  int64_t ready = s.pool_ready_gpu_milli(pool);
+  std::vector<NodeIndex> chosen;
+  for (NodeIndex n : candidates) {
+    if (static_cast<int32_t>(chosen.size()) >= count) break;
+    const int64_t gpus = s.cluster.node(n).gpu_milli_total();
+    if (gpus > 0 && ready - gpus < floor) continue;  // a smaller node further on may still go
+    ready -= gpus;
+    chosen.push_back(n);
+  }
+  if (chosen.empty() && !candidates.empty() && count > 0) {
+    return FailedPrecondition("pool '" + s.pools[pool].name + "': no node may drain, its tenants are guaranteed " +
+                              Gpus(floor) + " GPUs and it has " + Gpus(s.pool_ready_gpu_milli(pool)) + " ready");
+  }
+  return chosen;
+}
+
+void PoolAutoscaling::DrainNodes(PoolId pool, int32_t count, const std::string& reason, const EngineView& view,
+                                 Actions& act) {
+  // The rule was told how many may go (PoolObservation::removable_nodes), so
+  // the floor refuses nothing here unless the state changed in between;
+  // then nothing drains.
+  const Result<std::vector<NodeIndex>> nodes = ScaleInNodes(view.state(), pool, count);
+  if (!nodes) return;
+  for (NodeIndex n : *nodes) StartDrain(n, reason, view, act);
 }
 
 void PoolAutoscaling::StartDrain(NodeIndex n, const std::string& reason, const EngineView& view, Actions& act) {

@@ -2,8 +2,50 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include "src/engine/queries.h"
 
 namespace gpupool {
+namespace {
+
+struct QueuedDemand {
+  int64_t jobs = 0;
+  int64_t gpu_milli = 0;
+};
+
+// Tenant t's queued jobs that may use `pool` and that its quota there would
+// admit on new nodes (pool_autoscaling.h, "queued demand"): in queue order,
+// each while its GPUs fit the headroom the jobs before it left. Jobs room
+// is being made for (preemption or a MIG re-cut, PART-5: vertical scaling
+// serves them without a new node) are left out.
+QueuedDemand AdmissibleQueue(const EngineState& s, TenantId t, PoolId pool) {
+  if (s.tenant_pool(t, pool).quota.elastic_limit_milli == 0) return {};  // no quota: never admitted there
+  std::vector<std::pair<QueueKey, int64_t>> jobs;  // (queue key, GPU milli)
+  int64_t total = 0;
+  for (const auto& [key, group] : s.queue.find_tenant(t)->groups) {
+    if (!(key.pools >> pool & 1)) continue;
+    for (const QueueKey& k : group.jobs) {
+      const Job& j = s.job(k.job);
+      if (j.victims_pending > 0) continue;
+      jobs.emplace_back(k, j.spec.total_gpu_milli());
+      total += jobs.back().second;
+    }
+  }
+  int64_t headroom = QuotaHeadroom(s, t, pool);
+  if (total <= headroom) return {static_cast<int64_t>(jobs.size()), total};  // all fit: order does not matter
+  std::sort(jobs.begin(), jobs.end());  // queue order across groups
+  QueuedDemand d;
+  for (const auto& [key, milli] : jobs) {
+    if (milli > headroom) continue;  // placement passes it over too: a later, smaller job may fit
+    headroom -= milli;
+    ++d.jobs;
+    d.gpu_milli += milli;
+  }
+  return d;
+}
+
+}  // namespace
 
 PoolAutoscaling::PoolAutoscaling(std::vector<PoolScalingConfig> scaling, bool borrow_between_pools)
     : scaling_(std::move(scaling)), borrow_between_pools_(borrow_between_pools) {}
@@ -85,20 +127,12 @@ PoolAutoscaling::PoolLoad PoolAutoscaling::ObservePool(PoolId pool, const Engine
     }
     allocated = std::max<int64_t>(allocated, 0);
   }
-  // Pending jobs that may use the pool, and their GPUs.
+  // Pending jobs that may use the pool and that quota would admit there.
   int64_t queued = 0, queued_milli = 0;
   for (TenantId t : s.queue.tenants()) {
-    for (const auto& [key, group] : s.queue.find_tenant(t)->groups) {
-      if (!(key.pools >> pool & 1)) continue;
-      for (const QueueKey& k : group.jobs) {
-        const Job& j = s.job(k.job);
-        // Room is being made for it (preemption or a MIG re-cut, PART-5:
-        // vertical scaling serves it without a new node).
-        if (j.victims_pending > 0) continue;
-        ++queued;
-        queued_milli += j.spec.total_gpu_milli();
-      }
-    }
+    const QueuedDemand d = AdmissibleQueue(s, t, pool);
+    queued += d.jobs;
+    queued_milli += d.gpu_milli;
   }
   PoolLoad load;
   PoolObservation& o = load.observation;
@@ -106,6 +140,13 @@ PoolAutoscaling::PoolLoad PoolAutoscaling::ObservePool(PoolId pool, const Engine
   o.utilization = capacity > 0 ? static_cast<double>(allocated) / static_cast<double>(capacity) : (queued > 0 ? 1 : 0);
   o.queued_jobs = queued;
   o.nodes = ready + s.pool_scaling[pool].requested_nodes;
+  // Issue 16: a scale-in keeps the capacity the guarantees need. Without
+  // guarantees in the pool the rule stays unbounded (DrainNodes drains the
+  // candidates there are).
+  if (GuaranteedMilli(s, pool) > 0) {
+    const Result<std::vector<NodeIndex>> removable = ScaleInNodes(s, pool, std::numeric_limits<int32_t>::max());
+    o.removable_nodes = removable ? static_cast<int32_t>(removable->size()) : 0;
+  }
   load.demand_milli = allocated + queued_milli;
   return load;
 }

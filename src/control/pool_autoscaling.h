@@ -4,12 +4,22 @@
 // the drains have progressed:
 //  - observes the pool: utilization of its ready nodes (allocated GPU milli,
 //    less what elastic jobs grew onto beyond their minimum, over their GPU
-//    milli), pending jobs that may use it (but not those that preemption or
-//    a MIG re-cut is making room for: vertical scaling serves them), nodes
-//    (ready plus those requested and not yet joined) and, with forecasting
-//    on, the demand (allocated plus queued GPU milli) forecast `ahead` from
-//    now over the capacity at today's size; the rule (src/control/
-//    autoscaler.h) decides;
+//    milli), the queued demand its tenants' quotas would admit on new nodes
+//    (the next item), nodes (ready plus those requested and not yet
+//    joined), how many nodes a scale-in may drain (ScaleInNodes below) and,
+//    with forecasting on, the demand (allocated plus that queued GPU milli)
+//    forecast `ahead` from now over the capacity at today's size; the rule
+//    (src/control/autoscaler.h) decides;
+//  - queued demand (issue 16: scaling obeys placement's quota rules): per
+//    tenant, its queued jobs that may use the pool, in queue order, each
+//    counted while its GPUs fit what is left of the tenant's headroom there
+//    (QuotaHeadroom, src/engine/queries.h: its elastic limit less what it
+//    holds, the limit placement's admission applies); none where it has no
+//    quota. The pool-wide half of admission (borrowing within the elastic
+//    capacity, MayBorrow) is left out: new nodes add that capacity. Not
+//    counted either: jobs that preemption or a MIG re-cut is making room
+//    for (vertical scaling serves them). So a tenant at its limit with a
+//    long queue neither drives a scale-out nor holds off a scale-in;
 //  - scale-out: first the nodes the pool lent are asked back, then empty
 //    nodes of other pools are borrowed (POOL-3, EngineConfig::
 //    borrow_between_pools, NodeLent); ScaleOutRequested for the rest of the
@@ -20,14 +30,21 @@
 //    quota in its pool first (QUOTA-5);
 //  - scale-in: drains the rule's step of nodes, chosen so that capacity
 //    held for reserved tenants goes last, borrowed nodes first, and empty,
-//    then least used (fragmented) nodes first (QUOTA-5, FRAG-3):
+//    then least used (fragmented) nodes first (QUOTA-5, FRAG-3), and never
+//    below the guarantees' floor (issue 16): the pool's ready GPU capacity
+//    stays at least the sum of its tenants' guarantees (GuaranteedMilli,
+//    src/engine/queries.h), whatever the utilization, as a guarantee is a
+//    promise of capacity (min_nodes may keep more); where the pool has
+//    guarantees the rule is told how many nodes may go, so it does not act
+//    when none may:
 //    NodeDrainStarted, then elastic jobs shrink off the node (JobResized,
 //    SCALE-7) and each other running job there that can move does
 //    (checkpoint first when it can; stateless online inference at once:
 //    PreemptionStarted with reason kDrain) and queues again; the others
 //    finish, or are stopped at `drain_timeout`; an empty drained node is
 //    removed (NodeRemoved), or goes back to its pool when it was borrowed
-//    (NodeReturned);
+//    (NodeReturned). Only scale-in keeps the floor: a lender asking its
+//    node back (POOL-3) drains it regardless, the node being the lender's;
 //  - warm pool: the largest scale-out of the last `lookback`, at most
 //    `max_nodes` (WarmPoolSized when it changes).
 //
@@ -49,6 +66,18 @@
 #include "src/engine/control_loop.h"
 
 namespace gpupool {
+
+// Scale-in's choice (src/control/node_drains.cc): at most `count` nodes of
+// `pool` to drain, in drain order. Candidates are its ready nodes held for
+// nobody, ordered: those running reserved tenants' work last, borrowed
+// nodes first, then least used (GPU, then CPU), then the newest. A
+// candidate with GPUs is passed over when draining it, after those chosen
+// before it, would leave the pool less ready GPU capacity
+// (EngineState::pool_ready_gpu_milli) than GuaranteedMilli. Empty when the
+// pool has no candidate or count <= 0; fails (FailedPrecondition, naming
+// the pool, the guaranteed GPUs and its ready GPUs) when it has candidates
+// but the floor keeps every one.
+Result<std::vector<NodeIndex>> ScaleInNodes(const EngineState& s, PoolId pool, int32_t count);
 
 class PoolAutoscaling final : public PoolAutoscaler {
  public:

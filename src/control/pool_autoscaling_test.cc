@@ -156,6 +156,35 @@ TEST(ScalingTest, ADrainTimeoutStopsWhatWouldNotLeave) {
   }
 }
 
+// Issue 16: scale-in keeps the capacity the tenants' guarantees need.
+TEST(ScalingTest, ScaleInStopsAtTheCapacityTheGuaranteesNeedEvenWhenIdle) {
+  ScalingHarness h;
+  const EngineState& s = h.engine->state();
+  h.Node("n1");
+  h.Node("n2");
+  // 24 GPUs, none in use; 16 of them guaranteed to the tenant.
+  h.Quota(h.tenant, h.pool, 16, 64);
+  h.Advance(30min);
+  // The rule would go down to min_nodes (1 node: 2 of 3 in one step), but
+  // only one node may go.
+  const auto drains = h.Of<NodeDrainStarted>();
+  ASSERT_EQ(drains.size(), 1u);
+  EXPECT_NE(drains[0].reason.find("(1 of 2 nodes may go)"), std::string::npos) << drains[0].reason;
+  EXPECT_EQ(h.Of<NodeRemoved>().size(), 1u);
+  EXPECT_EQ(s.pool_ready_gpu_milli(h.pool), 16 * kMilliPerGpu);
+  // Asked for more, the choice says why it cannot.
+  const auto none = ScaleInNodes(s, h.pool, 1);
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(none.error().message,
+            "pool 'gpu': no node may drain, its tenants are guaranteed 16 GPUs and it has 16 ready");
+  // Without the guarantee the idle pool goes down to min_nodes.
+  h.Quota(h.tenant, h.pool, 0, 64);
+  h.Advance(30min);
+  EXPECT_EQ(h.Of<NodeRemoved>().size(), 2u);
+  EXPECT_EQ(s.pool_ready_gpu_milli(h.pool), 8 * kMilliPerGpu);
+}
+
 TEST(ScalingTest, BadSettingsNameTheField) {
   PoolScalingConfig c;
   c.pool = "gpu";
@@ -198,6 +227,44 @@ TEST(PoolAutoscalingTest, ALongQueueAsksTheProviderAndTheWarmPoolFollows) {
   loop.Tick(f, f);
   ASSERT_EQ(f.Of<WarmPoolSized>().size(), 2u);
   EXPECT_EQ(f.Of<WarmPoolSized>()[1].nodes, 0);
+}
+
+// A job of `tenant`, queued, asking for `gpus` whole GPUs of pool 0.
+JobId QueueFor(testing::FakeEngineView& f, TenantId tenant, int gpus) {
+  JobSpec spec;
+  spec.tenant = tenant;
+  spec.demand = Whole(gpus, 1000);
+  spec.demand.allowed_pools = 1;
+  spec.replicas = 1;
+  const JobId id = f.state().next_job_id;
+  f.Apply(JobSubmitted{id, spec});
+  return id;
+}
+
+// Issue 16: a queued job counts as demand only when its tenant's quota
+// would admit it on new nodes.
+TEST(PoolAutoscalingTest, QueuedJobsCountOnlyWhereTheirTenantsQuotaWouldAdmitThem) {
+  testing::FakeEngineView f;
+  f.scaling = {QueueTriggered()};  // more than 2 queued jobs: scale out
+  PoolAutoscaling loop(f.scaling, /*borrow_between_pools=*/false);
+  f.Node("a");
+  // Tenant "capped" may hold 4 GPUs in the pool and holds 2.
+  f.Apply(TenantAdded{1, "capped"});
+  f.Apply(QuotaSet{1, 0, Quota{0, 4 * kMilliPerGpu, 1, false}});
+  const JobId running = QueueFor(f, 1, 2);
+  f.Apply(JobPlaced{running, 0, false, {PlacedReplica{0, 0b11}}});
+  // In queue order: 4 GPUs (over its headroom of 2: not counted), then
+  // three of 1 GPU (the first two fit what is left, the third does not).
+  QueueFor(f, 1, 4);
+  for (int i = 0; i < 3; ++i) QueueFor(f, 1, 1);
+  loop.Tick(f, f);
+  EXPECT_TRUE(f.Of<ScaleOutRequested>().empty());  // 2 jobs count, not 4
+  // A tenant with headroom (tenant 0, no limit to speak of) tips it over.
+  f.clock += 1min;
+  f.Queue();
+  loop.Tick(f, f);
+  ASSERT_EQ(f.Of<ScaleOutRequested>().size(), 1u);
+  EXPECT_EQ(f.Of<ScaleOutRequested>()[0].reason, "3 jobs queued (threshold 2)");
 }
 
 TEST(PoolAutoscalingTest, ANodeThePoolLentComesBackBeforeTheProviderIsAsked) {

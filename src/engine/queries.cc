@@ -45,10 +45,21 @@ uint64_t PoolsWantedByQueue(const EngineState& s) {
   return wanted;
 }
 
+int64_t QuotaHeadroom(const EngineState& s, TenantId t, PoolId p, int64_t freed) {
+  const TenantPool& tp = s.tenant_pool(t, p);
+  return tp.quota.elastic_limit_milli - (tp.usage.gpu_milli - freed);
+}
+
+int64_t GuaranteedMilli(const EngineState& s, PoolId p) {
+  int64_t guaranteed = 0;
+  for (const Tenant& t : s.tenants) guaranteed += t.pools[p].quota.guaranteed_milli;
+  return guaranteed;
+}
+
 bool MayBorrow(const EngineState& s, TenantId t, PoolId p, int64_t need, int64_t freed) {
+  if (need > QuotaHeadroom(s, t, p, freed)) return false;
   const TenantPool& tp = s.tenant_pool(t, p);
   const int64_t usage = tp.usage.gpu_milli - freed;
-  if (usage + need > tp.quota.elastic_limit_milli) return false;
   // The elastic capacity of the pool: what no tenant's effective guarantee
   // holds. Borrowing across tenants must stay within it.
   int64_t guaranteed = 0, borrowed = 0;

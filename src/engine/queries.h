@@ -24,10 +24,26 @@ std::vector<const Job*> MovableJobsOn(const EngineState& s, NodeIndex n, GpuMask
 // pools where its tenant has quota.
 uint64_t PoolsWantedByQueue(const EngineState& s);
 
+// QUOTA-1, the tenant's half of admission: how many more GPU milli tenant t
+// may hold in pool p under its elastic limit, once `freed` GPU milli of its
+// own work there has stopped: limit - (usage - freed), negative when it
+// holds more. A job of `need` GPU milli is admitted in p only when need is
+// at most this (MayBorrow; within the guarantee it always is, as the
+// guarantee is at most the limit), and only where the tenant has quota
+// (elastic limit above 0). The pool autoscaler counts queued demand with it
+// (src/control/pool_autoscaling.h).
+int64_t QuotaHeadroom(const EngineState& s, TenantId t, PoolId p, int64_t freed = 0);
+
 // QUOTA-1: may tenant t borrow `need` more GPU milli in pool p (its elastic
-// limit, and the pool's elastic capacity left after every effective
-// guarantee), once `freed` GPU milli of its own work there has stopped?
+// limit, QuotaHeadroom, and the pool's elastic capacity left after every
+// effective guarantee), once `freed` GPU milli of its own work there has
+// stopped?
 bool MayBorrow(const EngineState& s, TenantId t, PoolId p, int64_t need, int64_t freed = 0);
+
+// The GPU milli that pool p's tenants are guaranteed: the sum over tenants
+// of Quota::guaranteed_milli there (the whole guarantee, lent part
+// included: lending, QUOTA-3, is taken back on demand).
+int64_t GuaranteedMilli(const EngineState& s, PoolId p);
 
 // j's demand as it asks for room in pool p alone, counting nodes held for
 // j (NodesReserved) as free: for planning a preemption or a re-cut.
