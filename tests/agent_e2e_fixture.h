@@ -47,6 +47,19 @@ inline json CheckpointingTrainer() {
           "\"$f.tmp\" \"$f\"; fi; done"};
 }
 
+// The `start` lines of job `id` in an agent's action log, in order.
+inline std::vector<json> StartLines(const AgentProcess& agent, int64_t id) {
+  std::vector<json> out;
+  std::istringstream lines(agent.action_log());
+  for (std::string line; std::getline(lines, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("action", "") == "start" && j.value("job", "") == std::to_string(id)) {
+      out.push_back(std::move(j));
+    }
+  }
+  return out;
+}
+
 inline bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <sstream>
 
 #include "tests/agent_e2e_fixture.h"
 
@@ -30,14 +29,9 @@ server:
 
 // The unix_ms of the first `start` of job `id` in an agent's action log.
 std::optional<int64_t> StartOf(const AgentProcess& agent, int64_t id) {
-  std::istringstream lines(agent.action_log());
-  for (std::string line; std::getline(lines, line);) {
-    const json j = json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("action", "") == "start" && j.value("job", "") == std::to_string(id)) {
-      return j.value("unix_ms", int64_t{0});
-    }
-  }
-  return std::nullopt;
+  const std::vector<json> starts = StartLines(agent, id);
+  if (starts.empty()) return std::nullopt;
+  return starts.front().value("unix_ms", int64_t{0});
 }
 
 int64_t NowUnixMs() {

@@ -6,8 +6,6 @@
 // its membership file, which the agent rewrites on every resize.
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "tests/agent_e2e_fixture.h"
 
 namespace gpupool::testing {
@@ -32,13 +30,7 @@ server:
   // The pids of job `id`'s `start` lines in an agent's action log.
   static std::vector<std::string> StartPids(const AgentProcess& agent, int64_t id) {
     std::vector<std::string> pids;
-    std::istringstream lines(agent.action_log());
-    for (std::string line; std::getline(lines, line);) {
-      const json j = json::parse(line, nullptr, false);
-      if (j.is_object() && j.value("action", "") == "start" && j.value("job", "") == std::to_string(id)) {
-        pids.push_back(j.value("pid", ""));
-      }
-    }
+    for (const json& start : StartLines(agent, id)) pids.push_back(start.value("pid", ""));
     return pids;
   }
   // A replica's membership file, parsed (null while there is none).
