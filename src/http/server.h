@@ -104,7 +104,7 @@ struct ServerStats {
   int64_t connections = 0;       // open now, all listeners
   int64_t pending = 0;           // exchanges awaiting an answer now
   int64_t shed = 0;              // kBusy answers so far
-  int64_t timed_out = 0;         // kTimeout answers so far
+  int64_t timed_out = 0;         // kTimeout answers so far (counted just after the answer is handed over)
   int64_t deadline_closed = 0;   // connections closed by header, body or idle deadlines so far
   int64_t clients_gone = 0;      // pending exchanges whose client went away so far
 };
