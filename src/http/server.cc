@@ -444,8 +444,8 @@ void Server::SweepConnections(Clock::time_point now) {
       const int64_t d = conn->deadline_ms.load();
       if (d == 0 || d > now_ms) continue;
       conn->deadline_ms = 0;
+      ++deadline_closed_;  // before the client can see the close
       ::shutdown(conn->fd, SHUT_RDWR);
-      ++deadline_closed_;
     }
   }
 }
