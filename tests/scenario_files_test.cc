@@ -163,18 +163,17 @@ TEST(SimClaimsTest, EachClaimReportsTheSeedFigureOursAndABaseline) {
   EXPECT_GE(figure("C-PART", "measured", "interference_reduction_pct"), 38.0);  // 65.6
   EXPECT_LT(part["measured"]["interference_slowdown_pct"].get<double>(),
             part["baseline"]["time_slice_only_interference_slowdown_pct"].get<double>());
-  // Recovery: every interrupted job is placed again, within the goal at p95.
-  // Not at p99: a job that was itself borrowed (its tenant above its
-  // guarantee) preempts nobody and waits when the failure takes the pool's
-  // elastic capacity below what its tenant borrows (PreemptionTest.
-  // AnInterruptedBorrowedJobWaitsForElasticRoomAndPreemptsNobody); one
-  // within its guarantee takes borrowed capacity back (PreemptionTest.
-  // AnInterruptedJobWithinItsGuaranteeTakesBorrowedCapacityBack). Running
-  // again takes the start latency and the restore on top.
+  // Recovery (OPS-4): every interrupted job is placed again within 30 s at
+  // p99. One within its tenant's guarantee takes borrowed capacity back
+  // (PreemptionTest.AnInterruptedJobWithinItsGuaranteeTakesBorrowedCapacityBack);
+  // one that was itself borrowed may take other tenants' unused guarantees
+  // (PreemptionTest.AnInterruptedBorrowedJobTakesAnotherTenantsUnusedGuarantee
+  // UntilItIsWanted). Running again takes the start latency and the restore
+  // on top.
   const auto& rec = by_id.at("C-RECOVERY");
   EXPECT_GT(rec["measured"]["interruptions"].get<int>(), 0);
   EXPECT_EQ(rec["measured"]["not_replaced"].get<int>(), 0);
-  EXPECT_LE(rec["measured"]["placement_latency_s_p95"].get<double>(), 30.0);
+  EXPECT_LE(rec["measured"]["placement_latency_s_p99"].get<double>(), 30.0);  // 19.8
   EXPECT_LE(rec["measured"]["replace_latency_s_p50"].get<double>(), 60.0);
   EXPECT_GT(rec["measured"]["replace_latency_s_p50"].get<double>(),
             rec["measured"]["placement_latency_s_p50"].get<double>());
@@ -184,6 +183,17 @@ TEST(SimClaimsTest, EachClaimReportsTheSeedFigureOursAndABaseline) {
   EXPECT_GE(figure("C-TOPO", "measured", "cross_rack_traffic_reduction_pct"), 55.0);  // 97.9
   EXPECT_GE(figure("C-TOPO", "measured", "comm_overhead_reduction_pct"), 50.0);       // 86.5
   EXPECT_LT(topo["measured"]["spanning_racks_pct"].get<double>(), topo["baseline"]["spanning_racks_pct"].get<double>());
+  // The whole system against whole GPUs, static quotas, no reclamation, no
+  // scaling: more of the GPUs in service busy, more of the jobs served,
+  // fewer GPUs in service, and no operator task left to a person.
+  const auto& ops = by_id.at("C-OPS");
+  EXPECT_GE(figure("C-OPS", "measured", "gpu_utilization_gain_pct"), 18.0);  // 29.5
+  EXPECT_GT(figure("C-OPS", "measured", "jobs_completed"), figure("C-OPS", "baseline", "jobs_completed"));
+  EXPECT_LE(figure("C-OPS", "measured", "gpu_hours_in_service_change_pct"), -8.0);  // -15.2
+  EXPECT_EQ(ops["measured"]["operator_tasks_left_to_a_person"].get<int>(), 0);
+  EXPECT_EQ(ops["baseline"]["operator_tasks_left_to_a_person"].get<int>(), 5);
+  ASSERT_EQ(ops["measured"]["operator_tasks"].size(), 5u);
+  for (const auto& t : ops["measured"]["operator_tasks"]) EXPECT_TRUE(t["automatic_in_ours"].get<bool>()) << t.dump();
   // Scaling, defragmentation and regions read traces: checked when here.
   for (const char* id : {"C-SCALE", "C-DEFRAG", "C-REGION"}) {
     const auto& c = by_id.at(id);
@@ -199,6 +209,10 @@ TEST(SimClaimsTest, EachClaimReportsTheSeedFigureOursAndABaseline) {
     EXPECT_LE(fixed["queue_wait_p99_s"].get<double>(), fixed["target_queue_wait_p99_s"].get<double>());
     EXPECT_LT(fixed["fixed_nodes"].get<double>(), fixed["autoscaled_peak_nodes"].get<double>());
     EXPECT_EQ(scale["measured"]["drained_lost_work_s"].get<double>(), 0);
+    // The cost change has the sign of the difference: negative = cheaper.
+    const double change = scale["measured"]["cost_change_pct"].get<double>();
+    const double diff = scale["measured"]["cost"].get<double>() - fixed["cost"].get<double>();
+    EXPECT_NEAR(change, 100.0 * diff / fixed["cost"].get<double>(), 0.01);
   }
   if (const auto& defrag = by_id.at("C-DEFRAG"); !defrag.contains("skipped") || !defrag["skipped"].is_string()) {
     EXPECT_GT(defrag["measured"]["migrations"].get<double>(), 0);
@@ -208,7 +222,7 @@ TEST(SimClaimsTest, EachClaimReportsTheSeedFigureOursAndABaseline) {
     EXPECT_GT(defrag["measured"]["move_downtime_hours"].get<double>(), 0);  // moves are not free
   }
   if (const auto& region = by_id.at("C-REGION"); !region.contains("skipped") || !region["skipped"].is_string()) {
-    EXPECT_LE(region["measured"]["cost_saving_pct"].get<double>(), -6.5);  // -11.9 (a cost change: negative saves)
+    EXPECT_LE(region["measured"]["cost_change_pct"].get<double>(), -6.5);  // -11.9 (a cost change: negative saves)
     EXPECT_EQ(region["measured"]["latency_slo_violations"].get<int>(), 0);
   }
   // Reclamation needs the GenAI duty cycles: measured when they are here.

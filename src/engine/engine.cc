@@ -602,7 +602,8 @@ Engine::Admission Engine::Admit(const Job& j) const {
     const TenantPool& tp = state_.tenant_pool(t, p);
     if (tp.quota.elastic_limit_milli == 0) continue;
     const bool within = tp.usage.gpu_milli + need <= tp.effective_guarantee();
-    if (!within && !MayBorrow(state_, t, p, need)) {
+    const bool recovering = j.interruptions > 0;  // a node failure interrupted it (OPS-4)
+    if (!within && !MayBorrow(state_, t, p, need) && !(recovering && MayBorrowToRecover(state_, t, p, need))) {
       if (tp.usage.gpu_milli + need > tp.quota.elastic_limit_milli && !a.quota_limited) a.quota_limited = p;
       continue;
     }

@@ -204,11 +204,47 @@ TEST(PreemptionTest, WorkWithinItsOwnGuaranteeIsNotPreemptedForAnInterruptedJob)
   EXPECT_EQ(f.NodeOf(mine), dead);
 }
 
-// C-RECOVERY's slowest re-placement: the interrupted job is borrowed work
-// (its tenant far above its guarantee), and the failure took the pool's
-// elastic capacity down to what the tenant already borrows. It has no
-// guarantee to claim, so it preempts nobody (other tenants' guaranteed work
-// least of all) and waits until the tenant's own borrowing shrinks.
+// The failure took the pool's elastic capacity down to what a's job
+// borrowed. Interrupted, that job may borrow the guarantee b leaves unused
+// (MayBorrowToRecover), so it runs again at once; it stays borrowed, and b
+// takes its guarantee back by preemption as soon as it wants it.
+TEST(PreemptionTest, AnInterruptedBorrowedJobTakesAnotherTenantsUnusedGuaranteeUntilItIsWanted) {
+  FailingPool f;
+  f.Beat(5s);
+  const JobId a1 = f.Run(f.a, 8);  // a's guarantee
+  const JobId a2 = f.Run(f.a, 8);  // a borrows the elastic 8 GPUs; b runs nothing
+  ASSERT_TRUE(f.h->job(a2).borrowed);
+  const NodeIndex dead = f.NodeOf(a2);
+  ASSERT_NE(dead, f.NodeOf(a1));
+  f.Beat(20s, dead);
+  ASSERT_EQ(f.h->Of<JobInterrupted>().size(), 1u);
+  EXPECT_TRUE(f.h->Of<PreemptionStarted>().empty());
+  ASSERT_EQ(f.h->state(a2), JobState::kRunning);  // in b's unused guarantee
+  EXPECT_NE(f.NodeOf(a2), dead);
+  EXPECT_TRUE(f.h->job(a2).borrowed);
+  // A job that no failure interrupted may not do the same: a's third job
+  // waits (no elastic capacity, and it has not lost its place).
+  const JobId a3 = f.h->Submit(f.h->Spec(f.a, 4));
+  EXPECT_EQ(f.h->state(a3), JobState::kPending);
+  ASSERT_TRUE(f.h->engine->Cancel(a3, f.h->now, f.h->sink).has_value());
+  // b wants its guarantee: a2 is checkpointed and gives it back.
+  const JobId b1 = f.h->Submit(f.h->Spec(f.b, 8));
+  const auto started = f.h->Of<PreemptionStarted>();
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].victim, a2);
+  EXPECT_EQ(started[0].preemptor, b1);
+  EXPECT_EQ(started[0].reason, PreemptReason::kGuaranteeReclaim);
+  ASSERT_TRUE(f.h->engine->CheckpointDone(a2, f.h->now, f.h->sink).has_value());
+  EXPECT_EQ(f.h->state(b1), JobState::kRunning);
+  EXPECT_EQ(f.h->state(a2), JobState::kPending);
+}
+
+// C-RECOVERY's slowest re-placement before MayBorrowToRecover: the
+// interrupted job is borrowed work (its tenant far above its guarantee),
+// and the failure took the pool's elastic capacity down to what the tenant
+// already borrows. Where the other tenants' unused guarantees are too small
+// for it too, it preempts nobody (other tenants' guaranteed work least of
+// all) and waits until the tenant's own borrowing shrinks.
 TEST(PreemptionTest, AnInterruptedBorrowedJobWaitsForElasticRoomAndPreemptsNobody) {
   FailingPool f;
   f.Beat(5s);
@@ -217,7 +253,8 @@ TEST(PreemptionTest, AnInterruptedBorrowedJobWaitsForElasticRoomAndPreemptsNobod
   const JobId b1 = f.Run(f.b, 4);  // b uses half its guarantee
   ASSERT_TRUE(f.h->job(a2).borrowed);
   // a2's node fails: 16 GPUs ready, 16 guaranteed: no elastic capacity is
-  // left for a's borrowed job although 4 GPUs (b's idle guarantee) are free.
+  // left for a's borrowed job, and b's unused guarantee (4 GPUs) is too
+  // small for it.
   const NodeIndex dead = f.NodeOf(a2);
   ASSERT_NE(dead, f.NodeOf(a1));
   f.Beat(60s, dead);

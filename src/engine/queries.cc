@@ -72,6 +72,21 @@ bool MayBorrow(const EngineState& s, TenantId t, PoolId p, int64_t need, int64_t
   return borrowed - tp.borrowed_milli() + borrowed_after <= elastic;
 }
 
+bool MayBorrowToRecover(const EngineState& s, TenantId t, PoolId p, int64_t need) {
+  if (need > QuotaHeadroom(s, t, p)) return false;
+  const TenantPool& tp = s.tenant_pool(t, p);
+  int64_t guaranteed = 0, borrowed = 0, unused = 0;
+  for (const Tenant& other : s.tenants) {
+    const TenantPool& op = other.pools[p];
+    guaranteed += op.effective_guarantee();
+    borrowed += op.borrowed_milli();
+    if (&op != &tp) unused += std::max<int64_t>(0, op.effective_guarantee() - op.usage.gpu_milli);
+  }
+  const int64_t elastic = s.pool_ready_gpu_milli(p) - guaranteed;
+  const int64_t borrowed_after = std::max<int64_t>(0, tp.usage.gpu_milli + need - tp.effective_guarantee());
+  return borrowed - tp.borrowed_milli() + borrowed_after <= elastic + unused;
+}
+
 Demand DemandHeldIn(const Job& j, PoolId p) {
   Demand d = j.spec.demand;
   d.allowed_pools = uint64_t{1} << p;

@@ -40,6 +40,17 @@ int64_t QuotaHeadroom(const EngineState& s, TenantId t, PoolId p, int64_t freed 
 // stopped?
 bool MayBorrow(const EngineState& s, TenantId t, PoolId p, int64_t need, int64_t freed = 0);
 
+// OPS-4: MayBorrow for a job that a node failure has interrupted
+// (JobInterrupted; Job::interruptions > 0, so also when it waits again
+// later for another reason: the state keeps no more). The failure shrank the pool's elastic capacity,
+// perhaps below what is borrowed already, and the job did nothing to lose
+// its place: so besides the elastic capacity it may borrow the part of
+// other tenants' effective guarantees they leave unused. It stays
+// borrowed, so a guarantee's owner takes its GPUs back by preemption the
+// moment it needs them (PreemptReason::kGuaranteeReclaim). The tenant's
+// elastic limit still holds.
+bool MayBorrowToRecover(const EngineState& s, TenantId t, PoolId p, int64_t need);
+
 // The GPU milli that pool p's tenants are guaranteed: the sum over tenants
 // of Quota::guaranteed_milli there (the whole guarantee, lent part
 // included: lending, QUOTA-3, is taken back on demand).

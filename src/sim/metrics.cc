@@ -185,6 +185,7 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.event_log_sha256 = std::move(sha256);
   r.allocation_series = series_;
   r.allocation_pct_mean = capacity_area_ > 0 ? 100.0 * allocated_area_ / capacity_area_ : 0;
+  r.gpu_hours_in_service = capacity_area_ / 1000.0 / kMsPerHour;
   r.preemptions = preemptions_;
   r.gpu_hours_lost = lost_ / 1000.0 / kMsPerHour;
   for (size_t p = 0; p < state_->pools.size(); ++p) {
@@ -306,6 +307,7 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.defrag = defrag_;
   r.hotspots = hotspots_;
   r.defrag.waiting_hours = waiting_ms_ / kMsPerHour;
+  r.defrag.unallocated_gpu_hours_while_waiting = free_while_waiting_ / 1000.0 / kMsPerHour;
   r.defrag.migrations_per_hour = r.horizon_h > 0 ? static_cast<double>(defrag_.migrations) / r.horizon_h : 0;
   // Free GPU milli over GPU milli in service, integrated over the times jobs waited.
   if (capacity_while_waiting_ > 0) {

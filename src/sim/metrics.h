@@ -146,6 +146,7 @@ struct DefragReport {
   MoveReport moved;  // what the migrations cost the moved jobs
   // Time-weighted share of the GPUs left unallocated while jobs waited.
   double unallocated_while_waiting_pct = 0;
+  double unallocated_gpu_hours_while_waiting = 0;  // the same, as GPU-hours
   double waiting_hours = 0;  // how long some job waited
 };
 
@@ -164,6 +165,7 @@ struct SimReport {
   std::map<std::string, ClassReport> by_priority;
   std::map<std::string, TenantReport> by_tenant;
   double allocation_pct_mean = 0;
+  double gpu_hours_in_service = 0;  // GPUs of the nodes in service, integrated over the run
   std::vector<std::pair<double, double>> allocation_series;  // (hours, allocated % of GPUs)
   double jobs_completed_per_hour = 0;
   int64_t preemptions = 0;
