@@ -198,8 +198,18 @@ ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, I
       }
       s.priority = it->second;
     } else {
+      // SEC: an integer lies within the configured classes (lowest to
+      // highest), so a tenant cannot rank itself above every class.
+      int64_t lo = -1000000, hi = 1000000;
+      if (!names.priorities.empty()) {
+        lo = hi = names.priorities.begin()->second;
+        for (const auto& [n, v] : names.priorities) {
+          lo = std::min<int64_t>(lo, v);
+          hi = std::max<int64_t>(hi, v);
+        }
+      }
       int64_t v = 0;
-      if (!f.Int("priority", v, -1000000, 1000000, err)) return out;
+      if (!f.Int("priority", v, lo, hi, err)) return out;
       s.priority = static_cast<int32_t>(v);
     }
   }

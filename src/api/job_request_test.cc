@@ -127,5 +127,26 @@ TEST(JobRequestTest, AnUnknownOrRepeatedLabelIsRefusedNamingItsIndex) {
   EXPECT_EQ(type.error.field, "labels");
 }
 
+// A tenant ranks its job within the server config's classes: an integer
+// priority beyond the lowest or highest class is refused naming the field.
+TEST(JobRequestTest, AnIntegerPriorityStaysWithinTheConfiguredClasses) {
+  ApiNames n = Names();
+  n.priorities = {{"low", 0}, {"normal", 100}, {"high", 1000}};
+  for (int64_t ok : {0, 100, 999, 1000}) {
+    auto r = ParseJobRequest(json{{"name", "x"}, {"gpus", 1}, {"priority", ok}}, n, Instant{});
+    ASSERT_TRUE(r.ok()) << ok << ": " << r.error.message;
+    EXPECT_EQ(r.value->spec.priority, ok);
+  }
+  for (int64_t bad : {-1, 1001, 1000000}) {
+    auto r = ParseJobRequest(json{{"name", "x"}, {"gpus", 1}, {"priority", bad}}, n, Instant{});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error.field, "priority");
+    EXPECT_NE(r.error.message.find("1000"), std::string::npos) << r.error.message;
+  }
+  auto named = ParseJobRequest(json{{"name", "x"}, {"gpus", 1}, {"priority", "high"}}, n, Instant{});
+  ASSERT_TRUE(named.ok()) << named.error.message;
+  EXPECT_EQ(named.value->spec.priority, 1000);
+}
+
 }  // namespace
 }  // namespace gpupool
