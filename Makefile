@@ -10,7 +10,7 @@ TRACE_DIR := $(TRACES)/alibaba-gpu-2023
 DEV_DATA ?= gpupool-dev
 DEV_LISTEN ?= 127.0.0.1:7070
 
-.PHONY: all deps configure build run sim claims traces package test bench clean
+.PHONY: all deps configure build run sim claims traces package test bench fuzz clean
 
 all: build
 
@@ -96,6 +96,12 @@ bench: build
 	@$(BUILD_DIR)/gpupool_container_bench
 	@echo "==> CUDA cap: the interposer's overhead per cuMemAlloc, cuMemFree and cuLaunchKernel against the fake libcuda (bench/cuda_cap)"
 	@$(BUILD_DIR)/gpupool_cuda_cap_bench
+
+# libFuzzer on every parser of untrusted input (fuzz/), in a separate clang build (build-fuzz); FUZZ_SECONDS each
+# (default 600). Installs clang 19 when missing (scripts/fuzz.sh).
+fuzz:
+	@echo "==> fuzzing each parser of untrusted input for $${FUZZ_SECONDS:-600} s (scripts/fuzz.sh; clang build in build-fuzz)"
+	@JOBS=$(JOBS) scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD_DIR)

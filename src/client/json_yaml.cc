@@ -1,5 +1,7 @@
 #include "src/client/json_yaml.h"
 
+#include "src/base/yaml_documents.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -235,13 +237,14 @@ Result<nlohmann::json> PlainScalarToJson(std::string_view s) {
 
 Result<nlohmann::json> YamlToJson(std::string_view text, const std::string& file) {
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.size() > 1) {
-      return InvalidArgument(Where(file, docs[1].Mark()) + "expected one YAML document, found " +
-                             std::to_string(docs.size()));
+    const YamlDocuments docs = CountYamlDocuments(text);
+    if (docs.stuck) return InvalidArgument(Where(file, *docs.stuck) + "malformed YAML: cannot read on from here");
+    if (docs.count > 1) {
+      return InvalidArgument(Where(file, *docs.second) + "expected one YAML document, found " +
+                             std::to_string(docs.count));
     }
-    if (docs.empty()) return nlohmann::json(nullptr);
-    return Converter(file).Convert(docs[0], 0);
+    if (docs.count == 0) return nlohmann::json(nullptr);
+    return Converter(file).Convert(YAML::Load(std::string(text)), 0);
   } catch (const YAML::Exception& e) {
     return InvalidArgument(Where(file, e.mark) + "malformed YAML: " + e.msg);
   }

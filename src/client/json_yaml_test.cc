@@ -100,6 +100,10 @@ TEST(YamlToJsonTest, ErrorsNameFileLineAndColumn) {
   auto two = YamlToJson("a: 1\n---\nb: 2\n", "job.yaml");
   ASSERT_FALSE(two);
   EXPECT_EQ(two.error().message, "job.yaml:3:1: expected one YAML document, found 2");
+  // yaml-cpp's LoadAll never returns on this stream; it is refused instead.
+  auto comma = YamlToJson(",\n", "job.yaml");
+  ASSERT_FALSE(comma);
+  EXPECT_NE(comma.error().message.find("job.yaml:1:1: malformed YAML"), std::string::npos) << comma.error().message;
 
   auto key = YamlToJson("? [a]\n: 1\n", "job.yaml");
   ASSERT_FALSE(key);

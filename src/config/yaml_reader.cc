@@ -1,5 +1,7 @@
 #include "src/config/yaml_reader.h"
 
+#include "src/base/yaml_documents.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -59,12 +61,13 @@ std::string PositiveDuration(Duration d) { return d > Duration(0) ? "" : "must b
 
 Result<YAML::Node> ParseOneYamlDocument(std::string_view text, std::string_view source) {
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.size() > 1) {
-      return InvalidArgument(YamlWhere(source, docs[1].Mark()) + "expected one YAML document, found " +
-                             std::to_string(docs.size()));
+    const YamlDocuments docs = CountYamlDocuments(text);
+    if (docs.stuck) return InvalidArgument(YamlWhere(source, *docs.stuck) + "malformed YAML: cannot read on from here");
+    if (docs.count > 1) {
+      return InvalidArgument(YamlWhere(source, *docs.second) + "expected one YAML document, found " +
+                             std::to_string(docs.count));
     }
-    return docs.empty() ? YAML::Node() : docs[0];
+    return docs.count == 0 ? YAML::Node() : YAML::Load(std::string(text));
   } catch (const YAML::ParserException& e) {
     return InvalidArgument(YamlWhere(source, e.mark) + "malformed YAML: " + e.msg);
   } catch (const YAML::Exception& e) {

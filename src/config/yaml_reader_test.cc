@@ -79,6 +79,9 @@ TEST(YamlReaderTest, OneDocumentOnly) {
   auto two = ParseOneYamlDocument("a: 1\n---\nb: 2\n", "t.yaml");
   ASSERT_FALSE(two);
   EXPECT_NE(two.error().message.find("expected one YAML document, found 2"), std::string::npos);
+  auto comma = ParseOneYamlDocument(",name: x\n", "s.yaml");  // LoadAll would never return
+  ASSERT_FALSE(comma);
+  EXPECT_NE(comma.error().message.find("malformed YAML"), std::string::npos) << comma.error().message;
   auto bad = ParseOneYamlDocument("a: [1, 2\n", "t.yaml");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("malformed YAML"), std::string::npos);
