@@ -17,6 +17,7 @@ PACKAGES=(
   libssl-dev                # SHA-256 of event logs (libcrypto)
   libxxhash-dev             # XXH3-64: the engine snapshot's damage checksum
   libsqlite3-dev            # the server's durable state: event journal and snapshots (WAL)
+  etcd-server etcd-client   # the replicated journal and leader election (server --etcd); tests start real members
   libcpp-httplib-dev        # the HTTP client of the CLI, the agent and the benchmarks
   libmicrohttpd-dev         # the daemons' HTTP server: epoll event loop, connection limits, suspend/resume, TLS
   prometheus-cpp-dev        # /metrics: Prometheus registry and text exposition

@@ -26,6 +26,7 @@ class ServerProcess {
   // SIGTERM and wait; returns the exit code.
   int Stop();
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }  // for SIGSTOP / SIGCONT
 
   const std::string& url() const { return url_; }
   std::string host() const;

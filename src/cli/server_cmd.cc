@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "src/cli/serve_common.h"
+#include "src/server/etcd_election.h"
+#include "src/server/etcd_journal.h"
 #include "src/server/http_api.h"
 #include "src/server/log.h"
 #include "src/server/server_core.h"
@@ -24,6 +26,10 @@ struct ServerFlags {
   std::string agent_listen;  // empty: agents use --listen
   std::string config;
   std::string admin_token_file;
+  // Replicated (issue 17): the journal in etcd, leadership by lease.
+  std::string etcd;  // URL[,URL...]; empty: the SQLite journal in --data
+  std::string etcd_prefix = "/gpupool/default";
+  int64_t lease_ttl_seconds = 3;
 };
 
 std::string HostForUrl(const std::string& host) {
@@ -61,7 +67,65 @@ int RunServer(const ServerFlags& f) {
   // Signals are taken by one thread (sigwait); every other thread blocks them.
   const sigset_t signals = BlockStopSignals();
 
-  auto core = ServerCore::Open(ServerOptions{f.data_dir, f.config, f.admin_token_file});
+  ServerOptions options{f.data_dir, f.config, f.admin_token_file};
+  // With --etcd: wait to lead, then open the journal in etcd (fenced by the
+  // leadership: a deposed server's appends fail, and it stops).
+  std::unique_ptr<EtcdClient> etcd;
+  std::unique_ptr<EtcdElection> election;
+  if (!f.etcd.empty()) {
+    auto endpoints = ParseEtcdEndpoints(f.etcd);
+    if (!endpoints) {
+      std::cerr << "error: " << endpoints.error().message << "\n";
+      return 2;
+    }
+    if (auto ok = CheckEtcdPrefix(f.etcd_prefix); !ok) {
+      std::cerr << "error: " << ok.error().message << "\n";
+      return 2;
+    }
+    etcd = std::make_unique<EtcdClient>(EtcdClientOptions{*endpoints});
+    if (auto v = etcd->Version(); !v) {
+      std::cerr << "error: cannot reach etcd at " << etcd->Describe() << ": " << v.error().message << "\n";
+      return 1;
+    }
+    // A prefix holding another cluster's keys stops a standby too, before it waits.
+    if (auto probe = OpenEtcdJournal(*etcd, EtcdJournalOptions{f.etcd_prefix}); !probe) {
+      std::cerr << "error: " << probe.error().message << "\n";
+      return 1;
+    }
+    election = std::make_unique<EtcdElection>(
+        *etcd, EtcdElectionOptions{f.etcd_prefix, "http://" + HostForUrl(host) + ":" + std::to_string(port),
+                                   f.lease_ttl_seconds});
+    LogInfo("campaigning for leadership", {{"etcd", etcd->Describe()}, {"prefix", f.etcd_prefix}});
+    const auto stop_asked = [&signals] {
+      const timespec zero{0, 0};
+      sigset_t s = signals;
+      return sigtimedwait(&s, nullptr, &zero) > 0;
+    };
+    const auto waiting = [](const std::string& leader) {
+      LogInfo("standing by: another server leads", {{"leader", leader}});
+    };
+    const auto lost = [](const std::string& why) {
+      // Commits fail from now on (answered 503 naming the leader); give
+      // them a moment, then stop: a restarted server campaigns again.
+      LogError("lost the leadership: stopping", {{"reason", why}});
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        std::fflush(nullptr);
+        std::_Exit(75);
+      }).detach();
+    };
+    if (auto won = election->Campaign(stop_asked, waiting, lost); !won) {
+      if (won.error().message == "stopped") return 0;
+      std::cerr << "error: " << won.error().message << "\n";
+      return 1;
+    }
+    LogInfo("leading", {{"prefix", f.etcd_prefix}, {"lease", std::to_string(election->lease())}});
+    options.state_name = "etcd " + f.etcd_prefix + " at " + etcd->Describe();
+    options.open_journal = [&etcd, &election, &f] {
+      return OpenEtcdJournal(*etcd, EtcdJournalOptions{f.etcd_prefix, election.get()});
+    };
+  }
+  auto core = ServerCore::Open(options);
   if (!core) {
     std::cerr << "error: " << core.error().message << "\n";
     return 1;
@@ -87,6 +151,12 @@ int RunServer(const ServerFlags& f) {
   }
   (*core)->Start();
   const std::string url = "http://" + HostForUrl(host) + ":" + std::to_string(*bound);
+  if (election) {
+    if (auto ok = election->Advertise(url); !ok) {
+      std::cerr << "error: " << ok.error().message << "\n";
+      return 1;
+    }
+  }
   if (auto ok = WriteServerUrl(f.data_dir, url); !ok) {
     std::cerr << "error: " << ok.error().message << "\n";
     return 1;
@@ -113,6 +183,7 @@ int RunServer(const ServerFlags& f) {
   const Status served = api.Serve();
   if (!served) LogError("cannot serve", {{"error", served.error().message}});
   (*core)->Stop();
+  if (election) election->Resign();  // a standby takes over at once
   pthread_kill(waiter.native_handle(), SIGTERM);  // when Serve ended for another reason
   waiter.join();
   LogInfo("stopped", {});
@@ -135,6 +206,15 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--admin-token-file", flags->admin_token_file,
                   "File holding the admin token (default: DATA/admin.token, created on first start)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--etcd", flags->etcd,
+                  "Keep the journal in etcd at these client URLs (http://HOST:PORT[,...]) and lead by lease: "
+                  "servers sharing a prefix elect one leader (docs/server.md, \"Running replicated\")");
+  cmd->add_option("--etcd-prefix", flags->etcd_prefix, "Key prefix of this cluster's state in etcd")
+      ->capture_default_str();
+  cmd->add_option("--lease-ttl", flags->lease_ttl_seconds,
+                  "Seconds a leader's lease lasts unrenewed (with --etcd): a dead leader is replaced after it")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{2}, kMaxLeaseTtlSeconds));
   cmd->callback([flags] { std::exit(RunServer(*flags)); });
 }
 

@@ -49,6 +49,12 @@ struct JournalBatch {
   bool empty() const { return events.empty() && tokens.empty() && snapshots.empty() && meta.empty(); }
 };
 
+// A replicated journal's Commit fails with kFailedPrecondition and a
+// message starting with this when this server may no longer append (it
+// is not, or no longer, the leader); the message goes on to name the
+// leader when known. The server answers the waiting callers 503 with it.
+inline constexpr const char* kNotLeaderPrefix = "not the leader";
+
 class Journal {
  public:
   virtual ~Journal() = default;

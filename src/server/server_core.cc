@@ -114,7 +114,12 @@ Result<ServerConfig> ServerCore::LoadConfig(const ServerOptions& options) {
 }
 
 Status ServerCore::OpenStores() {
-  GP_ASSIGN_OR_RETURN(journal_, env_->OpenJournal(options_.data_dir));  // creates the directory
+  if (options_.open_journal) {
+    GP_TRY(env_->CreateDirectories(options_.data_dir));  // the admin token and logs stay local
+    GP_ASSIGN_OR_RETURN(journal_, options_.open_journal());
+  } else {
+    GP_ASSIGN_OR_RETURN(journal_, env_->OpenJournal(options_.data_dir));  // creates the directory
+  }
   GP_ASSIGN_OR_RETURN(admin_token_, LoadOrCreateAdminToken(*env_, options_.data_dir, options_.admin_token_file));
   auth_.SetAdmin(admin_token_);
   logs_ = std::make_unique<LogStore>(*env_, options_.data_dir + "/logs");
@@ -165,7 +170,7 @@ Status ServerCore::Recover() {
   }
   if (rm_snapshot) {
     if (auto ok = read_model_.Decode(rm_snapshot->bytes); !ok) {
-      return std::unexpected(Error{ok.error().code, options_.data_dir + ": " + ok.error().message});
+      return std::unexpected(Error{ok.error().code, StateName() + ": " + ok.error().message});
     }
   }
   GP_TRY(ReplayJournal(snapshot ? snapshot->seq : 0));
@@ -174,7 +179,7 @@ Status ServerCore::Recover() {
 
   // A state that breaks an invariant is never served (e.g. a GPU held twice).
   if (auto ok = CheckInvariants(engine_->state()); !ok) {
-    return FailedPrecondition(options_.data_dir + ": the recovered state is inconsistent: " + ok.error().message);
+    return FailedPrecondition(StateName() + ": the recovered state is inconsistent: " + ok.error().message);
   }
   GP_TRY(engine_->state().last_seq == 0 ? Bootstrap() : CheckConfigAgainstState());
   agents_->Rebuild(engine_->state());
@@ -200,7 +205,7 @@ Status ServerCore::Recover() {
 Status ServerCore::RestoreFromSnapshot(AttributeTable attributes, const SnapshotRecord& snapshot) {
   auto state = DecodeSnapshot(snapshot.bytes, config_.engine.lending);
   if (!state) {
-    return std::unexpected(Error{state.error().code, options_.data_dir + ": engine snapshot at seq " +
+    return std::unexpected(Error{state.error().code, StateName() + ": engine snapshot at seq " +
                                                          std::to_string(snapshot.seq) + ": " +
                                                          state.error().message});
   }
@@ -209,7 +214,7 @@ Status ServerCore::RestoreFromSnapshot(AttributeTable attributes, const Snapshot
   GP_ASSIGN_OR_RETURN(auto scrubs, journal_->Meta("agent_scrubs"));
   if (scrubs) {
     if (auto ok = agents_->LoadScrubs(*scrubs, engine_->state().cluster.node_count()); !ok) {
-      return std::unexpected(Error{ok.error().code, options_.data_dir + ": " + ok.error().message});
+      return std::unexpected(Error{ok.error().code, StateName() + ": " + ok.error().message});
     }
   }
   return {};
@@ -223,13 +228,13 @@ Status ServerCore::ReplayJournal(int64_t engine_seq) {
   auto read = journal_->ReadEvents(from, -1, [&](const JournalEvent& je) {
     auto e = EventFromJson(je.json);
     if (!e) {
-      replay_status = std::unexpected(Error{e.error().code, options_.data_dir + ": event " + std::to_string(je.seq) +
+      replay_status = std::unexpected(Error{e.error().code, StateName() + ": event " + std::to_string(je.seq) +
                                                                 ": " + e.error().message});
       return false;
     }
     if (e->seq > engine_seq) {
       if (e->seq != engine_->state().last_seq + 1) {
-        replay_status = FailedPrecondition(options_.data_dir + ": the journal skips from event " +
+        replay_status = FailedPrecondition(StateName() + ": the journal skips from event " +
                                            std::to_string(engine_->state().last_seq) + " to " +
                                            std::to_string(e->seq));
         return false;
@@ -256,13 +261,13 @@ Status ServerCore::CheckConfigAgainstState() {
     std::string have, want;
     for (const Pool& p : pools) have += (have.empty() ? "" : ", ") + p.name;
     for (const PoolConfig& p : s.pools) want += (want.empty() ? "" : ", ") + p.name;
-    return FailedPrecondition("configuration pools [" + want + "] differ from the pools of " + options_.data_dir +
+    return FailedPrecondition("configuration pools [" + want + "] differ from the pools of " + StateName() +
                               " [" + have + "]; pools cannot change once the server has state");
   }
   GP_ASSIGN_OR_RETURN(auto names, journal_->Meta("attribute_names"));
   if (names && *names != AttributeNames(s)) {
     return FailedPrecondition("configuration node_classes and requirements " + AttributeNames(s) +
-                              " differ from those of " + options_.data_dir + " " + *names +
+                              " differ from those of " + StateName() + " " + *names +
                               "; they cannot change once the server has state");
   }
   return CheckJobLabels();
@@ -278,12 +283,12 @@ Status ServerCore::CheckJobLabels() {
   std::vector<std::string> have;
   if (stored) {
     const auto j = nlohmann::json::parse(*stored, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_array()) return FailedPrecondition(options_.data_dir + ": job_labels meta is not a list");
+    if (!j.is_array()) return FailedPrecondition(StateName() + ": job_labels meta is not a list");
     for (const auto& name : j) have.push_back(name.is_string() ? name.get<std::string>() : "");
   }
   if (have.size() > want.size() || !std::equal(have.begin(), have.end(), want.begin())) {
     return FailedPrecondition("configuration job_labels " + JobLabelNames(want) + " do not start with those of " +
-                              options_.data_dir + " " + JobLabelNames(have) +
+                              StateName() + " " + JobLabelNames(have) +
                               "; labels may be added at the end, never reordered or removed");
   }
   if (stored && have.size() == want.size()) return {};
@@ -773,8 +778,11 @@ void ServerCore::FailGroup(std::deque<WriterItem>& items, const Error& error) {
   halted_ = true;
   for (WriterItem& it : items) {
     for (auto& [done, reply] : it.replies) {
-      done(
-          Reply{MakeApiError(503, "unavailable", "the journal could not be written; retry after the server restarts")});
+      // A replicated journal's deposed leader says who leads now (journal.h).
+      done(Reply{MakeApiError(503, "unavailable",
+                              error.message.rfind(kNotLeaderPrefix, 0) == 0
+                                  ? "this server is " + error.message + "; retry there"
+                                  : "the journal could not be written; retry after the server restarts")});
     }
   }
   LogError("journal commit failed: stopping (a restart recovers every acknowledged command)",

@@ -63,6 +63,13 @@ struct ServerOptions {
   // compare the state with such a replay; an operator's way round a
   // snapshot that does not load).
   bool replay_from_start = false;
+  // Opens the journal instead of Env::OpenJournal(data_dir) (the etcd
+  // journal, src/server/etcd_journal.h); null: the Env's. The data
+  // directory then keeps only local files (admin token, task logs).
+  std::function<Result<std::unique_ptr<Journal>>()> open_journal;
+  // Where the state is, in start-up errors ("etcd /gpupool/prod at URL");
+  // empty: data_dir.
+  std::string state_name;
 };
 
 // --- commands -------------------------------------------------------------------
@@ -203,6 +210,9 @@ class ServerCore {
 
  private:
   ServerCore() = default;
+  const std::string& StateName() const {
+    return options_.state_name.empty() ? options_.data_dir : options_.state_name;
+  }
 
   struct Pending {
     Command cmd;
