@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
                                   "      gpu: {guaranteed_gpus: 8, limit_gpus: 8}\ncluster:\n  nodes:\n"
                                   "    - {count: "
                                << nodes << ", model: H100, gpus: 8, cpu_cores: 96, memory_gib: 1024}\n"
-                               << "server:\n  snapshot_every_events: " << snapshot_every << "\n";
+                               << "server:\n  snapshot_every_events: " << snapshot_every << "\n"
+                               << "  max_pending_jobs_per_tenant: 10000000\n";  // the queue grows on purpose
   std::cout << "==> starting the server with " << nodes << " nodes (" << root << ")" << std::endl;
   if (!server.Start()) {
     std::cerr << "server did not start; see " << server.dir << "/server.log\n";

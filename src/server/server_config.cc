@@ -56,7 +56,8 @@ Status ServerConfigReader::ParseServer(const YAML::Node& n, const std::string& p
   GP_ASSIGN_OR_RETURN(
       f,
       Map(n, path,
-          {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "http", "provider", "default_image"}));
+          {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "max_pending_jobs_per_tenant", "http",
+           "provider", "default_image"}));
   if (const YAML::Node* i = f.Find("default_image")) {
     // As a job's `image` (src/api/task_request.h, ImageProblem).
     GP_TRY(StringField(f, "default_image", c.default_image));
@@ -70,6 +71,7 @@ Status ServerConfigReader::ParseServer(const YAML::Node& n, const std::string& p
   GP_TRY(IntField(f, "snapshot_every_events", c.snapshot_every_events, IntRange(1, INT64_MAX)));
   GP_TRY(IntField(f, "max_body_bytes", c.max_body_bytes, IntRange(1024, 1 << 30)));
   GP_TRY(IntField(f, "http_threads", c.http_threads, IntRange(1, 1024)));
+  GP_TRY(IntField(f, "max_pending_jobs_per_tenant", c.max_pending_jobs_per_tenant, IntRange(1, 10'000'000)));
   if (const YAML::Node* h = f.Find("http")) GP_TRY(ParseHttp(*h, f.PathOf("http"), c.http_threads, c.http));
   if (const YAML::Node* p = f.Find("provider")) GP_TRY(ParseProvider(*p, f.PathOf("provider"), c.provider));
   return {};

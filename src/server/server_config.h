@@ -45,6 +45,11 @@ struct ServerSettings {
   int64_t snapshot_every_events = 20000;    // a snapshot after this many events
   int64_t max_body_bytes = 1 << 20;         // larger request bodies are refused
   int64_t http_threads = 16;                // handler threads (not connections: src/http/server.h)
+  // A tenant's submissions beyond this many pending (queued) jobs are
+  // refused with 429 until some start or are cancelled (SEC: limits on
+  // everything; one tenant cannot grow the queue, the journal and the
+  // server's memory without bound).
+  int64_t max_pending_jobs_per_tenant = 10000;
   HttpSettings http;
   CommandProviderSettings provider;
   // The image of a job that runs a command and names none: "host" or an

@@ -39,6 +39,22 @@ TEST(ServerConfigTest, ReadsTheServerSection) {
   ASSERT_EQ(c->engine.scaling.size(), 1u);
 }
 
+TEST(ServerConfigTest, ReadsThePendingJobCap) {
+  auto d = ParseServerConfig("name: s\npools: [{name: p}]\n", "s.yaml", ".");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->server.max_pending_jobs_per_tenant, 10000);
+  auto c = ParseServerConfig("name: s\npools: [{name: p}]\nserver: {max_pending_jobs_per_tenant: 3}\n", "s.yaml", ".");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->server.max_pending_jobs_per_tenant, 3);
+  for (const char* bad : {"0", "-1", "20000000", "many"}) {
+    auto e = ParseServerConfig(std::string("name: s\npools: [{name: p}]\nserver: {max_pending_jobs_per_tenant: ") +
+                                   bad + "}\n",
+                               "s.yaml", ".");
+    ASSERT_FALSE(e) << bad;
+    EXPECT_NE(e.error().message.find("server.max_pending_jobs_per_tenant"), std::string::npos) << e.error().message;
+  }
+}
+
 TEST(ServerConfigTest, ReadsTheHttpLimits) {
   auto c = ParseServerConfig(
       "name: s\npools: [{name: p}]\nserver:\n  http_threads: 8\n  http: {max_connections: 100, "

@@ -618,6 +618,15 @@ Reply ServerCore::Do(SubmitJobCmd& cmd, Step& step) {
   const auto t = TenantNamed(cmd.tenant);
   if (!t) return ApiErrorReply(400, "invalid_argument", "unknown tenant '" + cmd.tenant + "'", "tenant");
   cmd.spec.tenant = *t;
+  const int64_t cap = config_.server.max_pending_jobs_per_tenant;
+  if (const JobQueue::TenantQueue* q = engine_->state().queue.find_tenant(*t);
+      q != nullptr && static_cast<int64_t>(q->size) >= cap) {
+    return ApiErrorReply(429, "resource_exhausted",
+                         "tenant '" + cmd.tenant + "' has " + std::to_string(q->size) +
+                             " pending jobs, the most server.max_pending_jobs_per_tenant allows; submit again "
+                             "when some have started or after cancelling some",
+                         "tenant");
+  }
   auto id = engine_->Submit(std::move(cmd.spec), step.now, step.sink);
   if (!id) return EngineError(id.error());
   return Reply{std::nullopt, *id};
