@@ -1,4 +1,6 @@
 #include "src/client/api_client.h"
+
+#include "src/base/http_error_text.h"
 #include "src/base/json_text.h"
 
 #include <httplib.h>
@@ -14,30 +16,6 @@ std::string HowToSetAddress() {
 std::string HowToSetToken() {
   return "give a token with --token, --token-file, the GPUPOOL_TOKEN environment variable, or 'token:' / "
          "'token_file:' in ~/.config/gpupool/config.yaml";
-}
-
-// What went wrong, in words (httplib's own names are terse: "Connection").
-std::string Describe(httplib::Error e) {
-  switch (e) {
-    case httplib::Error::Connection:
-      return "connection refused or host unreachable";
-    case httplib::Error::ConnectionTimeout:
-      return "timed out connecting";
-    case httplib::Error::Read:
-      return "the connection closed or timed out before an answer";
-    case httplib::Error::Write:
-      return "the connection closed while sending the request";
-    case httplib::Error::SSLConnection:
-      return "TLS handshake failed";
-    case httplib::Error::SSLLoadingCerts:
-      return "cannot load the system's CA certificates";
-    case httplib::Error::SSLServerVerification:
-      return "the server's TLS certificate is not trusted";
-    case httplib::Error::BindIPAddress:
-      return "cannot bind the local address";
-    default:
-      return httplib::to_string(e);
-  }
 }
 
 }  // namespace
@@ -127,7 +105,7 @@ Result<nlohmann::json> ApiClient::Call(const std::string& method, const std::str
   const std::string url = config_.addr.Url();
   if (!res) {
     return IoError("cannot reach the gpupool server at " + url + " (" + config_.addr_source +
-                   "): " + Describe(res.error()) + "; " + HowToSetAddress());
+                   "): " + DescribeHttpError(res.error()) + "; " + HowToSetAddress());
   }
   const int status = res->status;
   if (raw && status >= 200 && status < 300) {

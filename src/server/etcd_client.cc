@@ -1,5 +1,7 @@
 #include "src/server/etcd_client.h"
 
+#include "src/base/http_error_text.h"
+
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
@@ -120,21 +122,6 @@ json CompareJson(const EtcdCompare& c) {
       break;
   }
   return j;
-}
-
-std::string DescribeHttpError(httplib::Error e) {
-  switch (e) {
-    case httplib::Error::Connection:
-      return "connection refused or host unreachable";
-    case httplib::Error::ConnectionTimeout:
-      return "timed out connecting";
-    case httplib::Error::Read:
-      return "no answer within the request timeout";
-    case httplib::Error::Write:
-      return "the connection closed while sending";
-    default:
-      return httplib::to_string(e);
-  }
 }
 
 // A JSON body over this is refused before it is sent: the limit is on the

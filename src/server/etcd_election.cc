@@ -1,6 +1,18 @@
 #include "src/server/etcd_election.h"
 
+#include <random>
+#include <thread>
+
 namespace gpupool {
+
+// A campaigner's pause between looks at the leader key: the poll interval
+// give or take a quarter, so that standbys started together do not ask etcd
+// in step.
+void EtcdElection::SleepAboutOnePoll() {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  std::uniform_real_distribution<double> factor(0.75, 1.25);
+  std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(options_.poll * factor(rng)));
+}
 
 EtcdElection::EtcdElection(EtcdClient& client, EtcdElectionOptions options)
     : client_(client), options_(std::move(options)), key_(options_.prefix + "/leader") {}
@@ -42,7 +54,7 @@ Status EtcdElection::Campaign(const std::function<bool()>& should_stop,
       auto left = client_.LeaseKeepAlive(lease);
       if (!left) {
         last_error = left.error().message;
-        std::this_thread::sleep_for(options_.poll);
+        SleepAboutOnePoll();
         continue;
       }
       if (*left == 0) lease = 0;
@@ -51,17 +63,16 @@ Status EtcdElection::Campaign(const std::function<bool()>& should_stop,
       auto granted = client_.LeaseGrant(options_.ttl_seconds);
       if (!granted) {
         last_error = granted.error().message;
-        std::this_thread::sleep_for(options_.poll);
+        SleepAboutOnePoll();
         continue;
       }
       lease = *granted;
     }
-    const Clock::time_point sent = Clock::now();
     auto r = client_.Txn({EtcdCompare{key_, EtcdCompare::Target::kCreateRevision, EtcdCompare::Result::kEqual, 0, ""}},
                          {EtcdOp::Put(key_, options_.url, lease)}, {EtcdOp::Get(key_)});
     if (!r) {
       last_error = r.error().message;
-      std::this_thread::sleep_for(options_.poll);
+      SleepAboutOnePoll();
       continue;
     }
     last_answer = Clock::now();
@@ -73,7 +84,6 @@ Status EtcdElection::Campaign(const std::function<bool()>& should_stop,
         std::lock_guard lock(mu_);
         leading_ = true;
       }
-      (void)sent;
       renew_thread_ = std::thread([this] { RenewLoop(); });
       return {};
     }
@@ -82,7 +92,7 @@ Status EtcdElection::Campaign(const std::function<bool()>& should_stop,
       seen_leader = leader;
       on_waiting(leader);
     }
-    std::this_thread::sleep_for(options_.poll);
+    SleepAboutOnePoll();
   }
 }
 

@@ -78,6 +78,7 @@ class EtcdElection final : public EtcdWriteRight {
 
  private:
   void RenewLoop();
+  void SleepAboutOnePoll();
   void Lose(const std::string& why);
 
   EtcdClient& client_;
