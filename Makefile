@@ -91,7 +91,7 @@ bench: build
 	@echo "==> agent load: 10,000 simulated agents of protocol 2 (heartbeats, then a watch each) with job churn (bench/agent_load; issue 18: p99 under 10 ms, server CPU under one core)"
 	@$(BUILD_DIR)/gpupool_agent_load --binary $(BUILD_DIR)/gpupool --agents 10000 --protocol 2 --seconds 60 --job-rate 20
 	@echo "==> job lifecycle: a trivial job's submit -> started -> succeeded on an idle node, jobs/s through 1 and 100 agents, beside the figures before the watch (bench/lifecycle)"
-	@$(BUILD_DIR)/gpupool_lifecycle --binary $(BUILD_DIR)/gpupool --runtimes process,oci --agents 100 --before bench/lifecycle/before.json
+	@$(BUILD_DIR)/gpupool_lifecycle --binary $(BUILD_DIR)/gpupool --runtimes process,oci --agents 100 --before bench/lifecycle/before.json $(if $(LIFECYCLE_ROOT),--work-root $(LIFECYCLE_ROOT))
 	@echo "==> container start: 100 oci containers against 100 bare processes, and the agent's CPU per container (bench/container_start)"
 	@$(BUILD_DIR)/gpupool_container_bench
 	@echo "==> CUDA cap: the interposer's overhead per cuMemAlloc, cuMemFree and cuLaunchKernel against the fake libcuda (bench/cuda_cap)"

@@ -21,6 +21,7 @@
 // and alternate runs when comparing two builds.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,10 +147,17 @@ void StopCluster(Cluster& c) {
 }
 
 struct Cpu {
-  double server = 0, agents = 0, tasks = 0;
+  double server = 0, agents = 0, tasks = 0, client = 0;
 };
+double SelfCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 Cpu CpuOf(const Cluster& c) {
   Cpu x;
+  x.client = SelfCpuSeconds();
   x.server = ProcessCpuSeconds(c.server.pid);
   for (const AgentChild& a : c.agents) {
     x.agents += ProcessCpuSeconds(a.pid);
@@ -241,6 +249,7 @@ struct Throughput {
   int64_t finished = 0, failed = 0;
   double window_s = 0;
   double server_cpu_pct = 0, agents_cpu_pct = 0, tasks_cpu_pct = 0;
+  double client_cpu_pct = 0;  // this benchmark's own submitters and event reader
 };
 
 // Keeps slots + backlog jobs outstanding and counts JobFinished events.
@@ -310,6 +319,7 @@ Throughput MeasureThroughput(const Cluster& c, int seconds, int warmup, int subm
   out.server_cpu_pct = (cpu1.server - cpu0.server) / wall * 100;
   out.agents_cpu_pct = (cpu1.agents - cpu0.agents) / wall * 100;
   out.tasks_cpu_pct = (cpu1.tasks - cpu0.tasks) / wall * 100;
+  out.client_cpu_pct = (cpu1.client - cpu0.client) / wall * 100;
   if (submit_errors > 0) std::cerr << "  (" << submit_errors << " submissions refused)\n";
   return out;
 }
@@ -319,7 +329,7 @@ json ThroughputJson(const Throughput& t) {
               {"finished_in_window", t.finished},
               {"failed", t.failed},                 {"window_s", t.window_s},
               {"server_cpu_pct", t.server_cpu_pct}, {"agents_cpu_pct", t.agents_cpu_pct},
-              {"tasks_cpu_pct", t.tasks_cpu_pct}};
+              {"tasks_cpu_pct", t.tasks_cpu_pct}, {"client_cpu_pct", t.client_cpu_pct}};
 }
 
 // The figure at before[runtime][phase][key] as text ("-" when absent).
@@ -338,9 +348,38 @@ std::string Before(const json& before, const std::string& runtime, const char* p
 
 void PrintThroughput(const char* what, const Throughput& t, const char* goal, const std::string& before) {
   std::printf("  %-36s %8.1f jobs/s  %-16s before: %s\n", what, t.jobs_per_s, goal, before.c_str());
-  std::printf("  %-36s server CPU %5.1f%%, agents %5.1f%%, tasks %5.1f%% of a core%s\n", "", t.server_cpu_pct,
-              t.agents_cpu_pct, t.tasks_cpu_pct, t.failed > 0 ? " (some jobs failed)" : "");
+  std::printf("  %-36s server CPU %5.1f%%, agents %5.1f%%, tasks %5.1f%%, this client %5.1f%% of a core%s\n", "",
+              t.server_cpu_pct, t.agents_cpu_pct, t.tasks_cpu_pct, t.client_cpu_pct,
+              t.failed > 0 ? " (some jobs failed)" : "");
   std::printf("  %-36s %8.1f submitted/s (the queue stays full when this keeps up)\n", "", t.submitted_per_s);
+}
+
+// The filesystem under `path` as /proc/mounts names it, and for ext4
+// whether it keeps a journal: without one (as on some VM images), ext4
+// skips every inode freed in the last minute when it allocates a new one,
+// so each file and directory a task start creates costs a scan of the
+// recently freed ones, and agents that start hundreds of tasks a second
+// are slowed by the filesystem rather than by gpupool.
+std::string DescribeFilesystem(const std::string& path) {
+  std::ifstream mounts("/proc/mounts");
+  std::string dev, dir, type, best_dev, best_dir, best_type, rest;
+  const std::string canonical = fs::weakly_canonical(path).string();
+  while (mounts >> dev >> dir >> type && std::getline(mounts, rest)) {
+    const bool under = canonical == dir || canonical.rfind(dir == "/" ? dir : dir + "/", 0) == 0;
+    if (under && dir.size() >= best_dir.size()) best_dev = dev, best_dir = dir, best_type = type;
+  }
+  std::string out = best_type.empty() ? "unknown filesystem" : best_type + " on " + best_dev + " at " + best_dir;
+  if (best_type == "ext4") {
+    std::ifstream task("/sys/fs/ext4/" + fs::path(best_dev).filename().string() + "/journal_task");
+    std::string name;
+    if (task >> name && name == "<none>") {
+      out += ", WITHOUT a journal: every new file scans inodes freed in the last minute (ext4 recently_deleted); "
+             "on such a disk give --work-root a journaled filesystem or tmpfs to measure gpupool itself";
+    } else if (!name.empty()) {
+      out += ", journaled";
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -364,6 +403,10 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "seconds before that window")->capture_default_str();
   app.add_option("--submitters", submitters, "client threads submitting")->capture_default_str();
   app.add_option("--json", json_path, "also write the figures to this file");
+  std::string work_root = fs::temp_directory_path().string();
+  app.add_option("--work-root", work_root,
+                 "where the server's data and the agents' work directories go (a node's local disk)")
+      ->capture_default_str();
   std::string before_path;
   app.add_option("--before", before_path,
                  "figures of an earlier build (a --json file) to print beside these: bench/lifecycle/before.json "
@@ -379,7 +422,9 @@ int main(int argc, char** argv) {
     }
   }
 
-  const std::string root = fs::temp_directory_path() / ("gpupool-lifecycle-" + std::to_string(getpid()));
+  const std::string root = (fs::path(work_root) / ("gpupool-lifecycle-" + std::to_string(getpid()))).string();
+  fs::create_directories(root);
+  std::printf("work directories under %s: %s\n", work_root.c_str(), DescribeFilesystem(root).c_str());
   json figures = json::object();
   int rc = 0;
   for (const std::string& runtime : {std::string("process"), std::string("oci")}) {

@@ -95,6 +95,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/agent/action_log.h"
 #include "src/agent/device_backend.h"
 #include "src/agent/gpu_contention.h"
 #include "src/agent/task_runtime.h"
@@ -299,7 +300,8 @@ class Agent {
   std::deque<WatchReply> watch_inbox_;  // guarded by watch_mu_
   int watch_refused_ = 0;               // guarded by watch_mu_: 404 or 409 for the main loop
   int wake_[2] = {-1, -1};              // a pipe: the watch thread wakes the main loop
-  mutable std::mutex log_mu_;           // Log is called from both threads
+  mutable std::mutex log_mu_;           // Log is called from both threads: stderr
+  mutable ActionLog action_log_;        // WORK/agent.log
   std::vector<GpuDevice> gpus_;
   bool registered_ = false;
   int register_status_ = 0;  // the HTTP status of the last registration (0: no answer)

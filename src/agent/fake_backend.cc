@@ -124,11 +124,13 @@ Result<std::vector<GpuDevice>> ParseFakeGpus(const std::string& spec, const std:
   return gpus;
 }
 
-double ProcessGroupCpuSeconds(int pgid) {
+std::map<int, double> ProcessGroupCpuSeconds(const std::set<int>& pgids) {
   static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-  double total = 0;
+  std::map<int, double> total;
+  for (int g : pgids) total[g] = 0;
+  if (pgids.empty()) return total;
   DIR* d = opendir("/proc");
-  if (!d) return 0;
+  if (!d) return total;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
@@ -143,11 +145,12 @@ double ProcessGroupCpuSeconds(int pgid) {
     long long cutime = 0, cstime = 0;
     fields >> state >> ppid >> pgrp >> session >> tty >> tpgid >> flags >> minflt >> cminflt >> majflt >> cmajflt >>
         utime >> stime >> cutime >> cstime;
-    if (!fields || pgrp != pgid) continue;
-    total += static_cast<double>(utime + stime) / ticks;
+    auto it = fields ? total.find(static_cast<int>(pgrp)) : total.end();
+    if (it == total.end()) continue;
+    it->second += static_cast<double>(utime + stime) / ticks;
     // The leader also carries its reaped children (a shell running many
     // short commands is busy too).
-    if (std::atoll(e->d_name) == pgid) total += static_cast<double>(cutime + cstime) / ticks;
+    if (std::atoll(e->d_name) == pgrp) it->second += static_cast<double>(cutime + cstime) / ticks;
   }
   closedir(d);
   return total;
@@ -205,8 +208,11 @@ std::map<std::string, TaskUsage> FakeBackend::SampleTasks(const std::vector<Task
   std::map<std::string, CpuMark> marks;
   std::fill(gpu_util_.begin(), gpu_util_.end(), 0.0);
   std::fill(gpu_task_memory_mib_.begin(), gpu_task_memory_mib_.end(), 0);
+  std::set<int> groups;
+  for (const TaskProbe& t : tasks) groups.insert(t.pid);
+  const std::map<int, double> cpu_of = ProcessGroupCpuSeconds(groups);
   for (const TaskProbe& t : tasks) {
-    const double cpu = ProcessGroupCpuSeconds(t.pid);
+    const double cpu = cpu_of.at(t.pid);
     auto it = marks_.find(t.key);
     TaskUsage u;
     if (it != marks_.end()) {

@@ -43,6 +43,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,9 +105,10 @@ class FakeBackend : public DeviceBackend {
 // What a fake GPU's driver holds before any task: memory in use with no process.
 inline constexpr int64_t kFakeDriverOverheadMib = 512;
 
-// CPU seconds (user + system) used so far by the live processes whose
-// process group is `pgid`, from /proc, plus the children the group's
-// leader has reaped. Other processes that exited are not counted.
-double ProcessGroupCpuSeconds(int pgid);
+// CPU seconds (user + system) used so far by the live processes of each
+// process group in `pgids`, from one pass over /proc, plus the children the
+// group's leader has reaped. Other processes that exited are not counted;
+// a group with no live process is 0.
+std::map<int, double> ProcessGroupCpuSeconds(const std::set<int>& pgids);
 
 }  // namespace gpupool
