@@ -125,6 +125,7 @@ HttpResult HttpTo(const std::string& host, int port, const std::string& method, 
   if (!r) return out;
   out.status = r->status;
   out.text = r->body;
+  out.retry_after = r->get_header_value("Retry-After");
   out.body = nlohmann::json::parse(r->body, nullptr, false);
   return out;
 }

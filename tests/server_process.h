@@ -47,6 +47,7 @@ struct HttpResult {
   int status = 0;  // 0: no response (connection failed)
   nlohmann::json body;
   std::string text;
+  std::string retry_after;  // the Retry-After header, when there is one
 };
 
 // One request; `token` empty sends no Authorization header.

@@ -219,6 +219,10 @@ HttpApi::HttpApi(ServerCore& core) : core_(core) {
   WatchHubOptions w;
   w.max_hold = std::min<std::chrono::milliseconds>(w.max_hold, s.http.request_timeout / 2);
   watches_ = std::make_unique<WatchHub>(core_.agent_incarnation(), w);
+  token_rate_ = std::make_unique<RateLimiter>(RateLimit{static_cast<double>(s.http.token_requests_per_s),
+                                                        static_cast<double>(s.http.token_request_burst)});
+  failed_auth_rate_ = std::make_unique<RateLimiter>(
+      RateLimit{static_cast<double>(s.http.failed_auth_per_s), static_cast<double>(s.http.failed_auth_burst)});
   core_.set_desired_listener([hub = watches_.get()](const std::vector<NodeDesiredPtr>& d) { hub->Publish(d); });
   Routes();
 }
@@ -323,19 +327,63 @@ void HttpApi::Await(const ExchangePtr& ex, Command cmd, std::function<void(const
   });
 }
 
-// Authentication; admin_only refuses tenant tokens.
-std::optional<Principal> HttpApi::Auth(const Request& req, Response& res, bool admin_only) {
-  auto p = core_.auth().Authenticate(req.Header("Authorization"));
-  if (!p) {
-    SendError(res, Unauthorized());
+namespace {
+
+std::string PrincipalLabel(const Principal& p) {
+  if (p.admin) return "admin";
+  if (!p.node.empty()) return std::string(kNodeTokenPrefix) + p.node;
+  return "tenant/" + p.tenant;
+}
+
+ApiError RateLimited(const std::string& what, std::chrono::milliseconds retry_after) {
+  return MakeApiError(429, "rate_limited",
+                      what + "; retry after " + std::to_string((retry_after.count() + 999) / 1000) + " s");
+}
+
+}  // namespace
+
+void HttpApi::Deny(Response& res, const std::string& principal, const std::string& reason, const ApiError& e) {
+  core_.metrics().CountDenied(principal, reason);
+  SendError(res, e);
+}
+
+std::optional<Principal> HttpApi::Authenticated(const Request& req, Response& res) {
+  const auto now = RateLimiter::Clock::now();
+  if (auto wait = failed_auth_rate_->WouldRefuse(req.remote_addr, now)) {
+    Deny(res, "unknown", "rate_limited",
+         RateLimited("too many requests with a missing or unknown token from " + req.remote_addr +
+                         " (server.http.failed_auth_per_s)",
+                     *wait));
+    res.headers.emplace_back("Retry-After", std::to_string((wait->count() + 999) / 1000));
     return std::nullopt;
   }
+  auto p = core_.auth().Authenticate(req.Header("Authorization"));
+  if (!p) {
+    failed_auth_rate_->Take(req.remote_addr, now);
+    Deny(res, "unknown", "unauthorized", Unauthorized());
+    return std::nullopt;
+  }
+  if (p->admin || !p->node.empty()) return p;
+  if (auto wait = token_rate_->Take("tenant/" + p->tenant, now)) {
+    Deny(res, PrincipalLabel(*p), "rate_limited",
+         RateLimited("tenant " + p->tenant + "'s token is over server.http.token_requests_per_s", *wait));
+    res.headers.emplace_back("Retry-After", std::to_string((wait->count() + 999) / 1000));
+    return std::nullopt;
+  }
+  return p;
+}
+
+// Authentication; admin_only refuses tenant tokens.
+std::optional<Principal> HttpApi::Auth(const Request& req, Response& res, bool admin_only) {
+  auto p = Authenticated(req, res);
+  if (!p) return std::nullopt;
   if (!p->node.empty()) {
-    SendError(res, MakeApiError(403, "forbidden", "a node token may only call the agent endpoints (/v1/agent/...)"));
+    Deny(res, PrincipalLabel(*p), "forbidden",
+         MakeApiError(403, "forbidden", "a node token may only call the agent endpoints (/v1/agent/...)"));
     return std::nullopt;
   }
   if (admin_only && !p->admin) {
-    SendError(res, Forbidden());
+    Deny(res, PrincipalLabel(*p), "forbidden", Forbidden());
     return std::nullopt;
   }
   return p;
@@ -343,14 +391,11 @@ std::optional<Principal> HttpApi::Auth(const Request& req, Response& res, bool a
 
 // The agent endpoints take node tokens only, for the node the body names.
 std::optional<std::string> HttpApi::AgentAuth(const Request& req, Response& res) {
-  auto p = core_.auth().Authenticate(req.Header("Authorization"));
-  if (!p) {
-    SendError(res, Unauthorized());
-    return std::nullopt;
-  }
+  auto p = Authenticated(req, res);
+  if (!p) return std::nullopt;
   if (p->node.empty()) {
-    SendError(res,
-              MakeApiError(403, "forbidden", "the agent endpoints take a node token (POST /v1/nodes/{name}/token)"));
+    Deny(res, PrincipalLabel(*p), "forbidden",
+         MakeApiError(403, "forbidden", "the agent endpoints take a node token (POST /v1/nodes/{name}/token)"));
     return std::nullopt;
   }
   return p->node;
@@ -761,7 +806,8 @@ std::optional<T> HttpApi::AgentRequest(const ExchangePtr& ex,
   if (!r.ok()) {
     SendError(res, r.error);
   } else if (r.value->node != *node) {
-    SendError(res, MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
+    Deny(res, std::string(kNodeTokenPrefix) + *node, "forbidden",
+         MakeApiError(403, "forbidden", "this token is for node '" + *node + "'", "node"));
   } else {
     return std::move(r.value);
   }

@@ -30,6 +30,7 @@
 
 #include "src/base/status.h"
 #include "src/http/server.h"
+#include "src/server/rate_limiter.h"
 #include "src/server/server_core.h"
 #include "src/server/watch_hub.h"
 
@@ -70,6 +71,11 @@ class HttpApi {
   std::optional<Principal> Auth(const Request& req, Response& res, bool admin_only);
   // Authenticates a node token (the agent endpoints); returns the node it speaks for.
   std::optional<std::string> AgentAuth(const Request& req, Response& res);
+  // The token's principal, after the rate limits (server.http.failed_auth_*
+  // per client address, token_request_* per tenant token); otherwise the
+  // 401 or 429 is in `res` and the denial counted.
+  std::optional<Principal> Authenticated(const Request& req, Response& res);
+  void Deny(Response& res, const std::string& principal, const std::string& reason, const ApiError& e);
   // An agent endpoint's request, parsed and checked (see the .cc); nothing after answering an error.
   template <class T>
   std::optional<T> AgentRequest(const ExchangePtr& ex, ApiResult<T> (*parse)(const nlohmann::json&, UnknownKeys));
@@ -104,6 +110,8 @@ class HttpApi {
 
   ServerCore& core_;
   std::unique_ptr<WatchHub> watches_;  // fed by the core's publisher thread
+  std::unique_ptr<RateLimiter> token_rate_;        // per tenant token
+  std::unique_ptr<RateLimiter> failed_auth_rate_;  // per client address
   std::unique_ptr<http::Server> http_;
   std::mutex mu_;
   std::condition_variable cv_;

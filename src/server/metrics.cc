@@ -78,6 +78,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                           .Name("gpupool_http_request_seconds")
                           .Help("HTTP request latency by route")
                           .Register(*registry_);
+  denied_ = &BuildCounter()
+                 .Name("gpupool_auth_denied_total")
+                 .Help("Requests refused by authentication or a rate limit, by principal and reason")
+                 .Register(*registry_);
 }
 
 void Metrics::CountEvent(const Event& e) {
@@ -100,6 +104,15 @@ void Metrics::ObserveDecision(double seconds) { decision_seconds_->Observe(secon
 void Metrics::ObserveCommit(double seconds, size_t events) {
   commit_seconds_->Observe(seconds);
   commit_events_->Observe(static_cast<double>(events));
+}
+
+void Metrics::CountDenied(const std::string& principal, const std::string& reason) {
+  prometheus::Counter* c;
+  {
+    std::lock_guard lock(mu_);
+    c = &denied_->Add({{"principal", principal}, {"reason", reason}});
+  }
+  c->Increment();
 }
 
 void Metrics::CountRequest(const std::string& method, const std::string& route, int status, double seconds) {

@@ -44,6 +44,12 @@ class Metrics {
   void ObserveDecision(double seconds);
   void ObserveCommit(double seconds, size_t events);
   void CountRequest(const std::string& method, const std::string& route, int status, double seconds);
+  // A request refused by authentication or a rate limit:
+  // gpupool_auth_denied_total{principal,reason}. `principal` is "admin",
+  // "tenant/NAME", "node/NAME" or "unknown" (no or a wrong token), so the
+  // labels stay bounded by the configured tenants and nodes; `reason` is
+  // unauthorized, forbidden or rate_limited.
+  void CountDenied(const std::string& principal, const std::string& reason);
   // The last reported utilization of a GPU (percent), by node index.
   void SetGpuUtilization(int32_t node, int gpu, double pct);
 
@@ -63,7 +69,8 @@ class Metrics {
   prometheus::Histogram* commit_events_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Histogram>* request_seconds_;
-  // The families' Add calls (events_, requests_, request_seconds_) are made
+  prometheus::Family<prometheus::Counter>* denied_;
+  // The families' Add calls (events_, requests_, request_seconds_, denied_) are made
   // under it too; the pointers above are set in the constructor, then read-only.
   mutable std::mutex mu_;
   std::map<std::string, prometheus::Counter*> event_counters_;  // GUARDED_BY(mu_)

@@ -59,7 +59,8 @@ TEST(ServerConfigTest, ReadsTheHttpLimits) {
   auto c = ParseServerConfig(
       "name: s\npools: [{name: p}]\nserver:\n  http_threads: 8\n  http: {max_connections: 100, "
       "max_connections_per_client: 5, max_header_bytes: 4096, idle_timeout: 5s, header_timeout: 2s, "
-      "body_timeout: 3s, request_timeout: 20s, queue_length: 7, agent_threads: 3}\n",
+      "body_timeout: 3s, request_timeout: 20s, queue_length: 7, agent_threads: 3, token_requests_per_s: 50, "
+      "token_request_burst: 60, failed_auth_per_s: 2, failed_auth_burst: 9}\n",
       "s.yaml", ".");
   ASSERT_TRUE(c) << c.error().message;
   const HttpSettings& h = c->server.http;
@@ -72,14 +73,21 @@ TEST(ServerConfigTest, ReadsTheHttpLimits) {
   EXPECT_EQ(h.request_timeout, Duration(std::chrono::seconds(20)));
   EXPECT_EQ(h.queue_length, 7);
   EXPECT_EQ(h.agent_threads, 3);
+  EXPECT_EQ(h.token_requests_per_s, 50);
+  EXPECT_EQ(h.token_request_burst, 60);
+  EXPECT_EQ(h.failed_auth_per_s, 2);
+  EXPECT_EQ(h.failed_auth_burst, 9);
   // Defaults: a quarter of the handler threads for agents (resolved by the API), safe limits.
   auto d = ParseServerConfig("name: s\npools: [{name: p}]\n", "s.yaml", ".");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->server.http_threads, 16);
   EXPECT_EQ(d->server.http.agent_threads, -1);
   EXPECT_EQ(d->server.http.max_connections_per_client, 256);
+  EXPECT_EQ(d->server.http.token_requests_per_s, 1000);
+  EXPECT_EQ(d->server.http.failed_auth_per_s, 10);
   for (const char* bad : {"server: {http: {agent_threads: 16}}", "server: {http: {header_timeout: 500ms}}",
-                          "server: {http: {max_header_bytes: 10}}", "server: {http: {nope: 1}}"}) {
+                          "server: {http: {max_header_bytes: 10}}", "server: {http: {nope: 1}}",
+                          "server: {http: {token_request_burst: 0}}", "server: {http: {failed_auth_per_s: -1}}"}) {
     auto e = ParseServerConfig(std::string("name: s\npools: [{name: p}]\n") + bad + "\n", "s.yaml", ".");
     ASSERT_FALSE(e) << bad;
     EXPECT_NE(e.error().message.find("server.http."), std::string::npos) << e.error().message;
