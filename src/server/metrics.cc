@@ -32,6 +32,20 @@ void Sample(MetricFamily& f, std::vector<ClientMetric::Label> labels, double val
   f.metric.push_back(std::move(m));
 }
 
+// A counter computed at scrape time (from counts kept beside the registry).
+MetricFamily CounterFamily(std::string name, std::string help) {
+  MetricFamily f = Gauge(std::move(name), std::move(help));
+  f.type = MetricType::Counter;
+  return f;
+}
+
+void CounterSample(MetricFamily& f, std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.counter.value = value;
+  f.metric.push_back(std::move(m));
+}
+
 prometheus::Histogram::BucketBoundaries LatencyBuckets() {
   return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
 }
@@ -97,6 +111,14 @@ void Metrics::CountEvent(const Event& e) {
   if (std::holds_alternative<JobSubmitted>(e.body)) submissions_->Increment();
   if (std::holds_alternative<JobRejected>(e.body)) rejections_->Increment();
   if (std::holds_alternative<JobReclaimed>(e.body)) reclaims_->Increment();
+  if (const auto* r = std::get_if<ScaleOutRequested>(&e.body)) {
+    std::lock_guard lock(mu_);
+    scale_out_[r->pool].requested_nodes += r->nodes;
+  }
+  if (const auto* f = std::get_if<ScaleOutFailed>(&e.body)) {
+    std::lock_guard lock(mu_);
+    scale_out_[f->pool].failed_nodes += f->nodes;
+  }
 }
 
 void Metrics::ObserveDecision(double seconds) { decision_seconds_->Observe(seconds); }
@@ -142,6 +164,17 @@ std::string Metrics::Render(const ReadModel& model) const {
   MetricFamily lent = Gauge("gpupool_quota_lent_gpus", "Part of the guarantee lent to the elastic pool");
   MetricFamily capacity = Gauge("gpupool_pool_capacity_gpus", "Capacity model of each pool (POOL-3)");
   MetricFamily node_up = Gauge("gpupool_node_up", "1 when the node is ready, 0 when cordoned or down");
+  MetricFamily condition = Gauge("gpupool_node_condition",
+                                 "1 for the node's condition (ready, cordoned, down, removed), 0 for the others");
+  MetricFamily hotspot = Gauge("gpupool_node_hotspot", "1 while the node is a hotspot (cordoned until it cools down)");
+  MetricFamily exhausted = Gauge("gpupool_quota_exhausted",
+                                 "1 while a job of the tenant waits because the tenant is at its elastic limit");
+  MetricFamily scale_requested = CounterFamily("gpupool_scale_out_requested_nodes_total",
+                                               "Nodes the autoscaler asked of the node provider since the server started");
+  MetricFamily scale_failed = CounterFamily("gpupool_scale_out_failed_nodes_total",
+                                            "Nodes the node provider failed to create since the server started");
+  MetricFamily unhealthy = Gauge("gpupool_gpu_unhealthy",
+                                 "1 while the node agent reports the GPU unhealthy (a critical XID, a failed query)");
   // Bookings, not device readings: the device's own memory and utilization
   // are the agents' to export under the DCGM exporter's names.
   MetricFamily booked = Gauge("gpupool_gpu_memory_booked_mib",
@@ -151,9 +184,11 @@ std::string Metrics::Render(const ReadModel& model) const {
                             "GPU utilization in the node agent's last heartbeat (percent)");
   MetricFamily alloc = Gauge("gpupool_gpu_allocated_milli", "Compute share of the GPU allocated (thousandths)");
   std::map<std::pair<int32_t, int>, double> utils;
+  std::map<PoolId, ScaleOutCounts> scale_out;
   {
     std::lock_guard lock(mu_);
     utils = gpu_util_;
+    scale_out = scale_out_;
   }
   {
     std::shared_lock lock(model.mu());
@@ -174,6 +209,7 @@ std::string Metrics::Render(const ReadModel& model) const {
           Sample(used, l, s.usage[t][p].used_milli / 1000.0);
           Sample(borrowed, l, s.usage[t][p].borrowed_milli / 1000.0);
           Sample(lent, l, s.usage[t][p].lent_milli / 1000.0);
+          Sample(exhausted, l, s.usage[t][p].exhausted ? 1 : 0);
         }
       }
     }
@@ -185,12 +221,23 @@ std::string Metrics::Render(const ReadModel& model) const {
         Sample(capacity, {{"kind", kind}, {"pool", pools[p].name}}, v / 1000.0);
       }
     }
+    for (size_t p = 0; p < pools.size(); ++p) {
+      const auto it = scale_out.find(static_cast<PoolId>(p));
+      const ScaleOutCounts c = it == scale_out.end() ? ScaleOutCounts{} : it->second;
+      CounterSample(scale_requested, {{"pool", pools[p].name}}, static_cast<double>(c.requested_nodes));
+      CounterSample(scale_failed, {{"pool", pools[p].name}}, static_cast<double>(c.failed_nodes));
+    }
     const auto& nodes = model.nodes();
     for (size_t i = 0; i < nodes.size() && i < s.nodes.size(); ++i) {
       const Node& n = s.nodes[i];
       const NodeRecord& rec = nodes[i];
       const std::string pool = n.pool < pools.size() ? pools[n.pool].name : "?";
       Sample(node_up, {{"node", rec.spec.name}, {"pool", pool}}, n.condition == NodeCondition::kReady ? 1 : 0);
+      for (auto [c, name] : {std::pair{NodeCondition::kReady, "ready"}, {NodeCondition::kCordoned, "cordoned"},
+                             {NodeCondition::kDown, "down"}, {NodeCondition::kRemoved, "removed"}}) {
+        Sample(condition, {{"condition", name}, {"node", rec.spec.name}, {"pool", pool}}, n.condition == c ? 1 : 0);
+      }
+      Sample(hotspot, {{"node", rec.spec.name}, {"pool", pool}}, rec.hot ? 1 : 0);
       if (n.gpu_count == 0) continue;
       const std::string model_name = Catalog::Builtin().Get(n.gpu_model).name;
       for (int g = 0; g < n.gpu_count; ++g) {
@@ -200,6 +247,7 @@ std::string Metrics::Render(const ReadModel& model) const {
         const int32_t free_mib = n.gpu_mode[g] == GpuMode::kWhole ? 0 : n.gpu_memory_free_mib[g];
         Sample(booked, l, n.gpu_memory_mib - free_mib);
         Sample(unbooked, l, free_mib);
+        Sample(unhealthy, l, (n.gpu_unhealthy >> g & 1) != 0 ? 1 : 0);
         if (auto it = utils.find({static_cast<int32_t>(i), g}); it != utils.end()) Sample(util, l, it->second);
         auto la = l;
         la.push_back({"mode", GpuModeName(n.gpu_mode[g])});
@@ -207,8 +255,9 @@ std::string Metrics::Render(const ReadModel& model) const {
       }
     }
   }
-  for (MetricFamily* f : {&queue, &guaranteed, &limit, &used, &borrowed, &lent, &capacity, &node_up, &booked,
-                          &unbooked, &util, &alloc}) {
+  for (MetricFamily* f : {&queue, &guaranteed, &limit, &used, &borrowed, &lent, &exhausted, &capacity,
+                          &scale_requested, &scale_failed, &node_up, &condition, &hotspot, &booked, &unbooked,
+                          &unhealthy, &util, &alloc}) {
     families.push_back(std::move(*f));
   }
   std::ostringstream out;

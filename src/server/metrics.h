@@ -7,12 +7,21 @@
 //   gpupool_quota_{guaranteed,limit,used,borrowed,lent}_gpus{tenant,pool}
 //   gpupool_pool_capacity_gpus{pool,kind=total|allocated|reserved|fragmented|available}
 //   gpupool_node_up{node,pool}
+//   gpupool_node_condition{node,pool,condition=ready|cordoned|down|removed}
+//     (1 for the node's condition, 0 for the others; a hotspot is cordoned)
+//   gpupool_node_hotspot{node,pool} (1 while OPS-2 holds the node hot)
+//   gpupool_quota_exhausted{tenant,pool} (1 while a QuotaExhausted alert is
+//     outstanding: a job waits because the tenant is at its elastic limit)
+//   gpupool_scale_out_{requested,failed}_nodes_total{pool} (counters, from
+//     ScaleOutRequested / ScaleOutFailed since the process started; every
+//     pool has a sample from the start, so that increase() sees the first)
 //   per GPU, with the DCGM exporter's labels gpu, Hostname, modelName (so
 //   that they join with the agents' device metrics) plus pool:
 //   gpupool_gpu_memory_booked_mib / gpupool_gpu_memory_unbooked_mib (MiB
 //   held by allocations / not held), gpupool_gpu_reported_utilization_percent
 //   (last heartbeat; GPUs without a report have no sample), and
-//   gpupool_gpu_allocated_milli{mode}. Only gpupool_* names: DCGM_FI_* names
+//   gpupool_gpu_allocated_milli{mode}, gpupool_gpu_unhealthy (1 while the
+//   agent reports the GPU unhealthy, EXEC-11). Only gpupool_* names: DCGM_FI_* names
 //   mean device readings, which this server does not have.
 //
 // Thread-safety: every member may be called concurrently.
@@ -75,6 +84,12 @@ class Metrics {
   mutable std::mutex mu_;
   std::map<std::string, prometheus::Counter*> event_counters_;  // GUARDED_BY(mu_)
   std::map<std::pair<int32_t, int>, double> gpu_util_;          // GUARDED_BY(mu_)
+  // Nodes asked of the node provider and nodes it failed to create, by
+  // pool (named at render time from the read model).
+  struct ScaleOutCounts {
+    int64_t requested_nodes = 0, failed_nodes = 0;
+  };
+  std::map<PoolId, ScaleOutCounts> scale_out_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace gpupool

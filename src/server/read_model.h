@@ -72,6 +72,9 @@ struct NodeRecord {
 struct EngineSummary {
   struct TenantPoolUsage {
     int64_t used_milli = 0, borrowed_milli = 0, lent_milli = 0;
+    // QUOTA-4: a QuotaExhausted alert is outstanding (a job waits because
+    // the tenant reached its elastic limit; cleared when usage falls).
+    bool exhausted = false;
   };
   std::vector<std::vector<TenantPoolUsage>> usage;  // [tenant][pool]
   std::vector<PoolCapacity> capacity;                // [pool]

@@ -544,7 +544,7 @@ std::shared_ptr<const EngineSummary> ServerCore::Summarize() const {
   s->usage.resize(st.tenants.size());
   for (size_t t = 0; t < st.tenants.size(); ++t) {
     for (const TenantPool& tp : st.tenants[t].pools) {
-      s->usage[t].push_back({tp.usage.gpu_milli, tp.borrowed_milli(), tp.usage.lent_milli});
+      s->usage[t].push_back({tp.usage.gpu_milli, tp.borrowed_milli(), tp.usage.lent_milli, tp.usage.exhausted_alerted});
     }
   }
   s->pool_nodes.assign(st.pools.size(), 0);
