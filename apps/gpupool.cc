@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "src/cli/agent_cmd.h"
+#include "src/cli/completion.h"
 #include "src/cli/sim_fgd.h"
 #include "src/cli/server_cmd.h"
 #include "src/cli/sim_run.h"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   gpupool::AddAgentCommand(app);
   gpupool::AddDevCommand(app);
   gpupool::AddClientCommands(app);
+  gpupool::AddCompletionCommand(app);  // last: it describes the commands above
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
