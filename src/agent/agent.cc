@@ -20,6 +20,7 @@
 #include "src/agent/oci_runtime.h"
 #include "src/agent/proc_stat.h"
 #include "src/agent/process_runtime.h"
+#include "src/base/http_client.h"
 #include "src/base/time_text.h"
 
 namespace gpupool {
@@ -92,7 +93,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<DeviceBackend> backend)
   if (options_.cpu_milli <= 0) options_.cpu_milli = int64_t{std::max(1u, std::thread::hardware_concurrency())} * 1000;
   if (options_.memory_mib <= 0) options_.memory_mib = MachineMemoryMib();
   contention_ = std::make_unique<GpuContention>(GpuContentionOptions{options_.work_dir + "/contention"});
-  http_ = std::make_unique<httplib::Client>(options_.server_url);
+  http_ = NewHttpClient(options_.server_url, options_.server_tls);
   http_->set_bearer_token_auth(options_.token);
   http_->set_connection_timeout(5);
   http_->set_read_timeout(30);
@@ -112,7 +113,7 @@ Agent::~Agent() {
 Result<std::string> Agent::StartMetrics() {
   if (metrics_) return metrics_url_;
   if (options_.metrics_port < 0) return FailedPrecondition("--metrics-listen: not set");
-  auto l = MetricsListener::Start(options_.metrics_host, options_.metrics_port);
+  auto l = MetricsListener::Start(options_.metrics_host, options_.metrics_port, options_.metrics_tls);
   if (!l) return IoError("--metrics-listen: " + l.error().message);
   metrics_ = std::move(*l);
   std::string host = options_.metrics_host;
@@ -122,7 +123,7 @@ Result<std::string> Agent::StartMetrics() {
   } else if (host.find(':') != std::string::npos && host.front() != '[') {
     host = "[" + host + "]";  // an IPv6 address
   }
-  metrics_url_ = "http://" + host + ":" + std::to_string(metrics_->port()) + "/metrics";
+  metrics_url_ = std::string(options_.metrics_tls ? "https://" : "http://") + host + ":" + std::to_string(metrics_->port()) + "/metrics";
   Log("metrics_listen", {{"url", metrics_url_}});
   return metrics_url_;
 }
@@ -161,7 +162,10 @@ void Agent::Log(const std::string& action, std::vector<std::pair<std::string, st
 Result<json> Agent::Post(const std::string& path, const json& body, int* status) {
   *status = 0;
   auto res = http_->Post(path, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-  if (!res) return IoError("POST " + path + ": " + httplib::to_string(res.error()));
+  if (!res) {
+    return IoError("POST " + path + ": " + DescribeHttpFailure(*http_, res.error(), options_.server_url,
+                                                                options_.server_tls));
+  }
   *status = res->status;
   json j = json::parse(res->body, nullptr, false);
   if (res->status != 200) {

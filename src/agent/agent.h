@@ -100,6 +100,8 @@
 #include "src/agent/gpu_contention.h"
 #include "src/agent/task_runtime.h"
 #include "src/api/agent_protocol.h"
+#include "src/base/client_tls.h"
+#include "src/http/tls.h"
 
 namespace httplib {
 class Client;
@@ -108,8 +110,11 @@ class Client;
 namespace gpupool {
 
 struct AgentOptions {
-  std::string server_url;  // http://host:port
+  std::string server_url;  // http://host:port or https://host:port
   std::string token;       // the node token
+  // With an https server_url: the CA that signs the server's certificate and
+  // the agent's own certificate for mutual TLS (src/base/client_tls.h).
+  ClientTls server_tls;
   std::string node;
   std::string node_class, region = "region-1", zone = "zone-1", rack = "rack-1";
   std::string work_dir;         // task directories, logs, agent.log
@@ -135,6 +140,7 @@ struct AgentOptions {
   // metrics on HOST:PORT (port 0: any free one); metrics_port < 0: none.
   std::string metrics_host;
   int metrics_port = -1;
+  std::optional<http::TlsIdentity> metrics_tls;  // none: the metrics listener serves plain HTTP
   // The agent protocol spoken (src/api/agent_protocol.h): kAgentProtocol;
   // 1 plays an agent older than the watch (heartbeats only, and replies
   // read as that agent read them: unknown fields refused), for upgrade tests.
@@ -158,7 +164,7 @@ class Agent {
   int Run();
   void Stop() { stop_ = true; }
   // Starts the metrics listener (once; Run starts it too) and returns its
-  // URL, "http://HOST:PORT/metrics", which the registration carries. A host
+  // URL, "http://HOST:PORT/metrics" (https with metrics_tls), which the registration carries. A host
   // that names every interface (0.0.0.0, ::, empty) is given as the
   // machine's host name. Fails with "--metrics-listen: cannot listen on ...".
   Result<std::string> StartMetrics();

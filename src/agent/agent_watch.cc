@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "src/agent/agent.h"
+#include "src/base/http_client.h"
 
 namespace gpupool {
 namespace {
@@ -86,7 +87,7 @@ void Agent::StartWatch(const AgentReply& registered) {
   }
   watch_cv_.notify_all();
   if (watch_thread_.joinable()) return;
-  watch_http_ = std::make_unique<httplib::Client>(options_.server_url);
+  watch_http_ = NewHttpClient(options_.server_url, options_.server_tls);
   watch_http_->set_bearer_token_auth(options_.token);
   watch_http_->set_connection_timeout(5);
   watch_http_->set_read_timeout(kWatchReadTimeout);
@@ -146,7 +147,8 @@ void Agent::WatchLoop() {
       if (!stop_) {
         Log("watch_failed", {{"status", std::to_string(status)},
                              {"error", res ? (status == 200 ? parsed.error.message : res->body.substr(0, 200))
-                                           : httplib::to_string(res.error())}});
+                                           : DescribeHttpFailure(*watch_http_, res.error(), options_.server_url,
+                                                                 options_.server_tls)}});
       }
     }
     Wake();

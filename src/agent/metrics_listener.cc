@@ -10,7 +10,8 @@ MetricsListener::MetricsListener() {
 
 MetricsListener::~MetricsListener() { http_->Stop(); }
 
-Result<std::unique_ptr<MetricsListener>> MetricsListener::Start(const std::string& host, int port) {
+Result<std::unique_ptr<MetricsListener>> MetricsListener::Start(const std::string& host, int port,
+                                                                std::optional<http::TlsIdentity> tls) {
   std::unique_ptr<MetricsListener> l(new MetricsListener());
   MetricsListener* self = l.get();
   l->http_->Add(http::Route{"GET", "/metrics", "", http::Lane::kApi,
@@ -23,7 +24,7 @@ Result<std::unique_ptr<MetricsListener>> MetricsListener::Start(const std::strin
   limits.header_timeout = kMetricsIoTimeout;
   limits.body_timeout = kMetricsIoTimeout;
   limits.request_timeout = kMetricsIoTimeout;
-  GP_ASSIGN_OR_RETURN(l->port_, l->http_->Listen(host, port, limits));
+  GP_ASSIGN_OR_RETURN(l->port_, l->http_->Listen(host, port, limits, /*reserved_only=*/false, std::move(tls)));
   GP_TRY(l->http_->Start());
   return l;
 }

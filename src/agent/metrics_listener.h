@@ -9,7 +9,7 @@
 // scrape gets 503 ("no reading yet"). Anything but GET /metrics is 404 (405
 // for another method on /metrics).
 //
-// Served by the HTTP layer (src/http/server.h) with small limits:
+// Served by the HTTP layer (src/http/server.h), plain or TLS, with small limits:
 // kMetricsThreads handler threads, kMetricsConnections connections
 // (kMetricsConnectionsPerClient from one address), kMetricsIoTimeout for
 // idle connections, headers and bodies, bodies refused beyond 1 KiB.
@@ -21,6 +21,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "src/base/status.h"
@@ -35,9 +36,10 @@ inline constexpr std::chrono::seconds kMetricsIoTimeout{5};
 
 class MetricsListener {
  public:
-  // Binds `host`:`port` (port 0: any free one) and starts serving. Fails
-  // with "cannot listen on HOST:PORT: reason".
-  static Result<std::unique_ptr<MetricsListener>> Start(const std::string& host, int port);
+  // Binds `host`:`port` (port 0: any free one) and starts serving, over
+  // TLS when `tls` is given. Fails with "cannot listen on HOST:PORT: reason".
+  static Result<std::unique_ptr<MetricsListener>> Start(const std::string& host, int port,
+                                                        std::optional<http::TlsIdentity> tls = std::nullopt);
   ~MetricsListener();  // stops serving
   MetricsListener(const MetricsListener&) = delete;
   MetricsListener& operator=(const MetricsListener&) = delete;

@@ -14,6 +14,7 @@
 #include "src/agent/fake_backend.h"
 #include "src/agent/mig_check.h"
 #include "src/agent/nvml_backend.h"
+#include "src/cli/listener_tls.h"
 #include "src/cli/serve_common.h"
 #include "src/server/auth.h"
 #include "src/server/dev_config.h"
@@ -39,6 +40,8 @@ struct AgentFlags {
   int mig_check = -1;  // a GPU index: --mig-check
   std::string metrics_listen;  // HOST:PORT; empty: no metrics listener
   int protocol = kAgentProtocol;
+  ClientTls server_tls;      // --ca-cert, --client-cert, --client-key (to the server)
+  ListenerTlsFlags metrics_tls;  // --tls-cert, --tls-key, --insecure (the metrics listener)
 };
 
 std::string WorkDirOf(const AgentFlags& f) {
@@ -132,6 +135,42 @@ bool SetMetricsListen(const std::string& listen, AgentOptions& o) {
   return true;
 }
 
+// The TLS flags into the options: the server's CA and the agent's client
+// certificate (checked now), the metrics listener's identity and the rule
+// for a plain one; false (with the error printed) when they do not hold.
+bool SetTls(const AgentFlags& f, AgentOptions& o) {
+  const bool https = f.server.starts_with("https://");
+  const bool any_client_tls = !f.server_tls.ca_cert_file.empty() || !f.server_tls.client_cert_file.empty() ||
+                              !f.server_tls.client_key_file.empty();
+  if (any_client_tls && !https) {
+    std::cerr << "error: --ca-cert, --client-cert and --client-key need an https:// --server, got '" << f.server
+              << "'\n";
+    return false;
+  }
+  if (auto ok = CheckClientTls(f.server_tls); !ok) {
+    std::cerr << "error: " << ok.error().message << "\n";
+    return false;
+  }
+  o.server_tls = f.server_tls;
+  auto tls = LoadListenerTls(f.metrics_tls);
+  if (!tls) {
+    std::cerr << "error: " << tls.error().message << "\n";
+    return false;
+  }
+  if (o.metrics_port >= 0) {
+    if (auto ok = CheckPlainListener("--metrics-listen", o.metrics_host, tls->has_value(), f.metrics_tls.insecure);
+        !ok) {
+      std::cerr << "error: " << ok.error().message << "\n";
+      return false;
+    }
+  } else if (tls->has_value()) {
+    std::cerr << "error: --tls-cert is for the metrics listener: give --metrics-listen too\n";
+    return false;
+  }
+  o.metrics_tls = std::move(*tls);
+  return true;
+}
+
 // --mig-check GPU: RunMigCheck (src/agent/mig_check.h) on that GPU, its
 // result as JSON on stdout; exit 1 with the reason when it fails.
 int MigCheck(const AgentFlags& f) {
@@ -176,6 +215,7 @@ int RunAgent(const AgentFlags& f) {
   AgentOptions o = OptionsOf(f);
   o.token = token;
   if (!SetMetricsListen(f.metrics_listen, o)) return 2;
+  if (!SetTls(f, o)) return 2;
   Agent agent(o, std::move(*backend));
   if (o.metrics_port >= 0) {
     auto url = agent.StartMetrics();
@@ -202,6 +242,8 @@ struct DevFlags {
   // Three plain GPUs and one in MIG mode, so that every sharing mode runs.
   std::string fake_gpus = "H100,H100,H100,H100:mig";
   std::string node = "dev-node-0";
+  ListenerTlsFlags tls;  // --tls-cert, --tls-key, --insecure: the server's listener
+  std::string ca_cert;   // --ca-cert: what the local agent trusts for the server's certificate
 };
 
 int RunDev(const DevFlags& f) {
@@ -214,6 +256,25 @@ int RunDev(const DevFlags& f) {
   auto gpus = ParseFakeGpus(f.fake_gpus, f.node);
   if (!gpus) {
     std::cerr << "error: " << gpus.error().message << "\n";
+    return 2;
+  }
+  auto tls = LoadListenerTls(f.tls);
+  if (!tls) {
+    std::cerr << "error: " << tls.error().message << "\n";
+    return 2;
+  }
+  if (auto ok = CheckPlainListener("--listen", host, tls->has_value(), f.tls.insecure); !ok) {
+    std::cerr << "error: " << ok.error().message << "\n";
+    return 2;
+  }
+  ClientTls agent_tls;
+  agent_tls.ca_cert_file = f.ca_cert;
+  if (!f.ca_cert.empty() && !tls->has_value()) {
+    std::cerr << "error: --ca-cert is for the local agent's TLS to the server: give --tls-cert and --tls-key too\n";
+    return 2;
+  }
+  if (auto ok = CheckClientTls(agent_tls); !ok) {
+    std::cerr << "error: " << ok.error().message << "\n";
     return 2;
   }
   const sigset_t signals = BlockStopSignals();
@@ -229,13 +290,14 @@ int RunDev(const DevFlags& f) {
     return 1;
   }
   HttpApi api(**core);
-  auto bound = api.Bind(host, port);
+  const bool serves_tls = tls->has_value();
+  auto bound = api.Bind(host, port, std::move(*tls));
   if (!bound) {
     std::cerr << "error: --listen: " << bound.error().message << "\n";
     return 1;
   }
   (*core)->Start();
-  const std::string url = "http://" + host + ":" + std::to_string(*bound);
+  const std::string url = (serves_tls ? "https://" : "http://") + host + ":" + std::to_string(*bound);
   if (auto ok = WriteServerUrl(f.data_dir, url); !ok) {
     std::cerr << "error: " << ok.error().message << "\n";
     return 1;
@@ -248,6 +310,7 @@ int RunDev(const DevFlags& f) {
   }
   AgentOptions o;
   o.server_url = url;
+  o.server_tls = agent_tls;
   o.token = token;
   o.node = f.node;
   o.node_class = "nvlink";
@@ -283,7 +346,8 @@ int RunDev(const DevFlags& f) {
             << "  agent log:    " << o.work_dir << "/agent.log\n"
             << "  metrics:      " << *metrics_url << " (the agent's GPUs, DCGM exporter names)\n"
             << "  try:\n"
-            << "    export GPUPOOL_ADDR=" << url << " GPUPOOL_TOKEN=$(cat " << admin << ")\n"
+            << "    export GPUPOOL_ADDR=" << url << " GPUPOOL_TOKEN=$(cat " << admin << ")"
+            << (f.ca_cert.empty() ? "" : " GPUPOOL_CA_CERT=" + f.ca_cert) << "\n"
             << "    build/gpupool job submit -f examples/dev-training.yaml\n"
             << "    build/gpupool job submit -f examples/dev-idle-notebook.yaml   # goes idle, is reclaimed\n"
             << "    build/gpupool job list; build/gpupool job logs 1; build/gpupool node list\n"
@@ -353,6 +417,21 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--metrics-listen", f->metrics_listen,
                   "HOST:PORT to serve the GPUs' DCGM-named metrics on (GET /metrics, like the DCGM exporter; port 0: "
                   "any free port; default: off)");
+  const std::string tls_group = "TLS";
+  cmd->add_option("--ca-cert", f->server_tls.ca_cert_file,
+                  "PEM CA certificates that sign an https:// --server's certificate (default: the system's CAs)")
+      ->group(tls_group);
+  cmd->add_option("--client-cert", f->server_tls.client_cert_file,
+                  "PEM certificate to present to the server (mutual TLS: gpupool server --agent-ca-cert); with "
+                  "--client-key")
+      ->group(tls_group);
+  cmd->add_option("--client-key", f->server_tls.client_key_file, "PEM private key of --client-cert")->group(tls_group);
+  cmd->add_option("--tls-cert", f->metrics_tls.cert, "PEM certificate chain for --metrics-listen to serve TLS with")
+      ->group(tls_group);
+  cmd->add_option("--tls-key", f->metrics_tls.key, "PEM private key of --tls-cert")->group(tls_group);
+  cmd->add_flag("--insecure", f->metrics_tls.insecure,
+                "Serve plain HTTP on a non-loopback --metrics-listen without --tls-cert (logged as a warning)")
+      ->group(tls_group);
   cmd->add_option("--protocol", f->protocol,
                   "Agent protocol to speak: 2, or 1 as an agent older than the watch (upgrade tests)")
       ->check(CLI::Range(kOldestAgentProtocol, kAgentProtocol))
@@ -372,6 +451,12 @@ void AddDevCommand(CLI::App& app) {
   cmd->add_option("--config", f->config, "Server configuration (default: the embedded dev one)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--fake-gpus", f->fake_gpus, "The local node's fake GPUs")->capture_default_str();
+  cmd->add_option("--tls-cert", f->tls.cert, "PEM certificate chain to serve TLS with (default: plain HTTP)");
+  cmd->add_option("--tls-key", f->tls.key, "PEM private key of --tls-cert");
+  cmd->add_option("--ca-cert", f->ca_cert,
+                  "PEM CA certificates the local agent trusts for --tls-cert (default: the system's CAs)");
+  cmd->add_flag("--insecure", f->tls.insecure,
+                "Serve plain HTTP on a non-loopback --listen (logged as a warning)");
   cmd->callback([f] { std::exit(RunDev(*f)); });
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "src/cli/listener_tls.h"
 #include "src/cli/serve_common.h"
 #include "src/server/etcd_election.h"
 #include "src/server/etcd_journal.h"
@@ -30,6 +31,9 @@ struct ServerFlags {
   std::string etcd;  // URL[,URL...]; empty: the SQLite journal in --data
   std::string etcd_prefix = "/gpupool/default";
   int64_t lease_ttl_seconds = 3;
+  // TLS on both listeners (issue 22); agent_ca (--agent-ca-cert) asks agents
+  // on --agent-listen for certificates it signed.
+  ListenerTlsFlags tls;
 };
 
 std::string HostForUrl(const std::string& host) {
@@ -64,6 +68,28 @@ int RunServer(const ServerFlags& f) {
     }
     agent_listen = *a;
   }
+  auto tls = LoadListenerTls(f.tls);
+  if (!tls) {
+    std::cerr << "error: " << tls.error().message << "\n";
+    return 2;
+  }
+  if (!f.tls.client_ca.empty() && !agent_listen) {
+    std::cerr << "error: --agent-ca-cert needs --agent-listen: the API listener serves clients without "
+                 "certificates, so agents that must present one get a listener of their own\n";
+    return 2;
+  }
+  // The API listener never asks for client certificates (the CLI has none).
+  std::optional<http::TlsIdentity> api_tls = *tls;
+  if (api_tls) api_tls->client_ca_pem.clear();
+  for (const auto& [flag, where] : {std::pair{std::string("--listen"), std::optional(*listen)},
+                                    std::pair{std::string("--agent-listen"), agent_listen}}) {
+    if (!where) continue;
+    if (auto ok = CheckPlainListener(flag, where->first, tls->has_value(), f.tls.insecure); !ok) {
+      std::cerr << "error: " << ok.error().message << "\n";
+      return 2;
+    }
+  }
+  const std::string scheme = *tls ? "https://" : "http://";
   // Signals are taken by one thread (sigwait); every other thread blocks them.
   const sigset_t signals = BlockStopSignals();
 
@@ -93,7 +119,7 @@ int RunServer(const ServerFlags& f) {
       return 1;
     }
     election = std::make_unique<EtcdElection>(
-        *etcd, EtcdElectionOptions{f.etcd_prefix, "http://" + HostForUrl(host) + ":" + std::to_string(port),
+        *etcd, EtcdElectionOptions{f.etcd_prefix, scheme + HostForUrl(host) + ":" + std::to_string(port),
                                    f.lease_ttl_seconds});
     LogInfo("campaigning for leadership", {{"etcd", etcd->Describe()}, {"prefix", f.etcd_prefix}});
     const auto stop_asked = [&signals] {
@@ -135,22 +161,22 @@ int RunServer(const ServerFlags& f) {
                         {"seconds", std::to_string((*core)->recovery_seconds())}});
   WarnOnFewDescriptors((*core)->settings(), agent_listen ? 2 : 1);
   HttpApi api(**core);
-  auto bound = api.Bind(host, port);
+  auto bound = api.Bind(host, port, api_tls);
   if (!bound) {
     std::cerr << "error: --listen: " << bound.error().message << "\n";
     return 1;
   }
   std::string agent_url;
   if (agent_listen) {
-    auto b = api.BindAgent(agent_listen->first, agent_listen->second);
+    auto b = api.BindAgent(agent_listen->first, agent_listen->second, *tls);
     if (!b) {
       std::cerr << "error: --agent-listen: " << b.error().message << "\n";
       return 1;
     }
-    agent_url = "http://" + HostForUrl(agent_listen->first) + ":" + std::to_string(*b);
+    agent_url = scheme + HostForUrl(agent_listen->first) + ":" + std::to_string(*b);
   }
   (*core)->Start();
-  const std::string url = "http://" + HostForUrl(host) + ":" + std::to_string(*bound);
+  const std::string url = scheme + HostForUrl(host) + ":" + std::to_string(*bound);
   if (election) {
     if (auto ok = election->Advertise(url); !ok) {
       std::cerr << "error: " << ok.error().message << "\n";
@@ -215,6 +241,14 @@ void AddServerCommand(CLI::App& app) {
                   "Seconds a leader's lease lasts unrenewed (with --etcd): a dead leader is replaced after it")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{2}, kMaxLeaseTtlSeconds));
+  cmd->add_option("--tls-cert", flags->tls.cert,
+                  "PEM certificate chain (leaf first) to serve TLS with on every listener; with --tls-key");
+  cmd->add_option("--tls-key", flags->tls.key, "PEM private key of --tls-cert");
+  cmd->add_option("--agent-ca-cert", flags->tls.client_ca,
+                  "PEM CA certificates: agents on --agent-listen must present a certificate one of them signed "
+                  "(mutual TLS; needs --tls-cert and --agent-listen)");
+  cmd->add_flag("--insecure", flags->tls.insecure,
+                "Serve plain HTTP on a non-loopback --listen/--agent-listen without --tls-cert (logged as a warning)");
   cmd->callback([flags] { std::exit(RunServer(*flags)); });
 }
 

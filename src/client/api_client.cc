@@ -1,6 +1,6 @@
 #include "src/client/api_client.h"
 
-#include "src/base/http_error_text.h"
+#include "src/base/http_client.h"
 #include "src/base/json_text.h"
 
 #include <httplib.h>
@@ -51,7 +51,7 @@ std::optional<std::string> ApiErrorMessage(const nlohmann::json& body) {
 }
 
 ApiClient::ApiClient(ClientConfig config)
-    : config_(std::move(config)), http_(std::make_unique<httplib::Client>(config_.addr.Url())) {
+    : config_(std::move(config)), http_(NewHttpClient(config_.addr.Url(), config_.tls)) {
   http_->set_connection_timeout(5, 0);
   http_->set_read_timeout(60, 0);
   http_->set_write_timeout(60, 0);
@@ -104,8 +104,10 @@ Result<nlohmann::json> ApiClient::Call(const std::string& method, const std::str
                                            : http_->Delete(path, headers);
   const std::string url = config_.addr.Url();
   if (!res) {
-    return IoError("cannot reach the gpupool server at " + url + " (" + config_.addr_source +
-                   "): " + DescribeHttpError(res.error()) + "; " + HowToSetAddress());
+    const std::string why = DescribeHttpFailure(*http_, res.error(), url, config_.tls);
+    if (IsTlsFailure(res.error())) return IoError(why);  // reached, but not trusted: the address is right
+    return IoError("cannot reach the gpupool server at " + url + " (" + config_.addr_source + "): " + why + "; " +
+                   HowToSetAddress());
   }
   const int status = res->status;
   if (raw && status >= 200 && status < 300) {

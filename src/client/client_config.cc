@@ -26,6 +26,7 @@ struct ConfigFile {
   std::string addr;
   std::string token;
   std::string token_file;  // already made absolute against the file's folder
+  std::string ca_cert;     // the same
 };
 
 Result<ConfigFile> ReadConfigFile(const std::string& path) {
@@ -42,17 +43,18 @@ Result<ConfigFile> ReadConfigFile(const std::string& path) {
   ConfigFile out;
   if (!root || root.IsNull()) return out;  // an empty file sets nothing
   if (!root.IsMap())
-    return InvalidArgument(Where(path, root.Mark()) + ": expected a map with keys addr, token, token_file");
+    return InvalidArgument(Where(path, root.Mark()) + ": expected a map with keys addr, token, token_file, ca_cert");
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
     const YAML::Node& value = kv.second;
     std::string* slot = key == "addr"         ? &out.addr
                         : key == "token"      ? &out.token
                         : key == "token_file" ? &out.token_file
+                        : key == "ca_cert"    ? &out.ca_cert
                                               : nullptr;
     if (slot == nullptr) {
       return InvalidArgument(Where(path, kv.first.Mark()) + ": unknown key '" + key +
-                             "' (expected addr, token, token_file)");
+                             "' (expected addr, token, token_file, ca_cert)");
     }
     if (!value.IsScalar()) return InvalidArgument(Where(path, value.Mark()) + ": " + key + ": expected a string");
     *slot = Trim(value.Scalar());
@@ -60,10 +62,11 @@ Result<ConfigFile> ReadConfigFile(const std::string& path) {
   if (!out.token.empty() && !out.token_file.empty()) {
     return InvalidArgument(path + ": give either token or token_file, not both");
   }
-  if (!out.token_file.empty()) {
-    std::filesystem::path p(out.token_file);
+  for (std::string* file : {&out.token_file, &out.ca_cert}) {
+    if (file->empty()) continue;
+    std::filesystem::path p(*file);
     if (p.is_relative()) p = std::filesystem::path(path).parent_path() / p;
-    out.token_file = p.lexically_normal().string();
+    *file = p.lexically_normal().string();
   }
   return out;
 }
@@ -221,6 +224,23 @@ Result<ClientConfig> ResolveClientConfig(const ClientFlags& flags, const EnvLook
     out.token = *t;
     out.token_source = "token_file " + file.token_file + " (from " + config_path + ")";
   }
+
+  // The CA for https addresses.
+  const std::string where_to_give = "give the CA with --ca-cert, GPUPOOL_CA_CERT or 'ca_cert:' in the config file";
+  if (!flags.ca_cert.empty()) {
+    out.tls.ca_cert_file = flags.ca_cert;
+    out.tls.ca_given_as = "--ca-cert";
+  } else if (auto v = NonEmpty(env, "GPUPOOL_CA_CERT")) {
+    out.tls.ca_cert_file = *v;
+    out.tls.ca_given_as = "GPUPOOL_CA_CERT";
+  } else if (!file.ca_cert.empty()) {
+    out.tls.ca_cert_file = file.ca_cert;
+    out.tls.ca_given_as = "ca_cert (in " + config_path + ")";
+  }
+  out.tls.ca_hint = out.tls.ca_cert_file.empty()
+                        ? "no CA was given, so the system's CAs were used: " + where_to_give
+                        : "check " + out.tls.ca_given_as + " " + out.tls.ca_cert_file + "; " + where_to_give;
+  GP_TRY(CheckClientTls(out.tls));
   return out;
 }
 

@@ -7,12 +7,14 @@
 //   address: --addr URL > GPUPOOL_ADDR > `addr` in the config file > http://127.0.0.1:7070
 //   token:   --token T or --token-file F > GPUPOOL_TOKEN > `token` or `token_file` in the
 //            config file > none
+//   CA:      --ca-cert F > GPUPOOL_CA_CERT > `ca_cert` in the config file > the system's CAs
+//            (used for https:// addresses: the CA that signs the server's certificate)
 //
 // The config file is --config F, else $GPUPOOL_CONFIG, else
 // $HOME/.config/gpupool/config.yaml. A file named by --config or
 // $GPUPOOL_CONFIG must exist; the default one may be absent. The file is a YAML
-// map with the keys `addr`, `token` and `token_file` only (a relative
-// token_file is relative to the config file's folder). Empty flags and empty
+// map with the keys `addr`, `token`, `token_file` and `ca_cert` only (a relative
+// token_file or ca_cert is relative to the config file's folder). Empty flags and empty
 // environment variables count as not given.
 //
 // Resolution reads files (the config file, token files) but no clock and no
@@ -24,6 +26,7 @@
 #include <string>
 #include <string_view>
 
+#include "src/base/client_tls.h"
 #include "src/base/status.h"
 
 namespace gpupool {
@@ -36,6 +39,7 @@ struct ClientFlags {
   std::string token;
   std::string token_file;
   std::string config;
+  std::string ca_cert;
 };
 
 // Returns the value of an environment variable, or nullopt when unset.
@@ -67,13 +71,18 @@ struct ClientConfig {
   std::string token_source;  // "--token", "--token-file FILE", "GPUPOOL_TOKEN", "token in FILE",
                              // "token_file FILE (from CONFIG)"; empty when there is no token
   std::string config_path;   // the config file read, empty when none was
+  // For https addresses: the CA file (empty: the system's), how it was
+  // given ("--ca-cert", "GPUPOOL_CA_CERT", "ca_cert in FILE") and the hint
+  // a refused certificate gets.
+  ClientTls tls;
 };
 
 // Resolves the address and the token as the file comment says. Fails, with
 // a message naming the file (and line:column for YAML errors), when a config
 // file that must exist does not, when the config file is malformed or has an
 // unknown key, when it gives both `token` and `token_file`, when a token file
-// cannot be read or is empty, or when the chosen address is malformed.
+// cannot be read or is empty, when the chosen CA file cannot be read or holds
+// no PEM certificate, or when the chosen address is malformed.
 Result<ClientConfig> ResolveClientConfig(const ClientFlags& flags, const EnvLookup& env);
 
 // Reads a token file: its contents without leading and trailing whitespace.

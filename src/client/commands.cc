@@ -97,7 +97,11 @@ void AddGlobalFlags(CLI::App* cmd, GlobalFlags& g) {
   token->excludes(token_file);
   cmd->add_option("--config", g.client.config,
                   "client config file (else $GPUPOOL_CONFIG, else ~/.config/gpupool/config.yaml; keys addr, token, "
-                  "token_file)")
+                  "token_file, ca_cert)")
+      ->group(group);
+  cmd->add_option("--ca-cert", g.client.ca_cert,
+                  "PEM file of the CA that signs an https:// server's certificate (else $GPUPOOL_CA_CERT, the "
+                  "config file, the system's CAs)")
       ->group(group);
   cmd->add_option("-o,--output", g.output, "output format: table, json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}))

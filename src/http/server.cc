@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
@@ -72,6 +73,7 @@ struct Server::Listener {
   Server* server = nullptr;
   Limits limits;
   bool reserved_only = false;
+  std::optional<TlsIdentity> tls;  // none: plain HTTP
   std::string where;  // HOST:PORT, for messages
   int fd = -1;
   MHD_Daemon* daemon = nullptr;
@@ -118,6 +120,7 @@ struct Glue {
       conn->fd = fd ? fd->connect_fd : -1;
       conn->remote = addr ? AddressText(addr->client_addr) : "";
       conn->deadline_ms = Ms(Clock::now() + l->limits.header_timeout);
+      if (l->tls && !l->tls->client_ca_pem.empty()) RequireClientCertificate(c);
       std::lock_guard lock(l->conns_mu);
       conn->self = l->conns.insert(l->conns.end(), conn);
       *socket_ctx = conn;
@@ -131,6 +134,20 @@ struct Glue {
     }
     delete conn;
     *socket_ctx = nullptr;
+  }
+
+  // libmicrohttpd only asks for a client certificate (GNUTLS_CERT_REQUEST)
+  // and leaves checking it to the application; the session exists, its
+  // handshake not yet begun, when the connection is announced. Requiring
+  // the certificate and letting GnuTLS verify it against the trust list
+  // (MHD_OPTION_HTTPS_MEM_TRUST) fails the handshake of a client without a
+  // good one, before any request is read.
+  static void RequireClientCertificate(MHD_Connection* c) {
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    GP_CHECK(info != nullptr && info->tls_session != nullptr) << "a TLS connection without a GnuTLS session";
+    auto session = static_cast<gnutls_session_t>(info->tls_session);
+    gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUIRE);
+    gnutls_session_set_verify_cert(session, nullptr, 0);
   }
 
   static void* OnUri(void* cls, const char*, MHD_Connection* c) {
@@ -299,10 +316,14 @@ void Server::Continue(WorkerPool::Task task) {
   if (workers_) workers_->Continue(std::move(task));
 }
 
-Result<int> Server::Listen(const std::string& host, int port, const Limits& limits, bool reserved_only) {
+Result<int> Server::Listen(const std::string& host, int port, const Limits& limits, bool reserved_only,
+                           std::optional<TlsIdentity> tls) {
   GP_CHECK(!started_) << "listeners are added before Start";
   GP_TRY(CheckLimits(limits, ""));
   const std::string where = host + ":" + std::to_string(port);
+  if (tls && !TlsSupported()) {
+    return FailedPrecondition("cannot serve TLS on " + where + ": this libmicrohttpd was built without TLS");
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -330,6 +351,7 @@ Result<int> Server::Listen(const std::string& host, int port, const Limits& limi
   l->server = this;
   l->limits = limits;
   l->reserved_only = reserved_only;
+  l->tls = std::move(tls);
   l->where = where;
   l->fd = fd;
   listeners_.push_back(std::move(l));
@@ -343,7 +365,18 @@ Status Server::Start() {
   for (auto& l : listeners_) {
     // No MHD_USE_ERROR_LOG: the library would log every connection a
     // deadline or a limit closes, which a flood turns into a log flood.
-    const unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+    // TLS options ride in an array so that one call serves both kinds of listener.
+    std::vector<MHD_OptionItem> tls_options;
+    if (l->tls) {
+      flags |= MHD_USE_TLS;
+      tls_options.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(l->tls->cert_pem.c_str())});
+      tls_options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(l->tls->key_pem.c_str())});
+      if (!l->tls->client_ca_pem.empty()) {
+        tls_options.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(l->tls->client_ca_pem.c_str())});
+      }
+    }
+    tls_options.push_back({MHD_OPTION_END, 0, nullptr});
     const auto idle_s = static_cast<unsigned int>(
         std::chrono::ceil<std::chrono::seconds>(l->limits.idle_timeout).count());
     l->daemon = MHD_start_daemon(
@@ -353,10 +386,11 @@ Status Server::Start() {
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(2 * l->limits.max_header_bytes),
         MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_URI_LOG_CALLBACK, &Glue::OnUri, l.get(),
         MHD_OPTION_NOTIFY_COMPLETED, &Glue::OnCompleted, l.get(), MHD_OPTION_NOTIFY_CONNECTION,
-        &Glue::OnConnection, l.get(), MHD_OPTION_END);
+        &Glue::OnConnection, l.get(), MHD_OPTION_ARRAY, tls_options.data(), MHD_OPTION_END);
     if (l->daemon == nullptr) {
       Stop();
-      return IoError("cannot serve on " + l->where + ": the HTTP library refused to start");
+      return IoError("cannot serve on " + l->where + ": the HTTP library refused to start" +
+                     (l->tls ? " (with TLS: check the certificate and key)" : ""));
     }
   }
   sweeper_ = std::thread([this] { SweepLoop(); });

@@ -34,8 +34,11 @@
 // `reserved_only` serves only those routes (gpupool server --agent-listen),
 // so that agents keep their own connection limits too.
 //
-// TLS: libmicrohttpd serves TLS (GnuTLS) on the same event loop; not
-// configured yet.
+// TLS (src/http/tls.h): a listener given a TlsIdentity serves only TLS
+// (GnuTLS, on the same event loop; the handshake counts against
+// header_timeout like the headers do); with client CAs it also requires and
+// verifies a client certificate in the handshake. A plain-HTTP request to a
+// TLS listener fails its handshake and is closed.
 //
 // A handler that throws is answered kInternal, and the exception's text
 // goes to ServerOptions::log.
@@ -54,6 +57,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +65,7 @@
 #include "src/base/status.h"
 #include "src/http/exchange.h"
 #include "src/http/router.h"
+#include "src/http/tls.h"
 #include "src/http/worker_pool.h"
 
 namespace gpupool::http {
@@ -123,8 +128,12 @@ class Server {
   void Continue(WorkerPool::Task task);
   // Binds HOST:PORT (port 0: any free one; a host name or an IPv4/IPv6
   // literal) and returns the bound port; it serves from Start on. Fails
-  // with "cannot listen on HOST:PORT: reason" or a limit out of range.
-  Result<int> Listen(const std::string& host, int port, const Limits& limits, bool reserved_only = false);
+  // with "cannot listen on HOST:PORT: reason", a limit out of range, or
+  // "cannot serve TLS on HOST:PORT: ..." when `tls` is given and the
+  // library has no TLS. `tls` is copied; check its files with
+  // LoadTlsIdentity first (a bad identity makes Start fail).
+  Result<int> Listen(const std::string& host, int port, const Limits& limits, bool reserved_only = false,
+                     std::optional<TlsIdentity> tls = std::nullopt);
   // Starts the workers, the sweeper and every listener's event thread.
   Status Start();
   // Stops accepting, answers pending exchanges with kStopping, stops the

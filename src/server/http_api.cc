@@ -232,12 +232,12 @@ HttpApi::~HttpApi() {
   Stop();
 }
 
-Result<int> HttpApi::Bind(const std::string& host, int port) {
-  return http_->Listen(host, port, HttpLimits(core_.settings()));
+Result<int> HttpApi::Bind(const std::string& host, int port, std::optional<http::TlsIdentity> tls) {
+  return http_->Listen(host, port, HttpLimits(core_.settings()), /*reserved_only=*/false, std::move(tls));
 }
 
-Result<int> HttpApi::BindAgent(const std::string& host, int port) {
-  return http_->Listen(host, port, HttpLimits(core_.settings()), /*reserved_only=*/true);
+Result<int> HttpApi::BindAgent(const std::string& host, int port, std::optional<http::TlsIdentity> tls) {
+  return http_->Listen(host, port, HttpLimits(core_.settings()), /*reserved_only=*/true, std::move(tls));
 }
 
 Status HttpApi::Serve() {

@@ -44,10 +44,12 @@ class HttpApi {
   explicit HttpApi(ServerCore& core);
   ~HttpApi();
 
-  // Binds host:port (port 0: any free port); returns the bound port.
-  Result<int> Bind(const std::string& host, int port);
-  // The agent listener (optional): the same, serving only the agent routes and /healthz.
-  Result<int> BindAgent(const std::string& host, int port);
+  // Binds host:port (port 0: any free port); returns the bound port. With
+  // `tls` the listener serves only TLS (src/http/tls.h).
+  Result<int> Bind(const std::string& host, int port, std::optional<http::TlsIdentity> tls = std::nullopt);
+  // The agent listener (optional): the same, serving only the agent routes
+  // and /healthz; a `tls` with client CAs requires agents' certificates.
+  Result<int> BindAgent(const std::string& host, int port, std::optional<http::TlsIdentity> tls = std::nullopt);
   // Serves until Stop (blocks). Fails when the layer cannot start.
   Status Serve();
   void Stop();

@@ -35,6 +35,7 @@ void Write(const char* level, const std::string* msg, const LogFields& fields) {
 }  // namespace
 
 void LogInfo(const std::string& msg, const LogFields& fields) { Write("info", &msg, fields); }
+void LogWarning(const std::string& msg, const LogFields& fields) { Write("warning", &msg, fields); }
 void LogError(const std::string& msg, const LogFields& fields) { Write("error", &msg, fields); }
 
 bool RequestLoggingEnabled() {

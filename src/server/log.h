@@ -14,6 +14,7 @@ namespace gpupool {
 using LogFields = std::vector<std::pair<std::string, std::string>>;
 
 void LogInfo(const std::string& msg, const LogFields& fields = {});
+void LogWarning(const std::string& msg, const LogFields& fields = {});
 void LogError(const std::string& msg, const LogFields& fields = {});
 // Requests are logged only when enabled (GPUPOOL_LOG_REQUESTS=0 turns it
 // off, for benchmarks).
