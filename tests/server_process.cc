@@ -18,6 +18,8 @@
 
 #include <httplib.h>
 
+#include "src/base/http_client.h"
+
 namespace gpupool::testing {
 namespace {
 
@@ -91,7 +93,7 @@ void ServerProcess::Kill() { KillChild(pid_); }
 int ServerProcess::Stop() { return StopChild(pid_); }
 
 std::string ServerProcess::host() const {
-  const std::string rest = url_.substr(std::string("http://").size());
+  const std::string rest = url_.substr(url_.find("://") + 3);
   return rest.substr(0, rest.rfind(':'));
 }
 
@@ -103,12 +105,19 @@ std::string ServerProcess::log() const { return ReadFile(data_dir_ + "/server.lo
 
 HttpResult HttpRaw(const ServerProcess& s, const std::string& method, const std::string& path,
                    const std::string& token, const std::string& body) {
+  if (s.url().starts_with("https://")) {
+    // A certificate names no wildcard address: reach one on loopback.
+    std::string url = s.url();
+    if (const auto at = url.find("://0.0.0.0:"); at != std::string::npos) url.replace(at, 11, "://127.0.0.1:");
+    return HttpAt(url, s.ca_cert(), method, path, token, body);
+  }
   return HttpTo(s.host(), s.port(), method, path, token, body);
 }
 
-HttpResult HttpTo(const std::string& host, int port, const std::string& method, const std::string& path,
-                  const std::string& token, const std::string& body) {
-  httplib::Client c(host, port);
+namespace {
+
+HttpResult Send(httplib::Client& c, const std::string& method, const std::string& path, const std::string& token,
+                const std::string& body) {
   c.set_connection_timeout(5);
   c.set_tcp_nodelay(true);
   c.set_read_timeout(30);
@@ -128,6 +137,22 @@ HttpResult HttpTo(const std::string& host, int port, const std::string& method, 
   out.retry_after = r->get_header_value("Retry-After");
   out.body = nlohmann::json::parse(r->body, nullptr, false);
   return out;
+}
+
+}  // namespace
+
+HttpResult HttpTo(const std::string& host, int port, const std::string& method, const std::string& path,
+                  const std::string& token, const std::string& body) {
+  httplib::Client c(host, port);
+  return Send(c, method, path, token, body);
+}
+
+HttpResult HttpAt(const std::string& url, const std::string& ca_cert, const std::string& method,
+                  const std::string& path, const std::string& token, const std::string& body) {
+  ClientTls tls;
+  tls.ca_cert_file = ca_cert;
+  auto c = NewHttpClient(url, tls);
+  return Send(*c, method, path, token, body);
 }
 
 HttpResult Http(const ServerProcess& s, const std::string& method, const std::string& path, const std::string& token,

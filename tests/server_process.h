@@ -22,6 +22,10 @@ class ServerProcess {
   ~ServerProcess();
 
   bool Start();
+  // Talk to an https server (--tls-cert among the extra args) trusting this
+  // CA, in Start's wait and in Http/HttpRaw; before Start.
+  void set_ca_cert(std::string path) { ca_cert_ = std::move(path); }
+  const std::string& ca_cert() const { return ca_cert_; }
   void Kill();  // SIGKILL, then reap
   // SIGTERM and wait; returns the exit code.
   int Stop();
@@ -41,6 +45,7 @@ class ServerProcess {
   std::string listen_;
   pid_t pid_ = -1;
   std::string url_;
+  std::string ca_cert_;
 };
 
 struct HttpResult {
@@ -59,6 +64,9 @@ HttpResult Http(const ServerProcess& s, const std::string& method, const std::st
 // The same to a host and port (threads that outlive a restart).
 HttpResult HttpTo(const std::string& host, int port, const std::string& method, const std::string& path,
                   const std::string& token, const std::string& body);
+// The same to a URL (http:// or https://, trusting `ca_cert` when not empty).
+HttpResult HttpAt(const std::string& url, const std::string& ca_cert, const std::string& method,
+                  const std::string& path, const std::string& token, const std::string& body);
 // The same with a raw body text (malformed JSON tests).
 HttpResult HttpRaw(const ServerProcess& s, const std::string& method, const std::string& path,
                    const std::string& token, const std::string& body);

@@ -1,13 +1,32 @@
 #include "src/base/http_client.h"
 
 #include <openssl/x509.h>
+#include <signal.h>
+
+#include <mutex>
 
 #include "src/base/http_error_text.h"
 
 namespace gpupool {
+namespace {
+
+// OpenSSL writes to its socket with write(2), so a server that closes the
+// connection mid-handshake (a refused client certificate) would kill the
+// process with SIGPIPE; cpp-httplib's plain sockets use MSG_NOSIGNAL and
+// need nothing. Ignored only while nobody installed a handler.
+void IgnoreSigpipeOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction old {};
+    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
+  });
+}
+
+}  // namespace
 
 std::unique_ptr<httplib::Client> NewHttpClient(const std::string& url, const ClientTls& tls) {
   if (!url.starts_with("https://")) return std::make_unique<httplib::Client>(url);
+  IgnoreSigpipeOnce();
   auto client = tls.client_cert_file.empty()
                     ? std::make_unique<httplib::Client>(url)
                     : std::make_unique<httplib::Client>(url, tls.client_cert_file, tls.client_key_file);

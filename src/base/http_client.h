@@ -30,7 +30,11 @@ namespace gpupool {
 
 // A client of `url` ("http://HOST:PORT" or "https://HOST:PORT"); `tls` is
 // used only for https. Call CheckClientTls first: a file that cannot be
-// loaded here makes every request fail (SSLConnection).
+// loaded here makes every request fail (SSLConnection). The first https
+// client sets SIGPIPE to ignored in the process unless it has a handler
+// (OpenSSL writes without MSG_NOSIGNAL, and a server refusing the handshake
+// would otherwise kill the process); children spawned by src/base and
+// src/agent get default dispositions back.
 std::unique_ptr<httplib::Client> NewHttpClient(const std::string& url, const ClientTls& tls);
 
 // A request that got no answer, in words, with what to do for TLS failures:
