@@ -20,6 +20,8 @@ PACKAGES=(
   etcd-server etcd-client   # the replicated journal and leader election (server --etcd); tests start real members
   libcpp-httplib-dev        # the HTTP client of the CLI, the agent and the benchmarks
   libmicrohttpd-dev         # the daemons' HTTP server: epoll event loop, connection limits, suspend/resume, TLS
+  libgnutls28-dev           # the TLS libmicrohttpd serves: src/http checks certificate files and client certificates with it
+  openssl                   # the TLS tests make their certificates with the openssl command
   prometheus-cpp-dev        # /metrics: Prometheus registry and text exposition
   prometheus                # promtool: the tests lint the agent's DCGM-named exposition with it
   runc                      # the agent's OCI runtime: every task runs as an isolated container

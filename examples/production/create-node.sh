@@ -30,6 +30,8 @@ else
 fi
 
 node_token=$(gpupool node token "$GPUPOOL_NODE")   # printed once; the agent's only credential
+# --insecure: the metrics listener serves plain HTTP on every interface (it carries readings, no credentials);
+# give the agent --tls-cert/--tls-key to serve it over TLS instead, and an https:// GPUPOOL_PUBLIC_URL with --ca-cert.
 user_data=$(cat <<USERDATA
 #!/bin/sh
 install -m 0600 /dev/null /etc/gpupool/node.token
@@ -38,7 +40,7 @@ cat > /etc/default/gpupool-agent <<AGENT
 GPUPOOL_SERVER=$server_url
 GPUPOOL_NODE=$GPUPOOL_NODE
 GPUPOOL_TOKEN_FILE=/etc/gpupool/node.token
-GPUPOOL_AGENT_ARGS=--region $GPUPOOL_REGION --zone $GPUPOOL_ZONE --rack $GPUPOOL_RACK --metrics-listen 0.0.0.0:9400
+GPUPOOL_AGENT_ARGS=--region $GPUPOOL_REGION --zone $GPUPOOL_ZONE --rack $GPUPOOL_RACK --metrics-listen 0.0.0.0:9400 --insecure
 AGENT
 systemctl enable --now gpupool-agent
 USERDATA

@@ -178,14 +178,32 @@ TEST_F(ClientConfigTest, ExplicitConfigFilesMustExist) {
 
 TEST_F(ClientConfigTest, UnknownConfigKeyIsNamedWithItsLocation) {
   const std::string path = DefaultConfig("addr: http://x:1\nadress: http://y:2\n");
-  EXPECT_EQ(ResolveError(), path + ":2:1: unknown key 'adress' (expected addr, token, token_file)");
+  EXPECT_EQ(ResolveError(), path + ":2:1: unknown key 'adress' (expected addr, token, token_file, ca_cert)");
 }
 
 TEST_F(ClientConfigTest, MalformedConfigIsNamedWithItsLocation) {
   const std::string path = DefaultConfig("addr: [http://x:1\n");
   EXPECT_EQ(ResolveError().rfind(path + ":", 0), 0u);
   const std::string list = DefaultConfig("- addr\n");
-  EXPECT_EQ(ResolveError(), list + ":1:1: expected a map with keys addr, token, token_file");
+  EXPECT_EQ(ResolveError(), list + ":1:1: expected a map with keys addr, token, token_file, ca_cert");
+}
+
+// The CA (issue 22): --ca-cert > GPUPOOL_CA_CERT > ca_cert in the file (relative
+// to the file's folder) > the system's; the chosen file must hold a PEM
+// certificate (only its readability is tried here: no openssl needed).
+TEST_F(ClientConfigTest, TheCaCertComesFromTheFirstSourceThatGivesIt) {
+  EXPECT_EQ(Resolve().tls.ca_cert_file, "");
+  EXPECT_TRUE(Resolve().tls.ca_hint.starts_with("no CA was given, so the system's CAs were used"));
+  const std::string path = DefaultConfig("ca_cert: certs/ca.pem\n");
+  EXPECT_EQ(ResolveError(), "ca_cert (in " + path + ") " + home_ + "/.config/gpupool/certs/ca.pem" +
+                                ": cannot read: No such file or directory");
+  env_["GPUPOOL_CA_CERT"] = home_ + "/env.pem";
+  EXPECT_EQ(ResolveError(), "GPUPOOL_CA_CERT " + home_ + "/env.pem: cannot read: No such file or directory");
+  ClientFlags f;
+  f.ca_cert = home_ + "/flag.pem";
+  EXPECT_EQ(ResolveError(f), "--ca-cert " + home_ + "/flag.pem: cannot read: No such file or directory");
+  const std::string not_pem = Write("flag.pem", "not a certificate\n");
+  EXPECT_EQ(ResolveError(f), "--ca-cert " + not_pem + ": no PEM certificate in it");
 }
 
 TEST_F(ClientConfigTest, ConfigWithTokenAndTokenFileIsRefused) {
