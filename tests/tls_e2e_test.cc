@@ -33,6 +33,11 @@ bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds time
 
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
 class TlsE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -164,6 +169,18 @@ TEST_F(TlsE2eTest, DevModeOverTlsRunsACliSubmittedJobAndRefusesAWrongCa) {
       << ReadTextFile(root_ + "/dev.err");
   ASSERT_TRUE(WaitUntil([&] { return !ReadTextFile(admin_file).empty(); }, std::chrono::seconds(10)));
   EXPECT_TRUE(Contains(ReadTextFile(root_ + "/dev.out"), "address:      " + url)) << ReadTextFile(root_ + "/dev.out");
+  // The in-process agent registers over TLS (it trusts --ca-cert).
+  const std::string admin = Trimmed(ReadTextFile(admin_file));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const HttpResult nodes = HttpAt(url, certs_->ca, "GET", "/v1/nodes", admin, "");
+        for (const json& n : nodes.body.is_object() ? nodes.body.value("nodes", json::array()) : json::array()) {
+          if (n.value("name", "") == "dev-node-0" && n.value("condition", "") == "ready") return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(30)))
+      << ReadTextFile(root_ + "/dev.err");
 
   const std::string job_file = root_ + "/job.yaml";
   std::ofstream(job_file) << "name: tls-e2e\ntenant: team-a\ngpus: 1\ncpu_cores: 1\nmemory_gib: 1\n"
