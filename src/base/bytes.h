@@ -75,6 +75,8 @@ class ByteReader {
     return n;
   }
   size_t remaining() const { return in_.size() - pos_; }
+  // Bytes read so far: where a failed read stopped (for messages).
+  size_t position() const { return pos_; }
   bool failed() const { return failed_; }
   void Fail() { failed_ = true; }
 

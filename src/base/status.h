@@ -18,6 +18,8 @@ enum class ErrorCode {
   kNotFound,         // a named thing does not exist
   kIo,               // the operating system refused (open, read, write)
   kFailedPrecondition,
+  kResourceExhausted,  // out of a resource outside the request's control: a full disk (retry later)
+  kDataLoss,           // stored data does not read back: a corrupt or truncated file
 };
 
 struct Error {
@@ -42,6 +44,13 @@ inline std::unexpected<Error> IoError(std::string message) {
 }
 inline std::unexpected<Error> FailedPrecondition(std::string message) {
   return std::unexpected(Error{ErrorCode::kFailedPrecondition, std::move(message)});
+}
+
+inline std::unexpected<Error> ResourceExhausted(std::string message) {
+  return std::unexpected(Error{ErrorCode::kResourceExhausted, std::move(message)});
+}
+inline std::unexpected<Error> DataLoss(std::string message) {
+  return std::unexpected(Error{ErrorCode::kDataLoss, std::move(message)});
 }
 
 }  // namespace gpupool

@@ -20,6 +20,7 @@
 #include "src/server/dev_config.h"
 #include "src/server/http_api.h"
 #include "src/server/log.h"
+#include "src/server/exit_codes.h"
 #include "src/server/server_core.h"
 
 namespace gpupool {
@@ -287,7 +288,7 @@ int RunDev(const DevFlags& f) {
   auto core = ServerCore::Open(so);
   if (!core) {
     std::cerr << "error: " << core.error().message << "\n";
-    return 1;
+    return core.error().code == ErrorCode::kDataLoss ? kExitDataLoss : kExitStartFailed;
   }
   HttpApi api(**core);
   const bool serves_tls = tls->has_value();

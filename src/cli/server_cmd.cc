@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "src/cli/serve_common.h"
 #include "src/server/etcd_election.h"
 #include "src/server/etcd_journal.h"
+#include "src/server/exit_codes.h"
 #include "src/server/http_api.h"
 #include "src/server/log.h"
 #include "src/server/server_core.h"
@@ -34,6 +36,9 @@ struct ServerFlags {
   // TLS on both listeners (issue 22); agent_ca (--agent-ca-cert) asks agents
   // on --agent-listen for certificates it signed.
   ListenerTlsFlags tls;
+  // Rebuild the state from the journal's events alone, ignoring the
+  // snapshots, and write fresh ones (a damaged snapshot; docs/server.md).
+  bool recover_from_journal = false;
 };
 
 std::string HostForUrl(const std::string& host) {
@@ -92,8 +97,12 @@ int RunServer(const ServerFlags& f) {
   const std::string scheme = *tls ? "https://" : "http://";
   // Signals are taken by one thread (sigwait); every other thread blocks them.
   const sigset_t signals = BlockStopSignals();
+  // Whatever the server creates is its owner's alone (the Env and the
+  // journal ask for 0600 and 0700 themselves; this covers the rest).
+  ::umask(077);
 
   ServerOptions options{f.data_dir, f.config, f.admin_token_file};
+  options.replay_from_start = f.recover_from_journal;
   // With --etcd: wait to lead, then open the journal in etcd (fenced by the
   // leadership: a deposed server's appends fail, and it stops).
   std::unique_ptr<EtcdClient> etcd;
@@ -137,7 +146,7 @@ int RunServer(const ServerFlags& f) {
       std::thread([] {
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         std::fflush(nullptr);
-        std::_Exit(75);
+        std::_Exit(kExitLostLeadership);
       }).detach();
     };
     if (auto won = election->Campaign(stop_asked, waiting, lost); !won) {
@@ -154,11 +163,13 @@ int RunServer(const ServerFlags& f) {
   auto core = ServerCore::Open(options);
   if (!core) {
     std::cerr << "error: " << core.error().message << "\n";
-    return 1;
+    return core.error().code == ErrorCode::kDataLoss ? kExitDataLoss : kExitStartFailed;
   }
   LogInfo("recovered", {{"data_dir", f.data_dir},
                         {"replayed_events", std::to_string((*core)->replayed_events())},
-                        {"seconds", std::to_string((*core)->recovery_seconds())}});
+                        {"seconds", std::to_string((*core)->recovery_seconds())},
+                        {"integrity_check_seconds", std::to_string((*core)->integrity_check_seconds())},
+                        {"from", f.recover_from_journal ? "the journal's events alone" : "snapshots and events"}});
   WarnOnFewDescriptors((*core)->settings(), agent_listen ? 2 : 1);
   HttpApi api(**core);
   auto bound = api.Bind(host, port, api_tls);
@@ -176,6 +187,16 @@ int RunServer(const ServerFlags& f) {
     agent_url = scheme + HostForUrl(agent_listen->first) + ":" + std::to_string(*b);
   }
   (*core)->Start();
+  if (f.recover_from_journal) {
+    // Fresh snapshots of both kinds, so that the next plain start does not
+    // meet the damaged ones again.
+    if (const Reply r = (*core)->Call(SnapshotCmd{}); r.error) {
+      std::cerr << "error: cannot write fresh snapshots: " << r.error->message << "\n";
+      (*core)->Stop();
+      return kExitStartFailed;
+    }
+    LogInfo("rebuilt the state from the journal and wrote fresh snapshots", {{"data_dir", f.data_dir}});
+  }
   const std::string url = scheme + HostForUrl(host) + ":" + std::to_string(*bound);
   if (election) {
     if (auto ok = election->Advertise(url); !ok) {
@@ -249,6 +270,9 @@ void AddServerCommand(CLI::App& app) {
                   "(mutual TLS; needs --tls-cert and --agent-listen)");
   cmd->add_flag("--insecure", flags->tls.insecure,
                 "Serve plain HTTP on a non-loopback --listen/--agent-listen without --tls-cert (logged as a warning)");
+  cmd->add_flag("--recover-from-journal", flags->recover_from_journal,
+                 "Rebuild the state from the journal's events alone, ignoring the snapshots, and write fresh ones "
+                 "(for a snapshot that does not load; docs/server.md, \"When start-up refuses\")");
   cmd->callback([flags] { std::exit(RunServer(*flags)); });
 }
 

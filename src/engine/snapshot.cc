@@ -1181,7 +1181,9 @@ Result<EngineState> DecodeSnapshot(std::string_view bytes, LendingConfig lending
   const std::string_view payload = bytes.substr(kSnapshotHeaderBytes);
   const uint64_t checksum = version >= 6 ? SnapshotChecksum(payload) : LegacySnapshotChecksum(payload);
   if (LoadLe64(bytes.data() + 20) != checksum) {
-    return InvalidArgument("snapshot: checksum mismatch (damaged)");
+    return InvalidArgument("snapshot: checksum mismatch: the checksum at byte offset 20 does not match bytes " +
+                           std::to_string(kSnapshotHeaderBytes) + " to " + std::to_string(bytes.size() - 1) +
+                           " (damaged)");
   }
   EngineState s(lending);
   Reader r(payload, version);

@@ -534,7 +534,11 @@ std::vector<LogAck> AgentService::StoreLogs(NodeIndex node, const std::vector<Lo
       continue;
     }
     auto held = logs_->Append(c);
-    if (held) a.bytes = *held;  // on a write error the chunk is dropped (logs are diagnostics)
+    if (held) {
+      a.bytes = *held;
+    } else if (held.error().code == ErrorCode::kResourceExhausted) {
+      a.bytes = c.offset;  // a full disk: the agent keeps the chunk and sends it again
+    }  // on another write error the chunk is dropped (logs are diagnostics)
     acks.push_back(a);
   }
   return acks;

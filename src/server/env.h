@@ -65,20 +65,41 @@ class Env {
   // Opens (creating when missing) the journal of the data directory `dir`.
   virtual Result<std::unique_ptr<Journal>> OpenJournal(const std::string& dir) = 0;
 
+  // --- the data directory ----------------------------------------------------------
+  // Held while a server uses a data directory; releasing it (destruction)
+  // lets another in.
+  class DirectoryLock {
+   public:
+    virtual ~DirectoryLock() = default;
+  };
+  // Takes DIR/LOCK (created 0600 when missing) with flock(LOCK_EX | LOCK_NB)
+  // for as long as the returned handle lives, and writes this process's pid
+  // into it. Fails with kFailedPrecondition naming the file, and the
+  // holder's pid as its file says, when another process (or another handle
+  // of this one) holds it: two servers never share a directory. `dir` must
+  // exist. The test Env grants every call: the cores of one test share a
+  // directory on purpose (a replay opened beside a stopped core).
+  virtual Result<std::unique_ptr<DirectoryLock>> LockDataDirectory(const std::string& dir) = 0;
+
   // --- programs --------------------------------------------------------------------
   // Runs argv to its end as RunProgram (src/base/subprocess.h) does: `vars`
   // on top of the server's environment, killed at `timeout`. Blocks.
   virtual CommandOutcome RunProgram(const std::vector<std::string>& argv, const Vars& vars, Duration timeout) = 0;
 
   // --- files the server writes -----------------------------------------------------
-  // Creates `dir` and its missing parents.
+  // Every write below that fails for want of space (ENOSPC, EDQUOT) fails
+  // with kResourceExhausted and a message starting "disk full: ", so that
+  // the caller can refuse (503) and try again later rather than stop.
+  //
+  // Creates `dir` and its missing parents, each new one with mode 0700.
   virtual Status CreateDirectories(const std::string& dir) = 0;
   // Replaces `path` with `contents` durably: written to PATH.tmp with
   // `mode`, synced, renamed over `path`, and the directory synced; a reader
   // sees the old file or the new one, never a part.
   virtual Status WriteFileAtomic(const std::string& path, std::string_view contents, mode_t mode) = 0;
-  // Appends `data` to `path` (created, with its directory, when missing),
-  // without syncing: for diagnostics that may lose their tail in a crash.
+  // Appends `data` to `path` (created with mode 0600, with its directory,
+  // when missing), without syncing: for diagnostics that may lose their
+  // tail in a crash.
   virtual Status AppendFile(const std::string& path, std::string_view data) = 0;
 
   // --- stopping --------------------------------------------------------------------

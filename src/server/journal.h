@@ -59,8 +59,16 @@ class Journal {
  public:
   virtual ~Journal() = default;
 
-  // Writes the batch durably (fsync) in one transaction.
+  // Writes the batch durably (fsync) in one transaction. Fails with
+  // kResourceExhausted ("disk full: ...") when the store is out of space:
+  // nothing of the batch is written, and a later Commit may succeed once
+  // space returns. Any other failure leaves the journal unusable.
   virtual Status Commit(const JournalBatch& batch) = 0;
+  // Checks the store's own structure (the SQLite journal: PRAGMA
+  // quick_check); kDataLoss naming the file and what is wrong when it is
+  // damaged. Called once at start-up, before anything is read; stores
+  // without such a check succeed at once.
+  virtual Status CheckIntegrity() { return {}; }
   // The last committed event's seq (0 when empty).
   virtual Result<int64_t> LastSeq() = 0;
   // The newest snapshot of `kind`, if any.
@@ -75,7 +83,10 @@ class Journal {
 
 // A journal in the SQLite database DIR/gpupool.db (WAL mode, synchronous
 // FULL: a commit is on disk when it returns). Keeps the newest two
-// snapshots of each kind.
+// snapshots of each kind. The database (and so its -wal and -shm, which
+// SQLite creates with the database's mode) is created 0600. A file that is
+// not a database, or whose pages do not read back, fails with kDataLoss
+// naming it.
 Result<std::unique_ptr<Journal>> OpenSqliteJournal(const std::string& dir);
 
 }  // namespace gpupool

@@ -33,7 +33,7 @@ Result<int64_t> LogStore::Append(const LogChunk& c) {
   }
   const size_t skip = static_cast<size_t>(held - c.offset);
   if (auto ok = env_.AppendFile(file, std::string_view(c.data).substr(skip)); !ok) {
-    return IoError("logs: " + ok.error().message);
+    return std::unexpected(Error{ok.error().code, "logs: " + ok.error().message});
   }
   held = end;
   return held;

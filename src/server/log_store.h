@@ -1,5 +1,8 @@
 // Task logs uploaded by agents (stdout and stderr of each replica attempt),
-// kept as files DIR/logs/JOB/REPLICA.ATTEMPT.log for `gpupool job logs`.
+// kept as files DIR/logs/ID/JOB/REPLICA.ATTEMPT.log for `gpupool job logs`
+// (ID: the data directory's identity, data_dir.h; files 0600, folders
+// 0700). A write refused for want of space fails with kResourceExhausted,
+// and the agent is told to send that chunk again (AgentService::StoreLogs).
 //
 // Appends are idempotent by offset: a chunk that repeats bytes already
 // held adds only what is new, and a chunk beyond the end (bytes lost in

@@ -87,6 +87,16 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                         .Help("Events per journal commit (group commit size)")
                         .Register(*registry_)
                         .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 1024});
+  integrity_check_seconds_ = &prometheus::BuildGauge()
+                                  .Name("gpupool_journal_integrity_check_seconds")
+                                  .Help("Time start-up's integrity check of the journal took (SQLite quick_check)")
+                                  .Register(*registry_)
+                                  .Add({});
+  disk_full_ = &BuildCounter()
+                    .Name("gpupool_journal_disk_full_total")
+                    .Help("Groups of commands refused (503) because the disk was full")
+                    .Register(*registry_)
+                    .Add({});
   requests_ = &BuildCounter().Name("gpupool_http_requests_total").Help("HTTP requests by route and status").Register(*registry_);
   request_seconds_ = &BuildHistogram()
                           .Name("gpupool_http_request_seconds")
@@ -136,6 +146,10 @@ void Metrics::CountDenied(const std::string& principal, const std::string& reaso
   }
   c->Increment();
 }
+
+void Metrics::SetIntegrityCheck(double seconds) { integrity_check_seconds_->Set(seconds); }
+
+void Metrics::CountDiskFull() { disk_full_->Increment(); }
 
 void Metrics::CountRequest(const std::string& method, const std::string& route, int status, double seconds) {
   prometheus::Counter* c;

@@ -34,6 +34,7 @@
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
@@ -52,6 +53,12 @@ class Metrics {
   // Time the engine took for one command (the scheduling decision).
   void ObserveDecision(double seconds);
   void ObserveCommit(double seconds, size_t events);
+  // How long start-up's integrity check of the journal took (SQLite's
+  // quick_check): gpupool_journal_integrity_check_seconds.
+  void SetIntegrityCheck(double seconds);
+  // A group of commands refused because the disk was full
+  // (gpupool_journal_disk_full_total).
+  void CountDiskFull();
   void CountRequest(const std::string& method, const std::string& route, int status, double seconds);
   // A request refused by authentication or a rate limit:
   // gpupool_auth_denied_total{principal,reason}. `principal` is "admin",
@@ -76,6 +83,8 @@ class Metrics {
   prometheus::Histogram* decision_seconds_;
   prometheus::Histogram* commit_seconds_;
   prometheus::Histogram* commit_events_;
+  prometheus::Gauge* integrity_check_seconds_;
+  prometheus::Counter* disk_full_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Histogram>* request_seconds_;
   prometheus::Family<prometheus::Counter>* denied_;

@@ -104,6 +104,11 @@ void CommandNodeProvider::Committed(int64_t seq) {
   for (Action& a : ready) Launch(std::move(a));
 }
 
+void CommandNodeProvider::Abandon(int64_t seq) {
+  std::lock_guard lock(mu_);
+  std::erase_if(planned_, [seq](const Action& a) { return a.seq > seq; });
+}
+
 void CommandNodeProvider::Launch(Action a) {
   // Threads whose command ended are joined here (and in Stop).
   for (auto it = workers_.begin(); it != workers_.end();) {

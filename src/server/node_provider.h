@@ -93,6 +93,10 @@ class CommandNodeProvider {
   void Plan(const Event& e, const EngineState& state);
   // Every event up to `seq` is durable: starts the commands planned for them.
   void Committed(int64_t seq);
+  // Drops what events after `seq` planned: they were never committed (the
+  // disk refused them) and the engine went back to the journal's state.
+  // The engine thread, like Plan.
+  void Abandon(int64_t seq);
   // Starts nothing more (planned commands are dropped: their requests stay
   // counted by the Engine and fail at the next start); waits for the
   // running ones, each killed at its own timeout. Idempotent.

@@ -1,5 +1,9 @@
 #include "src/server/read_model.h"
 
+#include <xxhash.h>
+
+#include <cstring>
+
 #include "src/base/bytes.h"
 
 namespace gpupool {
@@ -10,8 +14,14 @@ constexpr uint32_t kMagic = 0x47505252;  // "GPRR"
 // nodes' hotspots, elastic jobs' bounds and lent nodes' home pools, after
 // the jobs (a version 2 snapshot still loads: it has none of them); 4: the
 // container fields of tasks that have any away from their defaults, at the
-// end (a version 3 snapshot loads with the defaults).
-constexpr uint32_t kVersion = 5;
+// end (a version 3 snapshot loads with the defaults); 5: why each job last
+// stopped; 6: the same sections sealed by a checksum, the XXH3-64 of every
+// byte before it in the last 8 bytes (versions 2 to 5 load unchecked).
+constexpr uint32_t kVersion = 6;
+constexpr uint32_t kFirstChecksummedVersion = 6;
+constexpr size_t kChecksumBytes = 8;
+
+uint64_t Checksum(std::string_view bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
 
 void PutDemand(ByteWriter& w, const Demand& d) {
   w.Put(d.cpu_milli);
@@ -311,6 +321,7 @@ std::string ReadModel::Encode() const {
   EncodeV3(w);
   EncodeV4(w);
   EncodeV5(w);
+  w.Put<uint64_t>(Checksum(w.bytes()));
   return std::move(w.bytes());
 }
 
@@ -443,20 +454,48 @@ void ReadModel::EncodeV4(ByteWriter& w) const {
 }
 
 Status ReadModel::Decode(std::string_view bytes) {
-  ByteReader r(bytes);
-  if (r.Get<uint32_t>() != kMagic) return InvalidArgument("read-model snapshot: bad magic");
-  const uint32_t version = r.Get<uint32_t>();
-  if (version < 2 || version > kVersion) {
-    return InvalidArgument("read-model snapshot: version " + std::to_string(version) + " (expected 2 to " +
-                           std::to_string(kVersion) + ")");
+  ByteReader header(bytes);
+  if (header.Get<uint32_t>() != kMagic) {
+    return DataLoss("read-model snapshot: " + std::to_string(bytes.size()) +
+                    " bytes, not a read-model snapshot (bad magic at byte offset 0)");
   }
+  const uint32_t version = header.Get<uint32_t>();
+  if (header.failed()) return DataLoss("read-model snapshot: truncated at byte offset " + std::to_string(bytes.size()));
+  if (version < 2 || version > kVersion) {
+    return FailedPrecondition("read-model snapshot: version " + std::to_string(version) + " (expected 2 to " +
+                              std::to_string(kVersion) + ")");
+  }
+  if (version >= kFirstChecksummedVersion) {
+    if (bytes.size() < 8 + kChecksumBytes) {
+      return DataLoss("read-model snapshot: truncated at byte offset " + std::to_string(bytes.size()));
+    }
+    const std::string_view sealed = bytes.substr(0, bytes.size() - kChecksumBytes);
+    uint64_t stored = 0;
+    std::memcpy(&stored, bytes.data() + sealed.size(), kChecksumBytes);
+    if (stored != Checksum(sealed)) {
+      return DataLoss("read-model snapshot: checksum mismatch (the checksum at byte offset " +
+                      std::to_string(sealed.size()) + " does not match bytes 0 to " +
+                      std::to_string(sealed.size() - 1) + "): damaged");
+    }
+    bytes = sealed;
+  }
+  ByteReader r(bytes);
+  r.Get<uint32_t>();
+  r.Get<uint32_t>();
   ReadModel m;
   m.last_seq_ = r.Get<int64_t>();
   DecodeV2(r, m);
   if (version >= 3 && !r.failed()) DecodeV3(r, m);
   if (version >= 4 && !r.failed()) DecodeV4(r, m);
   if (version >= 5 && !r.failed()) DecodeV5(r, m);
-  if (r.failed() || r.remaining() != 0) return InvalidArgument("read-model snapshot: truncated or corrupt");
+  if (r.failed()) {
+    return DataLoss("read-model snapshot: truncated or corrupt: a read failed at byte offset " +
+                    std::to_string(r.position()) + " of " + std::to_string(bytes.size()));
+  }
+  if (r.remaining() != 0) {
+    return DataLoss("read-model snapshot: " + std::to_string(r.remaining()) + " bytes left over at byte offset " +
+                    std::to_string(r.position()));
+  }
   last_seq_ = m.last_seq_;
   jobs_ = std::move(m.jobs_);
   jobs_by_tenant_ = std::move(m.jobs_by_tenant_);

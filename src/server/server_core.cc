@@ -9,7 +9,9 @@
 #include "src/base/time_text.h"
 #include "src/control/control_loops.h"
 #include "src/engine/snapshot.h"
+#include "src/server/data_dir.h"
 #include "src/server/default_config.h"
+#include "src/server/exit_codes.h"
 #include "src/server/log.h"
 #include "src/config/world.h"
 
@@ -104,6 +106,11 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
   GP_TRY(core->OpenStores());
   core->SetUpServices();
   GP_TRY(core->Recover());
+  // Only once the state is there: a first start that fails before its
+  // bootstrap leaves nothing beside the database (FilesBesidesDatabase).
+  GP_ASSIGN_OR_RETURN(core->admin_token_,
+                      LoadOrCreateAdminToken(*core->env_, options.data_dir, options.admin_token_file));
+  core->auth_.SetAdmin(core->admin_token_);
   return core;
 }
 
@@ -114,15 +121,97 @@ Result<ServerConfig> ServerCore::LoadConfig(const ServerOptions& options) {
 }
 
 Status ServerCore::OpenStores() {
+  const std::string& dir = options_.data_dir;
+  GP_TRY(env_->CreateDirectories(dir));
+  GP_ASSIGN_OR_RETURN(lock_, env_->LockDataDirectory(dir));
+  GP_ASSIGN_OR_RETURN(const int64_t tightened, TightenPermissions(dir));
+  if (tightened > 0) {
+    LogInfo("took group and other permissions off data directory files (now owner only)",
+            {{"data_dir", dir}, {"entries", std::to_string(tightened)}});
+  }
+  // Before the journal opens: opening creates the database.
+  GP_ASSIGN_OR_RETURN(const auto others, FilesBesidesDatabase(dir));
+  if (!options_.open_journal && !others.empty()) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(std::filesystem::path(dir) / kDatabaseFile, ec);
+    if (ec || size == 0) return RefuseFilesWithoutState(others);  // and creates nothing
+  }
   if (options_.open_journal) {
-    GP_TRY(env_->CreateDirectories(options_.data_dir));  // the admin token and logs stay local
     GP_ASSIGN_OR_RETURN(journal_, options_.open_journal());
   } else {
-    GP_ASSIGN_OR_RETURN(journal_, env_->OpenJournal(options_.data_dir));  // creates the directory
+    GP_ASSIGN_OR_RETURN(journal_, env_->OpenJournal(dir));
   }
-  GP_ASSIGN_OR_RETURN(admin_token_, LoadOrCreateAdminToken(*env_, options_.data_dir, options_.admin_token_file));
-  auth_.SetAdmin(admin_token_);
-  logs_ = std::make_unique<LogStore>(*env_, options_.data_dir + "/logs");
+  const Env::SteadyTime t0 = env_->SteadyNow();
+  GP_TRY(journal_->CheckIntegrity());
+  integrity_check_seconds_ = SecondsSince(*env_, t0);
+  metrics_.SetIntegrityCheck(integrity_check_seconds_);
+  LogInfo("journal integrity checked", {{"check", options_.open_journal ? "none (replicated journal)" : "quick_check"},
+                                        {"seconds", std::to_string(integrity_check_seconds_)}});
+  GP_TRY(CheckIdentity(others));
+  logs_ = std::make_unique<LogStore>(*env_, dir + "/logs/" + data_dir_id_);
+  return {};
+}
+
+Status ServerCore::RefuseFilesWithoutState(const std::vector<std::string>& others) const {
+  const std::string& dir = options_.data_dir;
+  std::string names;
+  for (const std::string& n : others) names += (names.empty() ? "" : ", ") + n;
+  return FailedPrecondition(dir + " holds files (" + names + ") but no database state (" +
+                            (std::filesystem::path(dir) / kDatabaseFile).string() +
+                            " is missing or empty): refusing to start a new system over another one's files; "
+                            "restore the database from a backup, or move those files away to start afresh");
+}
+
+// See data_dir.h. `others`: what the directory held besides its database
+// before the journal opened.
+Status ServerCore::CheckIdentity(const std::vector<std::string>& others) {
+  const std::string& dir = options_.data_dir;
+  const std::string file = (std::filesystem::path(dir) / kIdentityFile).string();
+  const std::string db = (std::filesystem::path(dir) / kDatabaseFile).string();
+  // A replicated journal's servers each keep a directory of their own, and
+  // one with an empty directory takes over: only the local journal's
+  // directory must agree with its database.
+  const bool local = !options_.open_journal;
+  GP_ASSIGN_OR_RETURN(auto stored, journal_->Meta(kIdentityMeta));
+  GP_ASSIGN_OR_RETURN(const int64_t last, journal_->LastSeq());
+  GP_ASSIGN_OR_RETURN(auto in_file, ReadIdentityFile(dir));
+  if (!stored && last == 0) {  // no state: a new system, bootstrapped by Recover
+    if (local && !others.empty()) return RefuseFilesWithoutState(others);
+    data_dir_id_ = NewDataDirId();
+    identity_pending_ = true;  // committed with the bootstrap, then written to the file
+    return {};
+  }
+  if (!stored) {  // written by a release before identities: give it one
+    if (local && in_file) {
+      return FailedPrecondition(db + " has no identity but " + file + " says " + *in_file +
+                                ": the database was not written in this directory (restored from an older "
+                                "copy?); put back the database that belongs here, or move the directory's "
+                                "other files away");
+    }
+    data_dir_id_ = NewDataDirId();
+    JournalBatch batch;
+    batch.meta.emplace_back(kIdentityMeta, data_dir_id_);
+    GP_TRY(journal_->Commit(batch));
+    GP_TRY(WriteIdentityFile(*env_, dir, data_dir_id_));
+    GP_ASSIGN_OR_RETURN(const int64_t moved, MoveLegacyLogs(dir + "/logs", data_dir_id_));
+    LogInfo("gave the data directory an identity (written by an earlier release)",
+            {{"data_dir", dir}, {"identity", data_dir_id_}, {"task_logs_moved", std::to_string(moved)}});
+    return {};
+  }
+  data_dir_id_ = *stored;
+  if (in_file && *in_file != *stored) {
+    if (local) {
+      return FailedPrecondition(db + " belongs to data directory " + *stored + " but " + file + " says " +
+                                *in_file + ": the database comes from another data directory; put back the "
+                                "database that belongs here, or start that one in a directory of its own");
+    }
+    LogInfo("this data directory served other state before; it now follows " + StateName(),
+            {{"data_dir", dir}, {"was", *in_file}, {"identity", *stored}});
+  }
+  if (!in_file || *in_file != *stored) {
+    GP_TRY(WriteIdentityFile(*env_, dir, data_dir_id_));
+    if (!in_file) LogInfo("wrote the data directory's identity file again", {{"file", file}, {"identity", data_dir_id_}});
+  }
   return {};
 }
 
@@ -170,10 +259,11 @@ Status ServerCore::Recover() {
   }
   if (rm_snapshot) {
     if (auto ok = read_model_.Decode(rm_snapshot->bytes); !ok) {
-      return std::unexpected(Error{ok.error().code, StateName() + ": " + ok.error().message});
+      return std::unexpected(Error{ok.error().code, SnapshotName(*rm_snapshot) + ": " + ok.error().message +
+                                                        RecoveryHint(ok.error())});
     }
   }
-  GP_TRY(ReplayJournal(snapshot ? snapshot->seq : 0));
+  GP_TRY(ReplayJournal(snapshot ? snapshot->seq : 0, /*read_model=*/true));
   GP_ASSIGN_OR_RETURN(auto tokens, journal_->Tokens());
   for (const TokenRecord& t : tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
 
@@ -200,14 +290,35 @@ Status ServerCore::Recover() {
   return {};
 }
 
+// Where a snapshot is, for start-up errors: "DIR/gpupool.db: read-model
+// snapshot at seq 120 (table snapshots, 5321 bytes)".
+std::string ServerCore::SnapshotName(const SnapshotRecord& s) const {
+  return JournalName() + ": " + s.kind + " snapshot at seq " + std::to_string(s.seq) + " (table snapshots, " +
+         std::to_string(s.bytes.size()) + " bytes)";
+}
+
+std::string ServerCore::JournalName() const {
+  if (options_.open_journal || !options_.state_name.empty()) return StateName();
+  return (std::filesystem::path(options_.data_dir) / kDatabaseFile).string();
+}
+
+// What an operator can do about a damaged snapshot (docs/server.md).
+std::string ServerCore::RecoveryHint(const Error& e) {
+  if (e.code != ErrorCode::kDataLoss) return "";
+  return "; the journal's events may still be whole: start once with --recover-from-journal to rebuild the "
+         "state from them, ignoring the snapshots";
+}
+
 // The engine from its newest snapshot, with the scrub orders pending then
 // (saved with it).
 Status ServerCore::RestoreFromSnapshot(AttributeTable attributes, const SnapshotRecord& snapshot) {
   auto state = DecodeSnapshot(snapshot.bytes, config_.engine.lending);
   if (!state) {
-    return std::unexpected(Error{state.error().code, StateName() + ": engine snapshot at seq " +
-                                                         std::to_string(snapshot.seq) + ": " +
-                                                         state.error().message});
+    // An unknown version is the program's to fix (an upgrade); anything
+    // else is a damaged snapshot.
+    Error e = state.error();
+    if (e.code != ErrorCode::kFailedPrecondition) e.code = ErrorCode::kDataLoss;
+    return std::unexpected(Error{e.code, SnapshotName(snapshot) + ": " + e.message + RecoveryHint(e)});
   }
   GP_ASSIGN_OR_RETURN(engine_, RestoreEngine(config_.engine, std::move(attributes), std::move(*state), env_->Now()));
   agents_->Rebuild(engine_->state());
@@ -222,28 +333,29 @@ Status ServerCore::RestoreFromSnapshot(AttributeTable attributes, const Snapshot
 
 // The events after the older of the two snapshots: each to the engine when
 // past its snapshot, to the read model when past its own.
-Status ServerCore::ReplayJournal(int64_t engine_seq) {
-  const int64_t from = std::min(engine_seq, read_model_.last_seq());
+Status ServerCore::ReplayJournal(int64_t engine_seq, bool read_model) {
+  const int64_t from = read_model ? std::min(engine_seq, read_model_.last_seq()) : engine_seq;
   Status replay_status;
   auto read = journal_->ReadEvents(from, -1, [&](const JournalEvent& je) {
     auto e = EventFromJson(je.json);
     if (!e) {
-      replay_status = std::unexpected(Error{e.error().code, StateName() + ": event " + std::to_string(je.seq) +
-                                                                ": " + e.error().message});
+      replay_status = DataLoss(JournalName() + ": event " + std::to_string(je.seq) + " (table events, row seq " +
+                               std::to_string(je.seq) + ") does not decode: " + e.error().message +
+                               "; the journal itself is damaged: restore the data directory from a backup");
       return false;
     }
     if (e->seq > engine_seq) {
       if (e->seq != engine_->state().last_seq + 1) {
-        replay_status = FailedPrecondition(StateName() + ": the journal skips from event " +
-                                           std::to_string(engine_->state().last_seq) + " to " +
-                                           std::to_string(e->seq));
+        replay_status = DataLoss(JournalName() + ": the journal skips from event " +
+                                 std::to_string(engine_->state().last_seq) + " to " + std::to_string(e->seq) +
+                                 " (table events): events are missing; restore the data directory from a backup");
         return false;
       }
       engine_->Replay(*e);
       agents_->OnEvent(*e, engine_->state());
       ++replayed_events_;
     }
-    if (e->seq > read_model_.last_seq()) read_model_.Apply(*e);
+    if (read_model && e->seq > read_model_.last_seq()) read_model_.Apply(*e);
     return true;
   });
   if (!read) return read;
@@ -319,8 +431,15 @@ Status ServerCore::Bootstrap() {
   }
   batch.meta.emplace_back("attribute_names", AttributeNames(s));
   batch.meta.emplace_back("job_labels", JobLabelNames(s.job_labels));
+  batch.meta.emplace_back(kIdentityMeta, data_dir_id_);
   GP_TRY(WriteTenantTokens(token_files));
   GP_TRY(journal_->Commit(batch));
+  if (identity_pending_) {
+    // After the commit: a crash before this leaves a database with an
+    // identity and no file, which the next start writes again.
+    GP_TRY(WriteIdentityFile(*env_, options_.data_dir, data_dir_id_));
+    identity_pending_ = false;
+  }
   for (const TokenRecord& t : batch.tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
   for (const Event& e : events) read_model_.Apply(e);
   LogInfo("bootstrapped an empty data directory from the configuration",
@@ -454,8 +573,14 @@ void ServerCore::EngineLoop() {
   for (;;) {
     std::optional<std::vector<Pending>> work = TakeWork(next_tick);
     if (!work) return;
+    // A write the disk refused: the Engine is ahead of its journal. Back to
+    // what the journal holds before this pass decides anything more.
+    if (rollback_epoch_.load() >= epoch_) {
+      if (!RollBack()) return;
+    }
     const Instant now = std::max(env_->Now(), engine_->state().now);
     WriterItem item;
+    item.epoch = epoch_;
     const Engine::Sink sink = [&](const Event& e) {
       item.batch.events.push_back(JournalEvent{e.seq, ToMillis(e.at), EventName(e.body), ToJsonLine(e)});
       item.events.push_back(e);
@@ -475,7 +600,8 @@ void ServerCore::EngineLoop() {
     if (events_since_snapshot_ >= config_.server.snapshot_every_events && !item.engine_snapshot) {
       AddEngineSnapshot(item);
     }
-    if (step.setup || ticked) item.summary = Summarize();
+    if (step.setup || ticked || summary_lost_) item.summary = Summarize();
+    summary_lost_ = false;
     if (item.batch.empty() && item.replies.empty() && !item.summary && item.desired.empty()) continue;
     HandToWriter(std::move(item));
   }
@@ -484,7 +610,9 @@ void ServerCore::EngineLoop() {
 // Waits for commands or the next tick; nullopt when the thread must end.
 std::optional<std::vector<ServerCore::Pending>> ServerCore::TakeWork(Instant next_tick) {
   std::unique_lock lock(mu_);
-  env_->WaitUntil(cv_, lock, next_tick, [&] { return stopping_ || !queue_.empty() || agents_->has_changes(); });
+  env_->WaitUntil(cv_, lock, next_tick, [&] {
+    return stopping_ || !queue_.empty() || agents_->has_changes() || rollback_epoch_.load() >= epoch_;
+  });
   if (killed_ || (stopping_ && queue_.empty())) return std::nullopt;
   std::vector<Pending> work;
   const size_t n = std::min(queue_.size(), kMaxCommandsPerPass);
@@ -493,6 +621,47 @@ std::optional<std::vector<ServerCore::Pending>> ServerCore::TakeWork(Instant nex
     queue_.pop_front();
   }
   return work;
+}
+
+// The Engine as the journal holds it (its newest snapshot and the events
+// after it), as a restart would recover it; the read model, tokens and
+// answers are the publisher's and saw only committed events. Soft state
+// starts fresh as at a restart (heartbeat clocks, idle polls, the
+// autoscalers' windows), and the provider forgets what refused events
+// planned. False when the journal cannot be read: the core halts.
+bool ServerCore::RollBack() {
+  const int64_t upto = rollback_epoch_.load();
+  const Env::SteadyTime t0 = env_->SteadyNow();
+  auto reload = [&]() -> Status {
+    WorldAttributes world = BuildAttributes(config_);
+    std::optional<SnapshotRecord> snapshot;
+    if (!options_.replay_from_start) {
+      GP_ASSIGN_OR_RETURN(snapshot, journal_->LatestSnapshot("engine"));
+    }
+    if (snapshot) {
+      GP_TRY(RestoreFromSnapshot(std::move(world.table), *snapshot));
+    } else {
+      GP_ASSIGN_OR_RETURN(engine_, CreateEngine(config_.engine, std::move(world.table)));
+    }
+    const int64_t from = snapshot ? snapshot->seq : 0;
+    GP_TRY(ReplayJournal(from, /*read_model=*/false));
+    agents_->Rebuild(engine_->state());
+    if (provider_) provider_->Abandon(engine_->state().last_seq);
+    events_since_snapshot_ = engine_->state().last_seq - from;
+    return {};
+  };
+  if (auto ok = reload(); !ok) {
+    halted_ = true;
+    LogError("cannot reload the state from the journal after a refused write: stopping",
+             {{"error", ok.error().message}});
+    env_->Halt(kExitJournalFailed);
+    return false;
+  }
+  epoch_ = upto + 1;
+  summary_lost_ = true;
+  LogInfo("reloaded the state from the journal after writes the disk refused",
+          {{"seq", std::to_string(engine_->state().last_seq)}, {"seconds", std::to_string(SecondsSince(*env_, t0))}});
+  return true;
 }
 
 void ServerCore::RunWork(std::vector<Pending>& work, Step& step) {
@@ -746,13 +915,38 @@ void ServerCore::WriterLoop() {
       if (killed_ || (writer_queue_.empty() && writer_stopping_)) return;
       items.swap(writer_queue_);
     }
+    // What the engine decided before it went back to the journal builds on
+    // events that were never written: refused as they were.
+    if (const int64_t upto = rollback_epoch_.load(); upto >= 0) {
+      std::deque<WriterItem> stale;
+      for (auto it = items.begin(); it != items.end();) {
+        if (it->epoch >= 0 && it->epoch <= upto) {
+          stale.push_back(std::move(*it));
+          it = items.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (!stale.empty()) {
+        RefuseGroup(stale, disk_full_reason_.empty() ? "disk full: an earlier write was refused" : disk_full_reason_);
+      }
+      if (items.empty()) continue;
+    }
     const JournalBatch batch = MergeBatches(items);
     if (!batch.empty()) {
       const Env::SteadyTime t0 = env_->SteadyNow();
       const Status ok = journal_->Commit(batch);
       if (killed_) return;  // it crashed meanwhile: nobody hears of this batch
+      if (!ok && ok.error().code == ErrorCode::kResourceExhausted) {
+        DiskFull(items, ok.error());
+        continue;
+      }
       if (!ok) return FailGroup(items, ok.error());
       metrics_.ObserveCommit(SecondsSince(*env_, t0), batch.events.size());
+      if (!disk_full_reason_.empty()) {
+        LogInfo("the journal takes writes again", {});
+        disk_full_reason_.clear();
+      }
     }
     // Tokens work as soon as they are durable (before the caller hears of them).
     for (const TokenRecord& t : batch.tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
@@ -783,6 +977,40 @@ JournalBatch ServerCore::MergeBatches(std::deque<WriterItem>& items) {
   return batch;
 }
 
+// The journal is out of space: nothing of the group was written, so no
+// caller hears yes. The core stays up (reads go on) and the next group is
+// tried afresh; when the group changed the Engine, the engine thread goes
+// back to the journal's state first (RollBack), and what it decided in the
+// meantime is refused too (WriterLoop).
+void ServerCore::DiskFull(std::deque<WriterItem>& items, const Error& error) {
+  metrics_.CountDiskFull();
+  if (disk_full_reason_.empty()) {
+    LogError("disk full: refusing writes (503) until the journal takes them again", {{"error", error.message}});
+  }
+  disk_full_reason_ = error.message;
+  int64_t newest = -1;
+  for (const WriterItem& it : items) {
+    if (it.epoch >= 0 && (!it.events.empty() || it.engine_snapshot)) newest = std::max(newest, it.epoch);
+  }
+  if (newest >= 0) {
+    {
+      std::lock_guard lock(mu_);
+      if (newest > rollback_epoch_.load()) rollback_epoch_.store(newest);
+    }
+    cv_.notify_all();
+  }
+  RefuseGroup(items, error.message);
+}
+
+void ServerCore::RefuseGroup(std::deque<WriterItem>& items, const std::string& why) {
+  for (WriterItem& it : items) {
+    for (auto& [done, reply] : it.replies) {
+      done(Reply{MakeApiError(503, "unavailable",
+                              why + "; nothing of this request was written: retry once the server's disk has room")});
+    }
+  }
+}
+
 void ServerCore::FailGroup(std::deque<WriterItem>& items, const Error& error) {
   halted_ = true;
   for (WriterItem& it : items) {
@@ -796,15 +1024,19 @@ void ServerCore::FailGroup(std::deque<WriterItem>& items, const Error& error) {
   }
   LogError("journal commit failed: stopping (a restart recovers every acknowledged command)",
            {{"error", error.message}});
-  env_->Halt(70);
+  env_->Halt(kExitJournalFailed);
 }
 
 void ServerCore::CommitOrDie(const JournalBatch& batch) {
   if (auto ok = journal_->Commit(batch); !ok) {
+    if (ok.error().code == ErrorCode::kResourceExhausted) {  // a snapshot only: the journal has the events
+      LogError("disk full: the last snapshot was not written", {{"error", ok.error().message}});
+      return;
+    }
     halted_ = true;
     LogError("journal commit failed: stopping (a restart recovers every acknowledged command)",
              {{"error", ok.error().message}});
-    env_->Halt(70);
+    env_->Halt(kExitJournalFailed);
   }
 }
 

@@ -201,6 +201,11 @@ class ServerCore {
   const std::string& admin_token() const { return admin_token_; }
   // How long start-up took (snapshot load + replay), for logs and benchmarks.
   double recovery_seconds() const { return recovery_seconds_; }
+  // How long start-up's integrity check of the journal took (quick_check).
+  double integrity_check_seconds() const { return integrity_check_seconds_; }
+  // The data directory's identity (src/server/data_dir.h); task logs live
+  // under DIR/logs/ID.
+  const std::string& data_dir_id() const { return data_dir_id_; }
   int64_t replayed_events() const { return replayed_events_; }
   // The node provider's commands planned or running (0 without scaling).
   int64_t provider_busy() const { return provider_ ? provider_->busy() : 0; }
@@ -225,6 +230,9 @@ class ServerCore {
     std::shared_ptr<const EngineSummary> summary;
     bool engine_snapshot = false;
     std::vector<NodeDesiredPtr> desired;  // new revisions, published once durable
+    // The engine thread's epoch when it made this item (see RollBack); -1:
+    // the read model's snapshot, which holds only committed events.
+    int64_t epoch = -1;
   };
   // One pass of the engine thread over a batch of commands.
   struct Step {
@@ -238,10 +246,17 @@ class ServerCore {
   // the Engine, then the state.
   static Result<ServerConfig> LoadConfig(const ServerOptions& options);
   Status OpenStores();
+  Status CheckIdentity(const std::vector<std::string>& others);
+  Status RefuseFilesWithoutState(const std::vector<std::string>& others) const;
   void SetUpServices();
   Status Recover();
   Status RestoreFromSnapshot(AttributeTable attributes, const SnapshotRecord& snapshot);
-  Status ReplayJournal(int64_t engine_seq);
+  std::string SnapshotName(const SnapshotRecord& s) const;
+  std::string JournalName() const;
+  static std::string RecoveryHint(const Error& e);
+  // The events after engine_seq to the engine, and with `read_model` those
+  // after its own snapshot to the read model (start-up only).
+  Status ReplayJournal(int64_t engine_seq, bool read_model);
   Status CheckConfigAgainstState();
   Status CheckJobLabels();
   Status Bootstrap();
@@ -252,6 +267,7 @@ class ServerCore {
   std::optional<std::vector<Pending>> TakeWork(Instant next_tick);
   void RunWork(std::vector<Pending>& work, Step& step);
   void AddEngineSnapshot(WriterItem& item);
+  bool RollBack();
   Reply Run(Command& c, Step& step);
   std::shared_ptr<const EngineSummary> Summarize() const;
   // The commands (Run dispatches on the variant).
@@ -276,6 +292,10 @@ class ServerCore {
   static JournalBatch MergeBatches(std::deque<WriterItem>& items);
   // Answers the group's callers with 503 and halts the process.
   void FailGroup(std::deque<WriterItem>& items, const Error& error);
+  // A commit refused for want of space: answers 503 and asks the engine
+  // thread to roll back; the server stays up.
+  void DiskFull(std::deque<WriterItem>& items, const Error& error);
+  static void RefuseGroup(std::deque<WriterItem>& items, const std::string& why);
   void CommitOrDie(const JournalBatch& batch);
   void HandToWriter(WriterItem item);
   void HandToPublisher(std::deque<WriterItem> items);
@@ -292,7 +312,11 @@ class ServerCore {
   Env* env_ = nullptr;
   ApiNames names_;
   std::map<std::string, uint16_t> node_classes_;
+  std::unique_ptr<Env::DirectoryLock> lock_;  // DIR/LOCK, held for the core's lifetime
   std::unique_ptr<Journal> journal_;  // Commit: the writer thread (Open's thread before Start); reads: any
+  std::string data_dir_id_;           // the data directory's identity (data_dir.h)
+  bool identity_pending_ = false;     // a new system: the bootstrap commits the identity
+  double integrity_check_seconds_ = 0;
   std::string admin_token_;
   double recovery_seconds_ = 0;
   int64_t replayed_events_ = 0;
@@ -301,6 +325,10 @@ class ServerCore {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<AgentService> agents_;
   int64_t events_since_snapshot_ = 0;
+  // Counts the engine thread's returns to the journal's state (RollBack):
+  // items made before one are refused by the writer.
+  int64_t epoch_ = 0;
+  bool summary_lost_ = false;  // the refused items carried the last summary
   // Per pool, the nodes asked for and not joined when the state was
   // recovered: failed by Start.
   std::vector<std::pair<PoolId, int32_t>> unanswered_scale_outs_;
@@ -321,6 +349,11 @@ class ServerCore {
   // the process: it has ended, so Stop takes no snapshot and commits nothing
   // (with a test Env, Halt returns and the core is destroyed afterwards).
   std::atomic<bool> halted_{false};
+  // The newest engine epoch whose events the disk refused (-1: none); set
+  // by the writer under mu_ (so the engine thread's wait sees it), read by
+  // both threads.
+  std::atomic<int64_t> rollback_epoch_{-1};
+  std::string disk_full_reason_;  // the writer thread's: why the last commit was refused ("" : it was not)
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -6,8 +6,12 @@
 //   tokens(hash PRIMARY KEY, tenant, created_ms)
 //   meta(key PRIMARY KEY, value)                         schema_version
 // One connection writes (the writer thread), another reads under a mutex.
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -31,8 +35,23 @@ class Statement {
   int rc_ = SQLITE_OK;
 };
 
+// An SQLite failure as an Error: a full disk (SQLITE_FULL) may pass, a
+// damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) needs an operator, anything
+// else is an I/O error.
+std::unexpected<Error> ErrorOf(int code, const std::string& message) {
+  switch (code & 0xff) {
+    case SQLITE_FULL:
+      return ResourceExhausted("disk full: journal: " + message);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return DataLoss("journal: " + message);
+    default:
+      return IoError("journal: " + message);
+  }
+}
+
 std::unexpected<Error> DbError(sqlite3* db, const std::string& what) {
-  return IoError("journal: " + what + ": " + sqlite3_errmsg(db));
+  return ErrorOf(sqlite3_extended_errcode(db), what + ": " + sqlite3_errmsg(db) + " (" + sqlite3_db_filename(db, "main") + ")");
 }
 
 Status Exec(sqlite3* db, const char* sql) {
@@ -40,7 +59,7 @@ Status Exec(sqlite3* db, const char* sql) {
   if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
     std::string m = msg ? msg : "unknown error";
     sqlite3_free(msg);
-    return IoError(std::string("journal: ") + sql + ": " + m);
+    return ErrorOf(sqlite3_extended_errcode(db), std::string(sql) + ": " + m + " (" + sqlite3_db_filename(db, "main") + ")");
   }
   return {};
 }
@@ -52,7 +71,7 @@ Result<sqlite3*> Open(const std::string& path) {
   if (rc != SQLITE_OK) {
     std::string m = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
-    return IoError("journal: cannot open " + path + ": " + m);
+    return ErrorOf(rc, "cannot open " + path + ": " + m);
   }
   sqlite3_busy_timeout(db, 5000);
   return db;
@@ -75,7 +94,31 @@ class SqliteJournal final : public Journal {
       Exec(w_, "ROLLBACK");
       return body;
     }
-    return Exec(w_, "COMMIT");
+    auto committed = Exec(w_, "COMMIT");
+    // A COMMIT that failed (e.g. SQLITE_FULL while the WAL grew) may leave
+    // the transaction open: roll it back, so that the next batch starts
+    // clean once space returns.
+    if (!committed && !sqlite3_get_autocommit(w_)) Exec(w_, "ROLLBACK");
+    return committed;
+  }
+
+  Status CheckIntegrity() override {
+    std::lock_guard lock(read_mu_);
+    Statement st(r_, "PRAGMA quick_check(8)");
+    if (!st.ok()) return DbError(r_, "quick_check");
+    std::string problems;
+    int rc;
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+      const std::string row = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
+      if (row == "ok") continue;
+      problems += (problems.empty() ? "" : "; ") + row;
+    }
+    if (rc != SQLITE_DONE) return DbError(r_, "quick_check");
+    if (!problems.empty()) {
+      return DataLoss("journal: " + std::string(sqlite3_db_filename(r_, "main")) +
+                      " fails SQLite's quick_check: " + problems);
+    }
+    return {};
   }
 
   Result<int64_t> LastSeq() override {
@@ -217,6 +260,15 @@ Result<std::unique_ptr<Journal>> OpenSqliteJournal(const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return IoError("journal: cannot create " + dir + ": " + ec.message());
   const std::string path = (std::filesystem::path(dir) / "gpupool.db").string();
+  // Created here with 0600 (SQLite would create it 0644 less the umask);
+  // its -wal and -shm take the database's mode.
+  if (const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600); fd >= 0) {
+    ::close(fd);
+  } else {
+    const int err = errno;
+    if (err == ENOSPC || err == EDQUOT) return ResourceExhausted("disk full: journal: cannot create " + path);
+    return IoError("journal: cannot create " + path + ": " + std::strerror(err));
+  }
   GP_ASSIGN_OR_RETURN(auto w, Open(path));
   sqlite3* writer = w;
   for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",

@@ -18,6 +18,7 @@ class TestEnv::Handle final : public Journal {
   Status Commit(const JournalBatch& batch) override {
     GP_TRY(Alive());
     if (batch.empty()) return {};
+    if (env_.disk_full()) return ResourceExhausted("disk full: journal: injected (no space left on device)");
     const std::optional<Fault> fault = env_.CountCommit();
     if (!fault) return store_->Commit(batch);
     switch (*fault) {
@@ -241,9 +242,17 @@ void TestEnv::FailWritesUnder(std::string prefix) {
 Status TestEnv::Refused(const std::string& path) {
   std::lock_guard lock(mu_);
   if (!failing_prefix_.empty() && path.starts_with(failing_prefix_)) {
-    return IoError(path + ": cannot write (injected: no space left on device)");
+    return ResourceExhausted("disk full: " + path + ": injected (no space left on device)");
   }
   return {};
+}
+
+namespace {
+class NoLock final : public Env::DirectoryLock {};
+}  // namespace
+
+Result<std::unique_ptr<Env::DirectoryLock>> TestEnv::LockDataDirectory(const std::string&) {
+  return std::unique_ptr<DirectoryLock>(new NoLock());
 }
 
 Status TestEnv::CreateDirectories(const std::string& dir) {

@@ -91,6 +91,12 @@ class TestEnv final : public Env {
   // Non-empty commits asked of this Env's journals (succeeded or not).
   int64_t commits() const;
 
+  // While set, every non-empty commit fails as on a full disk
+  // (kResourceExhausted, "disk full: ..."), writing nothing and crashing
+  // nothing; armed faults wait (they count no such commit).
+  void set_disk_full(bool full) { disk_full_ = full; }
+  bool disk_full() const { return disk_full_.load(); }
+
   // --- crashes -----------------------------------------------------------------------
   // The server process dies now (see the top of this file).
   void Crash();
@@ -113,8 +119,11 @@ class TestEnv final : public Env {
   static CommandOutcome Exited(int code, std::string output_tail = "");
 
   // --- files -------------------------------------------------------------------------
+  // Every call succeeds and excludes nothing: the cores of one test share
+  // a directory on purpose (CheckEqualsReplay opens one beside another).
+  Result<std::unique_ptr<DirectoryLock>> LockDataDirectory(const std::string& dir) override;
   // The real files (Env::Default()), but writes to paths starting with
-  // `prefix` fail ("" lets every write through again).
+  // `prefix` fail as on a full disk ("" lets every write through again).
   void FailWritesUnder(std::string prefix);
   Status CreateDirectories(const std::string& dir) override;
   Status WriteFileAtomic(const std::string& path, std::string_view contents, mode_t mode) override;
@@ -132,6 +141,7 @@ class TestEnv final : public Env {
   std::atomic<int64_t> now_ms_;
   std::atomic<uint64_t> generation_{0};  // crashes so far: a handle of an older one is dead
   std::atomic<int64_t> crashes_{0};
+  std::atomic<bool> disk_full_{false};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;  // clock steps and crashes, for Hang
