@@ -129,8 +129,8 @@ TEST_F(DataDirTest, AFilesButNoDatabaseDirectoryIsRefused) {
   const std::string m = ExpectRefused(ErrorCode::kFailedPrecondition);
   EXPECT_TRUE(Contains(m, "holds files (IDENTITY, admin.token, tokens)")) << m;
   EXPECT_TRUE(Contains(m, "gpupool.db is missing or empty")) << m;
-  // Nothing was created over it.
-  EXPECT_FALSE(fs::exists(dir_ + "/gpupool.db"));
+  // Nothing was bootstrapped over it: refused again.
+  ExpectRefused(ErrorCode::kFailedPrecondition);
 }
 
 TEST_F(DataDirTest, AnEmptiedDatabaseIsRefused) {

@@ -55,7 +55,9 @@ ServerProcess::~ServerProcess() {
 bool ServerProcess::Start() {
   std::filesystem::create_directories(data_dir_);
   std::filesystem::remove(data_dir_ + "/server.url");
-  const std::string log = data_dir_ + "/server.log";
+  // Beside the directory, not in it: a server refuses a directory that
+  // holds files but no database.
+  const std::string log = data_dir_ + ".server.log";
   pid_ = fork();
   if (pid_ == 0) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -101,7 +103,7 @@ int ServerProcess::port() const { return std::stoi(url_.substr(url_.rfind(':') +
 
 std::string ServerProcess::admin_token() const { return Trim(ReadFile(data_dir_ + "/admin.token")); }
 
-std::string ServerProcess::log() const { return ReadFile(data_dir_ + "/server.log"); }
+std::string ServerProcess::log() const { return ReadFile(data_dir_ + ".server.log"); }
 
 HttpResult HttpRaw(const ServerProcess& s, const std::string& method, const std::string& path,
                    const std::string& token, const std::string& body) {

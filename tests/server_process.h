@@ -37,7 +37,7 @@ class ServerProcess {
   int port() const;
   const std::string& data_dir() const { return data_dir_; }
   std::string admin_token() const;
-  std::string log() const;  // stderr so far
+  std::string log() const;  // stderr so far (kept in DATA_DIR.server.log)
 
  private:
   std::string data_dir_;

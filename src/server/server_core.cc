@@ -131,11 +131,6 @@ Status ServerCore::OpenStores() {
   }
   // Before the journal opens: opening creates the database.
   GP_ASSIGN_OR_RETURN(const auto others, FilesBesidesDatabase(dir));
-  if (!options_.open_journal && !others.empty()) {
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(std::filesystem::path(dir) / kDatabaseFile, ec);
-    if (ec || size == 0) return RefuseFilesWithoutState(others);  // and creates nothing
-  }
   if (options_.open_journal) {
     GP_ASSIGN_OR_RETURN(journal_, options_.open_journal());
   } else {
