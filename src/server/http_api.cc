@@ -335,10 +335,7 @@ std::string PrincipalLabel(const Principal& p) {
   return "tenant/" + p.tenant;
 }
 
-ApiError RateLimited(const std::string& what, std::chrono::milliseconds retry_after) {
-  return MakeApiError(429, "rate_limited",
-                      what + "; retry after " + std::to_string((retry_after.count() + 999) / 1000) + " s");
-}
+int64_t WholeSeconds(std::chrono::milliseconds d) { return (d.count() + 999) / 1000; }
 
 }  // namespace
 
@@ -347,14 +344,20 @@ void HttpApi::Deny(Response& res, const std::string& principal, const std::strin
   SendError(res, e);
 }
 
+void HttpApi::DenyRateLimited(Response& res, const std::string& principal, const std::string& what,
+                              std::chrono::milliseconds retry_after) {
+  const std::string seconds = std::to_string(WholeSeconds(retry_after));
+  Deny(res, principal, "rate_limited", MakeApiError(429, "rate_limited", what + "; retry after " + seconds + " s"));
+  res.headers.emplace_back("Retry-After", seconds);
+}
+
 std::optional<Principal> HttpApi::Authenticated(const Request& req, Response& res) {
   const auto now = RateLimiter::Clock::now();
   if (auto wait = failed_auth_rate_->WouldRefuse(req.remote_addr, now)) {
-    Deny(res, "unknown", "rate_limited",
-         RateLimited("too many requests with a missing or unknown token from " + req.remote_addr +
-                         " (server.http.failed_auth_per_s)",
-                     *wait));
-    res.headers.emplace_back("Retry-After", std::to_string((wait->count() + 999) / 1000));
+    DenyRateLimited(res, "unknown",
+                    "too many requests with a missing or unknown token from " + req.remote_addr +
+                        " (server.http.failed_auth_per_s)",
+                    *wait);
     return std::nullopt;
   }
   auto p = core_.auth().Authenticate(req.Header("Authorization"));
@@ -365,9 +368,8 @@ std::optional<Principal> HttpApi::Authenticated(const Request& req, Response& re
   }
   if (p->admin || !p->node.empty()) return p;
   if (auto wait = token_rate_->Take("tenant/" + p->tenant, now)) {
-    Deny(res, PrincipalLabel(*p), "rate_limited",
-         RateLimited("tenant " + p->tenant + "'s token is over server.http.token_requests_per_s", *wait));
-    res.headers.emplace_back("Retry-After", std::to_string((wait->count() + 999) / 1000));
+    DenyRateLimited(res, PrincipalLabel(*p), "tenant " + p->tenant + "'s token is over server.http.token_requests_per_s",
+                    *wait);
     return std::nullopt;
   }
   return p;

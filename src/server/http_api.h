@@ -78,6 +78,9 @@ class HttpApi {
   // 401 or 429 is in `res` and the denial counted.
   std::optional<Principal> Authenticated(const Request& req, Response& res);
   void Deny(Response& res, const std::string& principal, const std::string& reason, const ApiError& e);
+  // A 429 rate_limited with Retry-After (whole seconds), counted.
+  void DenyRateLimited(Response& res, const std::string& principal, const std::string& what,
+                       std::chrono::milliseconds retry_after);
   // An agent endpoint's request, parsed and checked (see the .cc); nothing after answering an error.
   template <class T>
   std::optional<T> AgentRequest(const ExchangePtr& ex, ApiResult<T> (*parse)(const nlohmann::json&, UnknownKeys));

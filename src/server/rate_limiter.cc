@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace gpupool {
 
@@ -24,21 +25,20 @@ RateLimiter::Bucket& RateLimiter::BucketLocked(std::string_view key, Clock::time
 
 void RateLimiter::EvictLocked(Clock::time_point now) {
   // Full buckets first: forgetting them changes nothing.
-  const double refill_s = limit_.per_second > 0 ? limit_.burst / limit_.per_second : 0;
-  for (auto it = buckets_.begin(); it != buckets_.end();) {
-    const double idle_s = std::chrono::duration<double>(now - it->second.at).count();
-    it = it->second.tokens + idle_s * limit_.per_second >= limit_.burst || idle_s >= refill_s ? buckets_.erase(it)
-                                                                                             : std::next(it);
-  }
-  if (buckets_.size() < max_keys_) return;
-  // Then the fullest: forgetting it lifts the least of a limit.
   const auto projected = [&](const Bucket& b) {
     return b.tokens + std::chrono::duration<double>(now - b.at).count() * limit_.per_second;
   };
-  auto fullest = std::max_element(buckets_.begin(), buckets_.end(), [&](const auto& a, const auto& b) {
-    return projected(a.second) < projected(b.second);
-  });
-  buckets_.erase(fullest);
+  std::erase_if(buckets_, [&](const auto& kv) { return projected(kv.second) >= limit_.burst; });
+  if (buckets_.size() < max_keys_) return;
+  // Then the fullest tenth at once, so that a stream of new keys costs one
+  // pass per max_keys / 10 of them rather than one per key.
+  std::vector<std::pair<double, decltype(buckets_)::iterator>> by_fill;
+  by_fill.reserve(buckets_.size());
+  for (auto it = buckets_.begin(); it != buckets_.end(); ++it) by_fill.emplace_back(projected(it->second), it);
+  const size_t drop = std::min(by_fill.size(), max_keys_ / 10 + 1);
+  std::nth_element(by_fill.begin(), by_fill.begin() + static_cast<std::ptrdiff_t>(drop - 1), by_fill.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; k < drop; ++k) buckets_.erase(by_fill[k].second);
 }
 
 std::optional<std::chrono::milliseconds> RateLimiter::RefusalLocked(const Bucket& b) const {

@@ -6,7 +6,7 @@
 // until one request's worth has refilled (the answer's Retry-After).
 // Memory is bounded: at most `max_keys` buckets; past that, full buckets
 // (keys idle long enough to have refilled) are forgotten first, then the
-// fullest one. A forgotten key starts again with a full bucket.
+// fullest tenth. A forgotten key starts again with a full bucket.
 //
 // Time is passed in (steady clock), so tests need no sleeps.
 //
