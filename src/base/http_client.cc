@@ -64,11 +64,14 @@ std::string DescribeHttpFailure(const httplib::Client& client, httplib::Error e,
                                            : "; it may refuse --client-cert " + tls.client_cert_file) +
              ")";
     case httplib::Error::Read:
+    case httplib::Error::Write:
       if (url.starts_with("http://")) {
         return DescribeHttpError(e) + " (if the server serves TLS, use https://)";
       }
       // With TLS 1.3 a server that refuses the client's certificate (or its
-      // absence) says so after the client's side of the handshake is done.
+      // absence) says so after the client's side of the handshake is done:
+      // the client's next read, or its write of the request when the
+      // server has already closed (as under load), fails.
       return DescribeHttpError(e) + (tls.client_cert_file.empty()
                                          ? " (if the server requires a client certificate, it closes like this)"
                                          : " (if the server refused --client-cert " + tls.client_cert_file +
