@@ -194,6 +194,41 @@ TEST_F(ClientCliTest, TenantTokensSubmitTheirOwnJobsOnly) {
   EXPECT_EQ(nodes.out, "");
 }
 
+TEST_F(ClientCliTest, TokensAreCreatedListedAndRevoked) {
+  AddClusterAndTenant();
+  const std::string file = dir_ + "/ci.token";
+  const json created = AdminJson({"token", "create", "ci", "--tenant", "team-a", "--expires-in", "30d", "--write", file});
+  ASSERT_FALSE(created.contains("token")) << created.dump();  // in the file only
+  EXPECT_EQ(created["token_file"], file);
+  EXPECT_TRUE(created.contains("expires_at"));
+  EXPECT_EQ(fs::status(file).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  const std::string ci = ReadFile(file);
+  EXPECT_EQ(As(ci, {"job", "list"}).exit_code, 0);
+
+  const auto reader = As(ci, {"token", "create", "grafana", "--read-only"});
+  ASSERT_EQ(reader.exit_code, 0) << reader.err;
+  EXPECT_NE(reader.out.find("token: gpt_"), std::string::npos) << reader.out;
+  EXPECT_NE(reader.out.find("shown only this once"), std::string::npos) << reader.out;
+
+  const auto table = Admin({"token", "list", "--tenant", "team-a"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  for (const char* word : {"ID", "REVOKED", "initial", "ci", "grafana", "reader", "team-a"}) {
+    EXPECT_NE(table.out.find(word), std::string::npos) << word << "\n" << table.out;
+  }
+  const auto revoked = As(ci, {"token", "revoke", created["id"].get<std::string>(), "-o", "json"});
+  ASSERT_EQ(revoked.exit_code, 0) << revoked.err;
+  EXPECT_TRUE(json::parse(revoked.out).contains("revoked_at")) << revoked.out;
+  const auto refused = As(ci, {"job", "list"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("revoked or expired"), std::string::npos) << refused.err;
+
+  const auto audit = Admin({"audit", "--actor", "admin"});
+  ASSERT_EQ(audit.exit_code, 0) << audit.err;
+  for (const char* word : {"SEQ", "ACTOR", "QuotaSet", "admin"}) {
+    EXPECT_NE(audit.out.find(word), std::string::npos) << word << "\n" << audit.out;
+  }
+}
+
 TEST_F(ClientCliTest, ServerErrorsNameTheFieldAndExitOne) {
   AddClusterAndTenant();
   const std::string bad = dir_ + "/bad.yaml";

@@ -52,7 +52,7 @@ class JobStopReasonTest : public ::testing::Test {
     server_ = std::make_unique<TestServer>(env_, ServerOptions{.data_dir = root_ + "/data", .config_text = kConfig});
     ASSERT_TRUE(server_->Start().has_value());
     for (const char* t : {"a", "b"}) {
-      CreateTenantCmd tenant{t, HashToken(NewToken()), {{"gpu", Quota{t[0] == 'a' ? 1000 : 0, 1000}}}};
+      CreateTenantCmd tenant{t, MintToken(t, "initial", kRoleTenant).record, {{"gpu", Quota{t[0] == 'a' ? 1000 : 0, 1000}}}};
       ASSERT_FALSE(server_->Call(tenant).error.has_value());
     }
   }

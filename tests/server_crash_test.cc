@@ -62,7 +62,7 @@ class ServerCrashTest : public ::testing::Test {
     root_ = testing::MakeTempDir();
     server_ = std::make_unique<TestServer>(env_, ServerOptions{.data_dir = root_ + "/data", .config_text = kConfig});
     ASSERT_TRUE(server_->Start().has_value());
-    CreateTenantCmd tenant{"crash", HashToken(NewToken()), {{"gpu", Quota{32000, 32000}}}};
+    CreateTenantCmd tenant{"crash", MintToken("crash", "initial", kRoleTenant).record, {{"gpu", Quota{32000, 32000}}}};
     ASSERT_FALSE(server_->Call(tenant).error.has_value());
   }
   void TearDown() override {

@@ -47,7 +47,7 @@ TEST(ServerDiskFullTest, WritesGet503NamingTheDiskAndNothingRefusedIsKeptThenWri
   TestEnv env;
   TestServer server(env, ServerOptions{.data_dir = root + "/data", .config_text = kConfig});
   ASSERT_TRUE(server.Start().has_value());
-  ASSERT_FALSE(server.Call(CreateTenantCmd{"t", HashToken(NewToken()), {{"gpu", Quota{16000, 16000}}}}).error);
+  ASSERT_FALSE(server.Call(CreateTenantCmd{"t", MintToken("t", "initial", kRoleTenant).record, {{"gpu", Quota{16000, 16000}}}}).error);
   Acknowledged acknowledged;
   auto submit = [&](const std::string& name) {
     Reply r = server.Call(SubmitJobCmd{"t", OneGpu(name)});
@@ -65,6 +65,7 @@ TEST(ServerDiskFullTest, WritesGet503NamingTheDiskAndNothingRefusedIsKeptThenWri
     EXPECT_EQ(refused.error->code, "unavailable");
     EXPECT_NE(refused.error->message.find("disk full: "), std::string::npos) << refused.error->message;
     EXPECT_NE(refused.error->message.find("nothing of this request was written"), std::string::npos);
+    EXPECT_EQ(refused.error->retry_after_s, 5);
   }
   // The server is up and reads are served (the published read model).
   EXPECT_TRUE(env.halts().empty());
@@ -140,6 +141,7 @@ TEST(ServerDiskFullTest, OnARealFullTmpfsTheServerAnswers503StaysUpAndRecoversWh
     }
     ASSERT_EQ(status, 503) << refused.text;
     EXPECT_NE(refused.text.find("disk full"), std::string::npos) << refused.text;
+    EXPECT_EQ(refused.retry_after, "5");
     // Up, and reads are served.
     EXPECT_EQ(testing::Http(server, "GET", "/v1/jobs/" + std::to_string(before.body["id"].get<int64_t>()), admin).status, 200);
     EXPECT_EQ(testing::Http(server, "GET", "/healthz", "").status, 200);

@@ -137,6 +137,7 @@ HttpResult Send(httplib::Client& c, const std::string& method, const std::string
   out.status = r->status;
   out.text = r->body;
   out.retry_after = r->get_header_value("Retry-After");
+  out.request_id = r->get_header_value("X-Request-Id");
   out.body = nlohmann::json::parse(r->body, nullptr, false);
   return out;
 }

@@ -53,6 +53,7 @@ struct HttpResult {
   nlohmann::json body;
   std::string text;
   std::string retry_after;  // the Retry-After header, when there is one
+  std::string request_id;   // the X-Request-Id header
 };
 
 // One request; `token` empty sends no Authorization header.

@@ -71,7 +71,7 @@ class ServerProviderTest : public ::testing::Test {
   void Start(const std::string& config) {
     server_ = std::make_unique<TestServer>(env_, ServerOptions{.data_dir = root_ + "/data", .config_text = config});
     ASSERT_TRUE(server_->Start().has_value());
-    CreateTenantCmd tenant{"team", HashToken(NewToken()), {{"gpu", Quota{0, 4000}}}};
+    CreateTenantCmd tenant{"team", MintToken("team", "initial", kRoleTenant).record, {{"gpu", Quota{0, 4000}}}};
     ASSERT_FALSE(server_->Call(tenant).error.has_value());
   }
   JobId Submit(const std::string& name) {

@@ -78,7 +78,7 @@ TEST_F(ServerRateLimitTest, ATenantTokenOverItsRateGets429WithRetryAfterAndOther
   EXPECT_EQ(Http(*server_, "GET", "/v1/jobs", other).status, 200);
   for (int i = 0; i < 50; ++i) ASSERT_EQ(Http(*server_, "GET", "/v1/jobs", admin_).status, 200) << i;
   const std::string metrics = Http(*server_, "GET", "/metrics", "").text;
-  EXPECT_GE(Counter(metrics, R"(gpupool_auth_denied_total{principal="tenant/team",reason="rate_limited"})"), 1)
+  EXPECT_GE(Counter(metrics, R"(gpupool_auth_denied_total{principal="tenant/team",reason="rate_limited",token="initial"})"), 1)
       << metrics.substr(0, 2000);
 }
 
@@ -99,9 +99,9 @@ TEST_F(ServerRateLimitTest, GuessingTokensFromOneAddressGets429BeforeTheTokenIsC
   // tell a hit from a miss.
   EXPECT_EQ(Http(*server_, "GET", "/v1/jobs", admin_).status, 429);
   const std::string metrics = Http(*server_, "GET", "/metrics", "").text;
-  EXPECT_EQ(Counter(metrics, R"(gpupool_auth_denied_total{principal="unknown",reason="unauthorized"})"),
+  EXPECT_EQ(Counter(metrics, R"(gpupool_auth_denied_total{principal="unknown",reason="unauthorized",token=""})"),
             unauthorized);
-  EXPECT_GE(Counter(metrics, R"(gpupool_auth_denied_total{principal="unknown",reason="rate_limited"})"), limited);
+  EXPECT_GE(Counter(metrics, R"(gpupool_auth_denied_total{principal="unknown",reason="rate_limited",token=""})"), limited);
 }
 
 }  // namespace

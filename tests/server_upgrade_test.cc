@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -258,6 +260,52 @@ TEST_F(ServerUpgradeV7Test, AVersion7DataDirectoryLoadsLearnsAndRestartsTheSame)
   for (int64_t job : {int64_t{1}, int64_t{2}, id}) {
     EXPECT_EQ(Get("/v1/jobs/" + std::to_string(job))["state"], "running") << job;
   }
+}
+
+// The release before named tokens (tests/fixtures/data-schema-v1: the
+// SQLite journal's schema version 1, tokens stored as plain SHA-256).
+class ServerUpgradeSchemaV1Test : public ServerUpgradeTest {
+ protected:
+  std::string Fixture() const override { return kFixtures + "data-schema-v1"; }
+  static json OldTokens() {
+    std::ifstream in(kFixtures + "data-schema-v1/tokens.json");
+    return json::parse(in, nullptr, false);
+  }
+};
+
+TEST_F(ServerUpgradeSchemaV1Test, TokensOfTheEarlierReleaseKeepWorkingUntilRevokedAndTheRevocationLasts) {
+  const json old = OldTokens();
+  ASSERT_TRUE(old.is_object());
+  const std::string tenant = old["team-a"], node = old["node/node-1"];
+  EXPECT_EQ(Http(*server_, "GET", "/v1/tenants/team-a", tenant).status, 200);
+  EXPECT_NE(Http(*server_, "POST", "/v1/agent/heartbeat", node, json{{"node", "node-1"}}).status, 401);
+  std::map<std::string, json> listed;  // by name
+  const json tokens = Get("/v1/tokens")["tokens"];
+  for (const json& t : tokens) listed[t["name"]] = t;
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed["initial"]["tenant"], "team-a");
+  EXPECT_EQ(listed["initial"]["legacy"], true);
+  EXPECT_EQ(listed["node"]["node"], "node-1");
+  EXPECT_EQ(listed["node"]["role"], "node");
+  // The old events have no actor; a new request's have.
+  EXPECT_TRUE(Get("/v1/audit")["entries"].empty());
+  ASSERT_EQ(Http(*server_, "PUT", "/v1/tenants/team-a/quota", tenant, json{{"pool", "default"}, {"guaranteed_gpus", 1}}).status, 403);
+  auto quota = Http(*server_, "PUT", "/v1/tenants/team-a/quota", admin_, json{{"pool", "default"}, {"guaranteed_gpus", 2}});
+  ASSERT_EQ(quota.status, 200) << quota.text;
+  const json audit = Get("/v1/audit")["entries"];
+  ASSERT_EQ(audit.size(), 1u) << audit.dump();
+  EXPECT_EQ(audit[0]["actor"], "admin");
+  // The tenant makes a new token, then revokes its old one.
+  auto fresh = Http(*server_, "POST", "/v1/tokens", tenant, json{{"name", "rotated"}});
+  ASSERT_EQ(fresh.status, 201) << fresh.text;
+  const std::string id = listed["initial"]["id"];
+  ASSERT_EQ(Http(*server_, "DELETE", "/v1/tokens/" + id, fresh.body["token"]).status, 200);
+  EXPECT_EQ(Http(*server_, "GET", "/v1/tenants/team-a", tenant).status, 401);
+  ASSERT_EQ(server_->Stop(), 0) << server_->log();
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  EXPECT_EQ(Http(*server_, "GET", "/v1/tenants/team-a", tenant).status, 401);
+  EXPECT_EQ(Http(*server_, "GET", "/v1/tenants/team-a", fresh.body["token"]).status, 200);
+  EXPECT_NE(Http(*server_, "POST", "/v1/agent/heartbeat", node, json{{"node", "node-1"}}).status, 401);
 }
 
 }  // namespace

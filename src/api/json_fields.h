@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@ struct ApiError {
   std::string code = "invalid_argument";  // invalid_argument, unauthorized, forbidden, not_found, conflict, ...
   std::string message;
   std::string field;  // JSON path of the offending field; empty when none
+  int64_t retry_after_s = 0;  // > 0: a refusal that will pass; the answer's Retry-After header
 };
 
 template <class T>

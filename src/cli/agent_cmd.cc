@@ -304,8 +304,9 @@ int RunDev(const DevFlags& f) {
     return 1;
   }
   // The local agent's node token (a new one each start; only its hash is kept).
-  const std::string token = NewToken();
-  if (const Reply r = (*core)->Call(IssueNodeTokenCmd{f.node, HashToken(token)}); r.error) {
+  MintedToken minted = MintToken(std::string(kNodeTokenPrefix) + f.node, "node", kRoleNode);
+  const std::string token = std::move(minted.token);
+  if (const Reply r = (*core)->Call(IssueNodeTokenCmd{f.node, std::move(minted.record)}); r.error) {
     std::cerr << "error: cannot issue the agent's token: " << r.error->message << "\n";
     return 1;
   }

@@ -109,6 +109,16 @@ void AddGlobalFlags(CLI::App* cmd, GlobalFlags& g) {
       ->group(group);
 }
 
+// Writes a token and a newline to `path`, mode 0600 (--write).
+Status WriteTokenFile(const std::string& path, const std::string& token) {
+  const std::string line = token + "\n";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  const bool ok = fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  if (fd >= 0) ::close(fd);
+  if (!ok) return IoError("--write: cannot write " + path);
+  return {};
+}
+
 std::string JobPath(int64_t id) { return "/v1/jobs/" + std::to_string(id); }
 std::string TenantPath(const std::string& name) { return "/v1/tenants/" + UrlEncode(name); }
 
@@ -381,6 +391,112 @@ void AddTenantCommands(CLI::App& app) {
   }
 }
 
+// --- tokens -----------------------------------------------------------------
+
+void AddTokenCommands(CLI::App& app) {
+  CLI::App* token = app.add_subcommand("token", "Create, list and revoke named tokens (REST API client)");
+  token->require_subcommand(1);
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string name, tenant, expires_in, file;
+      bool read_only = false;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = token->add_subcommand(
+        "create", "Create a named token of a tenant (the admin, or the tenant itself) or a read-only one; prints it once");
+    cmd->add_option("name", f->name, "the token's name: [a-z0-9-], starting with a letter")->required();
+    cmd->add_option("--tenant", f->tenant, "the tenant it acts for (default: the caller's; none with --read-only: the whole pool)");
+    cmd->add_flag("--read-only", f->read_only, "a reader: GET requests only (dashboards)");
+    cmd->add_option("--expires-in", f->expires_in, "lifetime such as 12h or 90d (default: until revoked)");
+    cmd->add_option("--write", f->file, "write the token to this file (mode 0600) instead of printing it");
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        json body = {{"name", f->name}};
+        if (!f->tenant.empty()) body["tenant"] = f->tenant;
+        if (f->read_only) body["read_only"] = true;
+        if (!f->expires_in.empty()) body["expires_in"] = f->expires_in;
+        GP_ASSIGN_OR_RETURN(auto created, api.Post("/v1/tokens", body));
+        const std::string secret = created.value("token", "");
+        if (!f->file.empty()) {
+          GP_TRY(WriteTokenFile(f->file, secret));
+          created.erase("token");
+          created["token_file"] = f->file;
+        }
+        Print(created, out, [&] {
+          std::string text = FormatTokensTable(json::array({created}));
+          if (f->file.empty()) return text + "\ntoken: " + secret + "\n(shown only this once: keep it, e.g. in a file for --token-file)\n";
+          return text + "token written to " + f->file + "\n";
+        });
+        return 0;
+      });
+    });
+  }
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string tenant;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = token->add_subcommand("list", "List tokens, revoked ones too (the admin: all; a tenant: its own)");
+    cmd->add_option("--tenant", f->tenant, "only this tenant's (admin)");
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        GP_ASSIGN_OR_RETURN(auto list, api.Get("/v1/tokens" + (f->tenant.empty() ? "" : "?tenant=" + UrlEncode(f->tenant))));
+        Print(list, out, [&] { return FormatTokensTable(list.value("tokens", json::array())); });
+        return 0;
+      });
+    });
+  }
+
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string id;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = token->add_subcommand("revoke", "Revoke a token by its ID (at once, for good)");
+    cmd->add_option("id", f->id, "the token's ID (gpupool token list)")->required();
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        GP_ASSIGN_OR_RETURN(auto revoked, api.Delete("/v1/tokens/" + UrlEncode(f->id)));
+        Print(revoked, out, [&] { return FormatTokensTable(json::array({revoked})); });
+        return 0;
+      });
+    });
+  }
+}
+
+// --- audit ------------------------------------------------------------------
+
+void AddAuditCommand(CLI::App& app) {
+  struct Flags {
+    GlobalFlags g;
+    std::string actor;
+    int64_t since = 0, limit = 1000;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand("audit", "Who did what: the events requests caused, with actor and request id (admin)");
+  cmd->add_option("--actor", f->actor, "only this actor (tenant/T:TOKEN) or principal (tenant/T, admin, node/N)");
+  cmd->add_option("--since", f->since, "after this event sequence number")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--limit", f->limit, "scan at most this many events (1 to 10000)")->check(CLI::Range(1, 10000));
+  AddGlobalFlags(cmd, f->g);
+  cmd->callback([f] {
+    Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+      std::string path = "/v1/audit?since=" + std::to_string(f->since) + "&limit=" + std::to_string(f->limit);
+      if (!f->actor.empty()) path += "&actor=" + UrlEncode(f->actor);
+      GP_ASSIGN_OR_RETURN(auto page, api.Get(path));
+      Print(page, out, [&] { return FormatAuditTable(page.value("entries", json::array())); });
+      return 0;
+    });
+  });
+}
+
 // --- nodes and pools --------------------------------------------------------
 
 void AddNodeCommands(CLI::App& app) {
@@ -401,13 +517,7 @@ void AddNodeCommands(CLI::App& app) {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
         GP_ASSIGN_OR_RETURN(auto issued, api.Post("/v1/nodes/" + UrlEncode(f->name) + "/token", json::object()));
         if (!f->file.empty()) {
-          const std::string token = issued.value("token", "");
-          const int fd = ::open(f->file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-          if (fd < 0 || ::write(fd, (token + "\n").data(), token.size() + 1) != static_cast<ssize_t>(token.size() + 1)) {
-            if (fd >= 0) ::close(fd);
-            return IoError("--write: cannot write " + f->file);
-          }
-          ::close(fd);
+          GP_TRY(WriteTokenFile(f->file, issued.value("token", "")));
           Print(json{{"node", f->name}, {"token_file", f->file}}, out,
                 [&] { return "token for node " + f->name + " written to " + f->file + "\n"; });
           return 0;
@@ -531,6 +641,8 @@ void AddRegionCommands(CLI::App& app) {
 void AddClientCommands(CLI::App& app) {
   AddJobCommands(app);
   AddTenantCommands(app);
+  AddTokenCommands(app);
+  AddAuditCommand(app);
   AddNodeCommands(app);
   AddRegionCommands(app);
 }

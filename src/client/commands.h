@@ -1,4 +1,4 @@
-// The command-line client of the REST API: `gpupool job ...`, `tenant ...`,
+// The command-line client of the REST API: `gpupool job ...`, `tenant ...`, `token ...`, `audit`,
 // `node ...`, `pool ...`, `regions get|set` (docs/api/openapi.yaml; examples/README.md shows
 // them in use).
 //

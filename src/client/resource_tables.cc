@@ -246,4 +246,24 @@ std::string FormatTenantsTable(const json& tenants) {
   return FormatTable({"NAME", "POOL", "GUARANTEED", "LIMIT", "WEIGHT", "RESERVED", "USED", "BORROWED", "LENT"}, rows);
 }
 
+std::string FormatTokensTable(const json& tokens) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : Items(tokens)) {
+    std::string whose = Text(t, "tenant");
+    if (whose == "-") whose = Text(t, "node");
+    if (whose == "-") whose = "(pool)";
+    rows.push_back({Text(t, "id"), Text(t, "name"), Text(t, "role"), whose, Text(t, "created_at"), Text(t, "expires_at"),
+                    Text(t, "revoked_at")});
+  }
+  return FormatTable({"ID", "NAME", "ROLE", "FOR", "CREATED", "EXPIRES", "REVOKED"}, rows);
+}
+
+std::string FormatAuditTable(const json& entries) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : Items(entries)) {
+    rows.push_back({Text(e, "seq"), Text(e, "at"), Text(e, "type"), Text(e, "actor"), Text(e, "request_id")});
+  }
+  return FormatTable({"SEQ", "AT", "TYPE", "ACTOR", "REQUEST_ID"}, rows);
+}
+
 }  // namespace gpupool

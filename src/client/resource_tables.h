@@ -35,6 +35,13 @@ std::string FormatPoolsTable(const nlohmann::json& pools);
 // USED BORROWED LENT; a tenant without quota gets one line of "-".
 std::string FormatTenantsTable(const nlohmann::json& tenants);
 
+// One line per token: ID NAME ROLE FOR CREATED EXPIRES REVOKED; FOR is the
+// tenant, the node, or "(pool)" for a pool-wide reader.
+std::string FormatTokensTable(const nlohmann::json& tokens);
+
+// One line per audit entry: SEQ AT TYPE ACTOR REQUEST_ID.
+std::string FormatAuditTable(const nlohmann::json& entries);
+
 // The region table (GET /v1/regions): a "policy: ..." line, then one line
 // per region (REGION PRICE_PER_GPU_HOUR LATENCY_MS, the latencies as
 // "location=ms,..."), then, when the table has users, one line per tenant

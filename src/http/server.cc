@@ -192,6 +192,7 @@ struct Glue {
     MHD_get_connection_values(c, MHD_HEADER_KIND, &CollectPair, &req.headers);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, &CollectPair, &req.params);
     if (Conn* conn = ConnOf(c)) req.remote_addr = conn->remote;
+    if (l.server->options_.prepare) l.server->options_.prepare(req);
     SetDeadline(c, ctx.headers_at + l.limits.body_timeout);
     const std::optional<uint64_t> length = ContentLength(c);
     if (length && *length > static_cast<uint64_t>(l.limits.max_body_bytes)) {

@@ -98,6 +98,9 @@ struct ServerOptions {
   std::chrono::milliseconds sweep_every{100};  // deadlines and gone clients are checked this often
   // The layer's own answers; default: DefaultStatus(e) with a line of text.
   std::function<Response(LayerError e, const Request& request)> error_response;
+  // Called once per request as soon as its headers are in, before it is
+  // routed or refused (e.g. to give it a request id).
+  std::function<void(Request& request)> prepare;
   // Called on every answer just before it is sent (headers such as a request id).
   std::function<void(const Request& request, Response& response)> decorate;
   std::function<void(const Completion& c)> on_complete;

@@ -3,10 +3,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
+
+#include "src/server/auth.h"
 
 namespace gpupool {
 namespace {
@@ -32,6 +36,25 @@ Result<json> Parse(const std::string& text, const std::string& key) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) return IoError("etcd journal: " + key + " is not JSON");
   return j;
+}
+
+// A token record: [hash, principal, created_ms] as earlier releases wrote
+// it, or with [id, name, salt, role, expires_ms] after.
+std::optional<TokenRecord> TokenFromJson(const json& t) {
+  if (!t.is_array() || (t.size() != 3 && t.size() != 8)) return std::nullopt;
+  if (!t[0].is_string() || !t[1].is_string() || !t[2].is_number_integer()) return std::nullopt;
+  TokenRecord r{.hash_hex = t[0].get<std::string>(), .tenant = t[1].get<std::string>(), .created_ms = t[2].get<int64_t>()};
+  if (t.size() == 3) return r;
+  for (size_t i = 3; i < 7; ++i) {
+    if (!t[i].is_string()) return std::nullopt;
+  }
+  if (!t[7].is_number_integer()) return std::nullopt;
+  r.id = t[3].get<std::string>();
+  r.name = t[4].get<std::string>();
+  r.salt_hex = t[5].get<std::string>();
+  r.role = t[6].get<std::string>();
+  r.expires_ms = t[7].get<int64_t>();
+  return r;
 }
 
 // A reference to a value stored as parts (PREFIX/chunks/<id>/...).
@@ -102,7 +125,14 @@ class EtcdJournal final : public Journal {
     if (!batch.events.empty()) {
       const int64_t first = batch.events.front().seq, last = batch.events.back().seq;
       json events = json::array();
-      for (const JournalEvent& e : batch.events) events.push_back(json::array({e.seq, e.at_ms, e.type, e.json}));
+      for (const JournalEvent& e : batch.events) {
+        json a = json::array({e.seq, e.at_ms, e.type, e.json});
+        if (!e.actor.empty() || !e.request_id.empty()) {
+          a.push_back(e.actor);
+          a.push_back(e.request_id);
+        }
+        events.push_back(std::move(a));
+      }
       GP_ASSIGN_OR_RETURN(std::string text, Dump(events, "events " + std::to_string(first) + ".." + std::to_string(last)));
       json header = {{"first", first}, {"last", last}};
       if (static_cast<int64_t>(text.size()) + inline_bytes <= kEtcdTxnInlineBytes / 2) {
@@ -119,7 +149,9 @@ class EtcdJournal final : public Journal {
     }
     if (!batch.tokens.empty()) {
       json tokens = json::array();
-      for (const TokenRecord& t : batch.tokens) tokens.push_back(json::array({t.hash_hex, t.tenant, t.created_ms}));
+      for (const TokenRecord& t : batch.tokens) {
+        tokens.push_back(json::array({t.hash_hex, t.tenant, t.created_ms, t.id, t.name, t.salt_hex, t.role, t.expires_ms}));
+      }
       GP_ASSIGN_OR_RETURN(std::string value, Dump(tokens, "tokens"));
       inline_bytes += static_cast<int64_t>(value.size());
       if (inline_bytes > kEtcdTxnInlineBytes) {
@@ -127,6 +159,20 @@ class EtcdJournal final : public Journal {
                                std::to_string(kEtcdTxnInlineBytes) + " bytes");
       }
       ops.push_back(EtcdOp::Put(base + "tokens/" + batch.tokens.front().hash_hex, std::move(value)));
+    }
+    if (!batch.revocations.empty()) {
+      json revoked = json::array();
+      for (const TokenRevocation& r : batch.revocations) revoked.push_back(json::array({r.hash_hex, r.revoked_ms}));
+      GP_ASSIGN_OR_RETURN(std::string value, Dump(revoked, "revocations"));
+      inline_bytes += static_cast<int64_t>(value.size());
+      if (inline_bytes > kEtcdTxnInlineBytes) {
+        return InvalidArgument("etcd journal: " + std::to_string(batch.revocations.size()) +
+                               " token revocations in one batch are over " + std::to_string(kEtcdTxnInlineBytes) +
+                               " bytes");
+      }
+      // Keyed by its content: a key written twice holds the same value.
+      const std::string key = base + "revocations/" + HashToken(value).substr(0, 32);
+      ops.push_back(EtcdOp::Put(key, std::move(value)));
     }
     if (static_cast<int>(batch.meta.size()) > kEtcdMaxMetaPerBatch) {
       return InvalidArgument("etcd journal: " + std::to_string(batch.meta.size()) + " meta keys in one batch (at most " +
@@ -234,8 +280,10 @@ class EtcdJournal final : public Journal {
         if (!events.is_array()) return IoError("etcd journal: " + kv.key + " has no events");
         JournalEvent e;
         for (const json& a : events) {
-          if (!a.is_array() || a.size() != 4 || !a[0].is_number_integer() || !a[1].is_number_integer() ||
-              !a[2].is_string() || !a[3].is_string()) {
+          // [seq, at_ms, type, line], then [actor, request_id] since the audit.
+          if (!a.is_array() || (a.size() != 4 && a.size() != 6) || !a[0].is_number_integer() ||
+              !a[1].is_number_integer() || !a[2].is_string() || !a[3].is_string() ||
+              (a.size() == 6 && (!a[4].is_string() || !a[5].is_string()))) {
             return IoError("etcd journal: " + kv.key + ": malformed event");
           }
           e.seq = a[0].get<int64_t>();
@@ -243,6 +291,8 @@ class EtcdJournal final : public Journal {
           e.at_ms = a[1].get<int64_t>();
           e.type = a[2].get<std::string>();
           e.json = a[3].get<std::string>();
+          e.actor = a.size() == 6 ? a[4].get<std::string>() : "";
+          e.request_id = a.size() == 6 ? a[5].get<std::string>() : "";
           if (limit >= 0 && given >= limit) return {};
           ++given;
           if (!each(e)) return {};
@@ -261,15 +311,38 @@ class EtcdJournal final : public Journal {
       GP_ASSIGN_OR_RETURN(json list, Parse(kv.value, kv.key));
       if (!list.is_array()) return IoError("etcd journal: " + kv.key + " is not a list");
       for (const json& t : list) {
-        if (!t.is_array() || t.size() != 3 || !t[0].is_string() || !t[1].is_string() || !t[2].is_number_integer()) {
-          return IoError("etcd journal: " + kv.key + ": malformed token");
-        }
-        out.push_back(TokenRecord{t[0].get<std::string>(), t[1].get<std::string>(), t[2].get<int64_t>()});
+        auto record = TokenFromJson(t);
+        if (!record) return IoError("etcd journal: " + kv.key + ": malformed token");
+        out.push_back(std::move(*record));
       }
+    }
+    GP_ASSIGN_OR_RETURN(auto revoked, Revocations());
+    for (TokenRecord& t : out) {
+      if (auto it = revoked.find(t.hash_hex); it != revoked.end()) t.revoked_ms = it->second;
     }
     std::sort(out.begin(), out.end(), [](const TokenRecord& a, const TokenRecord& b) {
       return std::tie(a.created_ms, a.hash_hex) < std::tie(b.created_ms, b.hash_hex);
     });
+    return out;
+  }
+
+  // Every revocation: token hash -> the earliest time it was revoked.
+  Result<std::map<std::string, int64_t>> Revocations() {
+    const std::string p = options_.prefix + "/revocations/";
+    GP_ASSIGN_OR_RETURN(auto r, client_.Range(EtcdRange{p, PrefixEnd(p)}));
+    std::map<std::string, int64_t> out;
+    for (const EtcdKeyValue& kv : r.kvs) {
+      GP_ASSIGN_OR_RETURN(json list, Parse(kv.value, kv.key));
+      if (!list.is_array()) return IoError("etcd journal: " + kv.key + " is not a list");
+      for (const json& t : list) {
+        if (!t.is_array() || t.size() != 2 || !t[0].is_string() || !t[1].is_number_integer()) {
+          return IoError("etcd journal: " + kv.key + ": malformed revocation");
+        }
+        const int64_t at = t[1].get<int64_t>();
+        auto [it, fresh] = out.emplace(t[0].get<std::string>(), at);
+        if (!fresh) it->second = std::min(it->second, at);
+      }
+    }
     return out;
   }
 

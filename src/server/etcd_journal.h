@@ -7,14 +7,18 @@
 //   PREFIX/format                      "gpupool-journal 1", written with the first batch
 //   PREFIX/leader                      the leader's URL, under its lease (etcd_election.h)
 //   PREFIX/journal/<first seq, %020d>  one key per batch with events: JSON
-//                                      {"first":F,"last":L,"events":[[seq,at_ms,type,line],...]},
+//                                      {"first":F,"last":L,"events":[[seq,at_ms,type,line],...]}
+//                                      (an event with an audit: [seq,at_ms,type,line,actor,request_id]),
 //                                      or {"first","last","chunks":{"id","n","bytes"}} when large
-//   PREFIX/tokens/<hash of the first>  a batch's token hashes: JSON [[hash,tenant,created_ms],...]
+//   PREFIX/tokens/<hash of the first>  a batch's token records: JSON
+//                                      [[hash,principal,created_ms,id,name,salt,role,expires_ms],...]
+//                                      (the first three only, before named tokens)
+//   PREFIX/revocations/<content hash>  a batch's token revocations: JSON [[hash,revoked_ms],...]
 //   PREFIX/meta/<key>                  'i' + the value, or 'c' + JSON {"id","n","bytes"} when large
 //   PREFIX/snapshots/<kind>/<seq, %020d>  JSON {"seq","created_ms","bytes","chunks":{"id","n"}}
 //   PREFIX/chunks/<id>/<part, %06d>    the parts of a large value, kEtcdChunkBytes each at most
 //
-// A batch is one etcd transaction (atomic): its events' key, tokens, meta
+// A batch is one etcd transaction (atomic): its events' key, tokens, revocations, meta
 // and snapshot headers, each compared or put at once. Large values (an
 // event batch over kEtcdTxnInlineBytes, every snapshot) are first written
 // as parts under a chunk id no other write uses, and become visible only

@@ -83,6 +83,24 @@ TEST_F(EtcdJournalTest, CommittedBatchesReadBackInOrderFromAnySeq) {
   ASSERT_EQ(tokens.size(), 2u);
   EXPECT_EQ(tokens[0].hash_hex, "abba");  // by creation time, then hash
   EXPECT_EQ(tokens[1].tenant, "team-b");
+  // A named token keeps every field; revocations mark stored records.
+  const TokenRecord named{.hash_hex = "cafe", .tenant = "team-a", .created_ms = 9, .id = "0011223344556677",
+                          .name = "ci", .salt_hex = "5a17", .role = "reader", .expires_ms = 99};
+  ASSERT_TRUE(j->Commit(JournalBatch{.tokens = {named}}));
+  ASSERT_TRUE(j->Commit(JournalBatch{.revocations = {{"cafe", 20}, {"abba", 21}}}));
+  ASSERT_TRUE(j->Commit(JournalBatch{.revocations = {{"cafe", 30}}}));
+  const auto named_tokens = *j->Tokens();
+  ASSERT_EQ(named_tokens.size(), 3u);
+  EXPECT_EQ(named_tokens[0].revoked_ms, 21);  // abba
+  EXPECT_EQ(named_tokens[1].revoked_ms, 0);   // beef
+  const TokenRecord& cafe = named_tokens[2];
+  EXPECT_EQ(cafe.hash_hex, "cafe");
+  EXPECT_EQ(cafe.id, named.id);
+  EXPECT_EQ(cafe.name, "ci");
+  EXPECT_EQ(cafe.salt_hex, "5a17");
+  EXPECT_EQ(cafe.role, "reader");
+  EXPECT_EQ(cafe.expires_ms, 99);
+  EXPECT_EQ(cafe.revoked_ms, 20);
   EXPECT_EQ(**j->Meta("attribute_names"), "{\"node_classes\":[]}");
   EXPECT_FALSE(j->Meta("job_labels")->has_value());
 

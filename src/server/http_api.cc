@@ -1,5 +1,8 @@
 #include "src/server/http_api.h"
 
+#include <strings.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -46,10 +49,11 @@ void SendError(Response& res, const ApiError& e) {
   json err{{"code", e.code}, {"message", e.message}};
   if (!e.field.empty()) err["field"] = e.field;
   SendJson(res, e.http_status, json{{"error", err}});
+  if (e.retry_after_s > 0) res.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
 }
 
 ApiError Unauthorized() {
-  return MakeApiError(401, "unauthorized", "missing or unknown bearer token (Authorization: Bearer TOKEN)");
+  return MakeApiError(401, "unauthorized", "missing, unknown, revoked or expired bearer token (Authorization: Bearer TOKEN)");
 }
 ApiError Forbidden() { return MakeApiError(403, "forbidden", "only the admin token may do this"); }
 
@@ -145,10 +149,23 @@ Response LayerErrorResponse(http::LayerError e, const Request& req, int64_t max_
   return res;
 }
 
-// Every answer carries an X-Request-Id: the client's when usable, else a new one.
+bool UsableRequestId(std::string_view id) {
+  return !id.empty() && id.size() <= kMaxRequestIdBytes &&
+         std::all_of(id.begin(), id.end(), [](char c) { return c > ' ' && c < 127 && c != '"' && c != '\\'; });
+}
+
+// Every request has one X-Request-Id before it is routed: the client's when
+// usable (1 to 128 printable characters, no quotes or backslashes), else a
+// new one. The audit records it; the answer carries it back.
+void AssignRequestId(Request& req) {
+  if (UsableRequestId(req.Header("X-Request-Id"))) return;
+  std::erase_if(req.headers, [](const auto& h) { return strcasecmp(h.first.c_str(), "X-Request-Id") == 0; });
+  req.headers.emplace_back("X-Request-Id", NextRequestId());
+}
+
 void TagRequestId(const Request& req, Response& res) {
   std::string id(req.Header("X-Request-Id"));
-  if (id.empty() || id.size() > kMaxRequestIdBytes) id = NextRequestId();
+  if (!UsableRequestId(id)) id = NextRequestId();  // answered before it was prepared
   res.headers.emplace_back("X-Request-Id", std::move(id));
 }
 
@@ -201,6 +218,7 @@ HttpApi::HttpApi(ServerCore& core) : core_(core) {
   o.error_response = [max_body](http::LayerError e, const Request& req) {
     return LayerErrorResponse(e, req, max_body);
   };
+  o.prepare = AssignRequestId;
   o.decorate = TagRequestId;
   o.on_complete = [this](const http::Completion& c) {
     if (!c.request->route.empty()) {
@@ -284,6 +302,9 @@ void HttpApi::Routes() {
       {Method::kDelete, "/v1/jobs/{id:digits}", L::kApi, nullptr, &HttpApi::CancelJob},
       {Method::kPost, "/v1/nodes", L::kApi, nullptr, &HttpApi::AddNode},
       {Method::kPost, "/v1/nodes/{name}/token", L::kApi, nullptr, &HttpApi::IssueNodeToken},
+      {Method::kPost, "/v1/tokens", L::kApi, nullptr, &HttpApi::CreateToken},
+      {Method::kGet, "/v1/tokens", L::kApi, &HttpApi::ListTokens, nullptr},
+      {Method::kDelete, "/v1/tokens/{id}", L::kApi, nullptr, &HttpApi::RevokeToken},
       {Method::kPost, "/v1/agent/register", L::kReserved, nullptr, &HttpApi::RegisterNode},
       {Method::kPost, "/v1/agent/heartbeat", L::kReserved, nullptr, &HttpApi::AgentHeartbeat},
       {Method::kPost, "/v1/agent/watch", L::kReserved, nullptr, &HttpApi::AgentWatch},
@@ -293,6 +314,7 @@ void HttpApi::Routes() {
       {Method::kGet, "/v1/regions", L::kApi, &HttpApi::GetRegions, nullptr},
       {Method::kPut, "/v1/regions", L::kApi, nullptr, &HttpApi::SetRegions},
       {Method::kGet, "/v1/events", L::kApi, &HttpApi::ListEvents, nullptr},
+      {Method::kGet, "/v1/audit", L::kApi, &HttpApi::ListAudit, nullptr},
   };
   static constexpr const char* kMethods[] = {"GET", "POST", "PUT", "DELETE"};
   for (const Entry& e : kRoutes) {
@@ -314,7 +336,7 @@ void HttpApi::Routes() {
   }
 }
 
-void HttpApi::Await(const ExchangePtr& ex, Command cmd, std::function<void(const Reply&, Response&)> then) {
+void HttpApi::Await(const ExchangePtr& ex, Origin origin, Command cmd, std::function<void(const Reply&, Response&)> then) {
   core_.Execute(std::move(cmd), [this, ex, then = std::move(then)](Reply r) mutable {
     // On the core's publisher thread: hand the rest to a worker.
     http_->Continue([ex, then = std::move(then), r = std::move(r)] {
@@ -324,13 +346,13 @@ void HttpApi::Await(const ExchangePtr& ex, Command cmd, std::function<void(const
         ex->Respond(std::move(res));
       });
     });
-  });
+  }, std::move(origin));
 }
 
 namespace {
 
 std::string PrincipalLabel(const Principal& p) {
-  if (p.admin) return "admin";
+  if (p.admin) return p.read_only ? "reader" : "admin";
   if (!p.node.empty()) return std::string(kNodeTokenPrefix) + p.node;
   return "tenant/" + p.tenant;
 }
@@ -339,15 +361,27 @@ int64_t WholeSeconds(std::chrono::milliseconds d) { return (d.count() + 999) / 1
 
 }  // namespace
 
-void HttpApi::Deny(Response& res, const std::string& principal, const std::string& reason, const ApiError& e) {
-  core_.metrics().CountDenied(principal, reason);
+Origin HttpApi::OriginOf(const Request& req, const Principal& p) {
+  std::string actor = PrincipalLabel(p);
+  if (!p.token_name.empty()) actor += ":" + p.token_name;
+  return Origin{std::move(actor), std::string(req.Header("X-Request-Id"))};
+}
+
+Origin HttpApi::AgentOrigin(const Request& req, const std::string& node) {
+  return Origin{std::string(kNodeTokenPrefix) + node, std::string(req.Header("X-Request-Id"))};
+}
+
+void HttpApi::Deny(Response& res, const std::string& principal, const std::string& reason, const ApiError& e,
+                   const std::string& token) {
+  core_.metrics().CountDenied(principal, token, reason);
   SendError(res, e);
 }
 
 void HttpApi::DenyRateLimited(Response& res, const std::string& principal, const std::string& what,
-                              std::chrono::milliseconds retry_after) {
+                              std::chrono::milliseconds retry_after, const std::string& token) {
   const std::string seconds = std::to_string(WholeSeconds(retry_after));
-  Deny(res, principal, "rate_limited", MakeApiError(429, "rate_limited", what + "; retry after " + seconds + " s"));
+  Deny(res, principal, "rate_limited", MakeApiError(429, "rate_limited", what + "; retry after " + seconds + " s"),
+       token);
   res.headers.emplace_back("Retry-After", seconds);
 }
 
@@ -360,16 +394,18 @@ std::optional<Principal> HttpApi::Authenticated(const Request& req, Response& re
                     *wait);
     return std::nullopt;
   }
-  auto p = core_.auth().Authenticate(req.Header("Authorization"));
+  auto p = core_.auth().Authenticate(req.Header("Authorization"), ToMillis(core_.env().Now()));
   if (!p) {
     failed_auth_rate_->Take(req.remote_addr, now);
     Deny(res, "unknown", "unauthorized", Unauthorized());
     return std::nullopt;
   }
-  if (p->admin || !p->node.empty()) return p;
-  if (auto wait = token_rate_->Take("tenant/" + p->tenant, now)) {
-    DenyRateLimited(res, PrincipalLabel(*p), "tenant " + p->tenant + "'s token is over server.http.token_requests_per_s",
-                    *wait);
+  if ((p->admin && !p->read_only) || !p->node.empty()) return p;
+  if (auto wait = token_rate_->Take(PrincipalLabel(*p), now)) {
+    DenyRateLimited(res, PrincipalLabel(*p),
+                    (p->tenant.empty() ? "the pool readers' tokens are" : "tenant " + p->tenant + "'s tokens are") +
+                        std::string(" over server.http.token_requests_per_s"),
+                    *wait, p->token_name);
     return std::nullopt;
   }
   return p;
@@ -381,11 +417,17 @@ std::optional<Principal> HttpApi::Auth(const Request& req, Response& res, bool a
   if (!p) return std::nullopt;
   if (!p->node.empty()) {
     Deny(res, PrincipalLabel(*p), "forbidden",
-         MakeApiError(403, "forbidden", "a node token may only call the agent endpoints (/v1/agent/...)"));
+         MakeApiError(403, "forbidden", "a node token may only call the agent endpoints (/v1/agent/...)"), p->token_name);
+    return std::nullopt;
+  }
+  if (p->read_only && req.method != "GET") {
+    Deny(res, PrincipalLabel(*p), "forbidden",
+         MakeApiError(403, "forbidden", "token '" + p->token_name + "' is read-only (role reader): it may only GET"),
+         p->token_name);
     return std::nullopt;
   }
   if (admin_only && !p->admin) {
-    Deny(res, PrincipalLabel(*p), "forbidden", Forbidden());
+    Deny(res, PrincipalLabel(*p), "forbidden", Forbidden(), p->token_name);
     return std::nullopt;
   }
   return p;
@@ -397,7 +439,8 @@ std::optional<std::string> HttpApi::AgentAuth(const Request& req, Response& res)
   if (!p) return std::nullopt;
   if (p->node.empty()) {
     Deny(res, PrincipalLabel(*p), "forbidden",
-         MakeApiError(403, "forbidden", "the agent endpoints take a node token (POST /v1/nodes/{name}/token)"));
+         MakeApiError(403, "forbidden", "the agent endpoints take a node token (POST /v1/nodes/{name}/token)"),
+         p->token_name);
     return std::nullopt;
   }
   return p->node;
@@ -432,7 +475,8 @@ void HttpApi::GetMetrics(const Request&, Response& res) {
 void HttpApi::CreateTenant(const ExchangePtr& ex) {
   const Request& req = ex->request();
   Response res;
-  if (!Auth(req, res, true)) return (void)ex->Respond(std::move(res));
+  auto p = Auth(req, res, true);
+  if (!p) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
   if (!j) return (void)ex->Respond(std::move(res));
   ApiError err;
@@ -464,10 +508,11 @@ void HttpApi::CreateTenant(const ExchangePtr& ex) {
       cmd.quotas.emplace_back(pool, quota);
     }
   }
-  const std::string token = NewToken();
-  cmd.token_hash = HashToken(token);
+  MintedToken minted = MintToken(cmd.name, "initial", kRoleTenant);
+  const std::string token = std::move(minted.token);
+  cmd.token = std::move(minted.record);
   const std::string name = cmd.name;  // before cmd is moved
-  Await(ex, std::move(cmd), [this, name, token](const Reply& r, Response& res) {
+  Await(ex, OriginOf(req, *p), std::move(cmd), [this, name, token](const Reply& r, Response& res) {
     if (ReplyFailed(res, r)) return;
     std::shared_lock lock(core_.read_model().mu());
     const auto& m = core_.read_model();
@@ -501,7 +546,8 @@ void HttpApi::GetTenant(const Request& req, Response& res) {
 void HttpApi::SetQuota(const ExchangePtr& ex) {
   const Request& req = ex->request();
   Response res;
-  if (!Auth(req, res, true)) return (void)ex->Respond(std::move(res));
+  auto p = Auth(req, res, true);
+  if (!p) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
   if (!j) return (void)ex->Respond(std::move(res));
   ApiError err;
@@ -518,7 +564,7 @@ void HttpApi::SetQuota(const ExchangePtr& ex) {
     return (void)ex->Respond(std::move(res));
   }
   const std::string name = cmd.tenant;  // before cmd is moved
-  Await(ex, std::move(cmd), [this, name](const Reply& r, Response& res) {
+  Await(ex, OriginOf(req, *p), std::move(cmd), [this, name](const Reply& r, Response& res) {
     if (ReplyFailed(res, r)) return;
     std::shared_lock lock(core_.read_model().mu());
     const auto& m = core_.read_model();
@@ -554,7 +600,7 @@ void HttpApi::SubmitJob(const ExchangePtr& ex) {
     }
     cmd.tenant = p->tenant;
   }
-  Await(ex, std::move(cmd), [this](const Reply& r, Response& res) {
+  Await(ex, OriginOf(req, *p), std::move(cmd), [this](const Reply& r, Response& res) {
     if (ReplyFailed(res, r)) return;
     std::shared_lock lock(core_.read_model().mu());
     const JobRecord* rec = core_.read_model().job(r.id);
@@ -660,7 +706,7 @@ void HttpApi::GetJob(const ExchangePtr& ex) {
     std::shared_lock lock(core_.read_model().mu());
     pending = core_.read_model().job(id)->state == JobState::kPending;
   }
-  if (pending) return Await(ex, ExplainCmd{id}, std::move(answer));
+  if (pending) return Await(ex, Origin{}, ExplainCmd{id}, std::move(answer));  // read-only
   answer(Reply{}, res);
   ex->Respond(std::move(res));
 }
@@ -702,7 +748,7 @@ void HttpApi::CancelJob(const ExchangePtr& ex) {
       return (void)ex->Respond(std::move(res));
     }
   }
-  Await(ex, CancelJobCmd{id, p->admin ? "" : p->tenant}, [this, id](const Reply& r, Response& res) {
+  Await(ex, OriginOf(req, *p), CancelJobCmd{id, p->admin ? "" : p->tenant}, [this, id](const Reply& r, Response& res) {
     if (r.error && r.error->http_status == 404) {
       // It ended between the check and the command.
       return SendError(res, MakeApiError(409, "conflict", "job " + std::to_string(id) + " already ended"));
@@ -721,7 +767,8 @@ void HttpApi::AddNode(const ExchangePtr& ex) {
     SendError(res, e);
     ex->Respond(std::move(res));
   };
-  if (!Auth(req, res, true)) return (void)ex->Respond(std::move(res));
+  auto p = Auth(req, res, true);
+  if (!p) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
   if (!j) return (void)ex->Respond(std::move(res));
   ApiError err;
@@ -767,7 +814,7 @@ void HttpApi::AddNode(const ExchangePtr& ex) {
     }
     cmd.spec.attr_class = it->second;
   }
-  Await(ex, std::move(cmd), [this](const Reply& r, Response& res) {
+  Await(ex, OriginOf(req, *p), std::move(cmd), [this](const Reply& r, Response& res) {
     if (ReplyFailed(res, r)) return;
     std::shared_lock lock(core_.read_model().mu());
     SendJson(res, 201, NodeView(static_cast<NodeIndex>(r.id), core_.read_model()));
@@ -777,17 +824,100 @@ void HttpApi::AddNode(const ExchangePtr& ex) {
 void HttpApi::IssueNodeToken(const ExchangePtr& ex) {
   const Request& req = ex->request();
   Response res;
-  if (!Auth(req, res, true)) return (void)ex->Respond(std::move(res));
+  auto p = Auth(req, res, true);
+  if (!p) return (void)ex->Respond(std::move(res));
   const std::string node = req.captures[0];
   if (!ValidNodeName(node)) {
     SendError(res, BadField("name", "a node name is 1 to 253 characters: lower-case letters, digits, "
                                     "'-' and '.', starting with a letter or digit"));
     return (void)ex->Respond(std::move(res));
   }
-  const std::string token = NewToken();
-  Await(ex, IssueNodeTokenCmd{node, HashToken(token)}, [node, token](const Reply& r, Response& res) {
+  MintedToken minted = MintToken(std::string(kNodeTokenPrefix) + node, "node", kRoleNode);
+  const std::string token = std::move(minted.token);
+  Await(ex, OriginOf(req, *p), IssueNodeTokenCmd{node, std::move(minted.record)}, [node, token](const Reply& r, Response& res) {
     if (ReplyFailed(res, r)) return;
     SendJson(res, 201, json{{"node", node}, {"token", token}});
+  });
+}
+
+// --- tokens ----------------------------------------------------------------------
+namespace {
+
+constexpr int64_t kMaxTokenLifetimeMs = int64_t{10} * 365 * 86'400'000;  // ten years
+
+}  // namespace
+
+void HttpApi::CreateToken(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
+  auto fail = [&](const ApiError& e) {
+    SendError(res, e);
+    ex->Respond(std::move(res));
+  };
+  auto p = Auth(req, res, false);
+  auto j = p ? Body(req, res) : std::nullopt;
+  if (!j) return (void)ex->Respond(std::move(res));
+  ApiError err;
+  FieldReader f;
+  std::string name, tenant = p->admin ? "" : p->tenant;
+  bool read_only = false;
+  Duration expires_in{};
+  if (!FieldReader::Open(*j, "", {"name", "tenant", "read_only", "expires_in"}, &f, &err) || !f.Require("name", &err) ||
+      !f.String("name", name, 63, &err) || !f.String("tenant", tenant, 63, &err) || !f.Bool("read_only", read_only, &err) ||
+      !f.DurationText("expires_in", expires_in, &err)) {
+    return fail(err);
+  }
+  if (!ValidName(name)) {
+    return fail(BadField("name", "expected 1 to 63 characters of a-z, 0-9 and '-', starting with a letter"));
+  }
+  if (!p->admin && tenant != p->tenant) {
+    return fail(MakeApiError(403, "forbidden", "tenant: a tenant token makes tokens of its own tenant only", "tenant"));
+  }
+  if (tenant.empty() && !read_only) {
+    return fail(BadField("tenant", "required unless read_only (a token of no tenant is a pool-wide reader)"));
+  }
+  const int64_t expires_in_ms = ToMillis(expires_in);
+  if (f.Has("expires_in") && (expires_in_ms <= 0 || expires_in_ms > kMaxTokenLifetimeMs)) {
+    return fail(BadField("expires_in", "expected a duration from 1s to 3650d"));
+  }
+  const int64_t expires_ms = f.Has("expires_in") ? ToMillis(core_.env().Now()) + expires_in_ms : 0;
+  MintedToken minted = MintToken(tenant, name, read_only ? kRoleReader : kRoleTenant, expires_ms);
+  Await(ex, OriginOf(req, *p), CreateTokenCmd{std::move(minted.record)}, [token = std::move(minted.token)](const Reply& r, Response& res) {
+    if (ReplyFailed(res, r)) return;
+    json v = r.detail;
+    v["token"] = token;
+    SendJson(res, 201, v);
+  });
+}
+
+void HttpApi::ListTokens(const Request& req, Response& res) {
+  auto p = Auth(req, res, false);
+  if (!p) return;
+  std::string tenant = req.Param("tenant");
+  if (!p->admin) {
+    if (req.HasParam("tenant") && tenant != p->tenant) {
+      return Deny(res, PrincipalLabel(*p), "forbidden",
+                  MakeApiError(403, "forbidden", "tenant: only the admin may list other tenants' tokens", "tenant"),
+                  p->token_name);
+    }
+    tenant = p->tenant;
+  }
+  const bool all = p->admin && !req.HasParam("tenant");
+  json list = json::array();
+  for (const TokenRecord& t : core_.auth().List()) {
+    if (all || t.tenant == tenant) list.push_back(TokenView(t));
+  }
+  SendJson(res, 200, json{{"tokens", list}});
+}
+
+void HttpApi::RevokeToken(const ExchangePtr& ex) {
+  const Request& req = ex->request();
+  Response res;
+  auto p = Auth(req, res, false);
+  if (!p) return (void)ex->Respond(std::move(res));
+  Await(ex, OriginOf(req, *p), RevokeTokenCmd{req.captures[0], p->admin ? "" : p->tenant}, [](const Reply& r, Response& res) {
+    if (ReplyFailed(res, r)) return;
+    SendJson(res, 200, r.detail);
   });
 }
 
@@ -821,7 +951,7 @@ void HttpApi::RegisterNode(const ExchangePtr& ex) {
   auto r = AgentRequest(ex, ParseRegisterRequest);
   if (!r) return;
   RegisterRequest registered = *r;
-  Await(ex, RegisterAgentCmd{std::move(*r)},
+  Await(ex, AgentOrigin(ex->request(), r->node), RegisterAgentCmd{std::move(*r)},
         [this, registered = std::move(registered)](const Reply& reply, Response& res) {
           if (ReplyFailed(res, reply)) return;
           core_.agent_status().Registered(registered, ToMillis(core_.env().Now()));
@@ -835,7 +965,7 @@ void HttpApi::AgentHeartbeat(const ExchangePtr& ex) {
   std::string name = r->node;
   std::vector<GpuSample> gpus = r->gpus;
   std::map<int, std::vector<MigInstance>> mig = r->mig;
-  Await(ex, AgentHeartbeatCmd{std::move(*r)},
+  Await(ex, AgentOrigin(ex->request(), name), AgentHeartbeatCmd{std::move(*r)},
         [this, name = std::move(name), gpus = std::move(gpus), mig = std::move(mig)](const Reply& reply, Response& res) {
           if (ReplyFailed(res, reply)) return;
           for (const GpuSample& g : gpus) {
@@ -864,7 +994,8 @@ void HttpApi::AgentReport(const ExchangePtr& ex) {
   h.tasks = std::move(r->tasks);
   h.scrubs = std::move(r->scrubs);
   h.logs = std::move(r->logs);
-  Await(ex, AgentHeartbeatCmd{std::move(h)}, [](const Reply& reply, Response& res) {
+  Origin origin = AgentOrigin(ex->request(), h.node);
+  Await(ex, std::move(origin), AgentHeartbeatCmd{std::move(h)}, [](const Reply& reply, Response& res) {
     if (ReplyFailed(res, reply)) return;
     SendJson(res, 200, reply.detail);
   });
@@ -901,7 +1032,8 @@ void HttpApi::GetRegions(const Request& req, Response& res) {
 void HttpApi::SetRegions(const ExchangePtr& ex) {
   const Request& req = ex->request();
   Response res;
-  if (!Auth(req, res, true)) return (void)ex->Respond(std::move(res));
+  auto p = Auth(req, res, true);
+  if (!p) return (void)ex->Respond(std::move(res));
   auto j = Body(req, res);
   if (!j) return (void)ex->Respond(std::move(res));
   auto parsed = ParseRegionRequest(*j);
@@ -909,7 +1041,7 @@ void HttpApi::SetRegions(const ExchangePtr& ex) {
     SendError(res, parsed.error);
     return (void)ex->Respond(std::move(res));
   }
-  Await(ex, SetRegionsCmd{std::move(*parsed.value)}, [this](const Reply& r, Response& res) {
+  Await(ex, OriginOf(req, *p), SetRegionsCmd{std::move(*parsed.value)}, [this](const Reply& r, Response& res) {
     if (ReplyFailed(res, r)) return;
     // The RegionsSet event is in the read model before the reply.
     std::shared_lock lock(core_.read_model().mu());
@@ -918,6 +1050,30 @@ void HttpApi::SetRegions(const ExchangePtr& ex) {
 }
 
 // --- events ----------------------------------------------------------------------------
+namespace {
+
+// The canonical line with the audit's two fields added at its end, when it
+// has them.
+void AppendWithAudit(std::string& out, const JournalEvent& e) {
+  if (e.actor.empty() && e.request_id.empty()) {
+    out += e.json;
+    return;
+  }
+  out.append(e.json, 0, e.json.size() - 1);  // without its closing '}'
+  const std::string audit = json{{"actor", e.actor}, {"request_id", e.request_id}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
+  out += ',';
+  out.append(audit, 1);  // without its opening '{'
+}
+
+// `filter` empty, the actor itself, or its principal (the actor without ":TOKEN").
+bool ActorMatches(const std::string& actor, const std::string& filter) {
+  if (filter.empty() || actor == filter) return true;
+  return actor.size() > filter.size() && actor.starts_with(filter) && actor[filter.size()] == ':';
+}
+
+}  // namespace
+
 void HttpApi::ListEvents(const Request& req, Response& res) {
   if (!Auth(req, res, true)) return;
   ApiError err;
@@ -932,8 +1088,44 @@ void HttpApi::ListEvents(const Request& req, Response& res) {
   auto ok = core_.journal().ReadEvents(since, limit, [&](const JournalEvent& e) {
     if (!first) out += ',';
     first = false;
-    out += e.json;
+    AppendWithAudit(out, e);
     next = e.seq;
+    return true;
+  });
+  if (!ok) return SendError(res, MakeApiError(503, "unavailable", ok.error().message));
+  out += "],\"next_since\":" + std::to_string(next) + "}";
+  SendText(res, std::move(out), "application/json");
+}
+
+// GET /v1/audit: the events that requests caused, with who asked. Scans at
+// most `limit` journal events after `since` (so a page costs the same
+// whatever the filter); `next_since` continues after the last one scanned.
+void HttpApi::ListAudit(const Request& req, Response& res) {
+  if (!Auth(req, res, true)) return;
+  ApiError err;
+  int64_t since = 0, limit = 1000;
+  if (!IntParam(req, "since", since, 0, INT64_MAX, &err) ||
+      !IntParam(req, "limit", limit, 1, kMaxEventLimit, &err)) {
+    return SendError(res, err);
+  }
+  const std::string actor = req.Param("actor");
+  if (actor.size() > 200) return SendError(res, BadField("actor", "at most 200 characters"));
+  std::string out = "{\"entries\":[";
+  int64_t next = since;
+  bool first = true;
+  auto ok = core_.journal().ReadEvents(since, limit, [&](const JournalEvent& e) {
+    next = e.seq;
+    if (e.actor.empty() || !ActorMatches(e.actor, actor)) return true;
+    if (!first) out += ',';
+    first = false;
+    out += json{{"seq", e.seq},
+                {"at", FormatRfc3339(InstantFromMillis(e.at_ms))},
+                {"type", e.type},
+                {"actor", e.actor},
+                {"request_id", e.request_id}}
+               .dump(-1, ' ', false, json::error_handler_t::replace);
+    out.pop_back();  // '}': the event follows
+    out += ",\"event\":" + e.json + "}";
     return true;
   });
   if (!ok) return SendError(res, MakeApiError(503, "unavailable", ok.error().message));

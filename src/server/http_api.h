@@ -65,8 +65,14 @@ class HttpApi {
 
   // Registers every endpoint of the route table.
   void Routes();
-  // Runs `cmd` on the core; once it is durable, `then` builds the answer on a worker.
-  void Await(const ExchangePtr& ex, Command cmd, std::function<void(const Reply&, Response&)> then);
+  // Runs `cmd` on the core for `origin` (the audit); once it is durable,
+  // `then` builds the answer on a worker.
+  void Await(const ExchangePtr& ex, Origin origin, Command cmd, std::function<void(const Reply&, Response&)> then);
+  // Who asks, for the audit: the principal and its token's name
+  // ("tenant/T:NAME", "admin", "reader:NAME"), and the request's id (the
+  // X-Request-Id that the layer's prepare step made sure of).
+  static Origin OriginOf(const Request& req, const Principal& p);
+  static Origin AgentOrigin(const Request& req, const std::string& node);
 
   // Steps the handlers share. On failure each has already put the error reply in `res`.
   // Authenticates an admin or tenant token (node tokens are refused); admin_only refuses tenant tokens too.
@@ -77,10 +83,12 @@ class HttpApi {
   // per client address, token_request_* per tenant token); otherwise the
   // 401 or 429 is in `res` and the denial counted.
   std::optional<Principal> Authenticated(const Request& req, Response& res);
-  void Deny(Response& res, const std::string& principal, const std::string& reason, const ApiError& e);
+  // `token`: the denied token's name ("" when none is known).
+  void Deny(Response& res, const std::string& principal, const std::string& reason, const ApiError& e,
+            const std::string& token = "");
   // A 429 rate_limited with Retry-After (whole seconds), counted.
   void DenyRateLimited(Response& res, const std::string& principal, const std::string& what,
-                       std::chrono::milliseconds retry_after);
+                       std::chrono::milliseconds retry_after, const std::string& token = "");
   // An agent endpoint's request, parsed and checked (see the .cc); nothing after answering an error.
   template <class T>
   std::optional<T> AgentRequest(const ExchangePtr& ex, ApiResult<T> (*parse)(const nlohmann::json&, UnknownKeys));
@@ -103,6 +111,9 @@ class HttpApi {
   void CancelJob(const ExchangePtr& ex);                   // DELETE /v1/jobs/{id}
   void AddNode(const ExchangePtr& ex);                     // POST /v1/nodes (admin)
   void IssueNodeToken(const ExchangePtr& ex);              // POST /v1/nodes/{name}/token (admin)
+  void CreateToken(const ExchangePtr& ex);                 // POST /v1/tokens (admin; a tenant for itself)
+  void ListTokens(const Request& req, Response& res);      // GET /v1/tokens (admin: all; a tenant: its own)
+  void RevokeToken(const ExchangePtr& ex);                 // DELETE /v1/tokens/{id} (admin; a tenant its own)
   void RegisterNode(const ExchangePtr& ex);                // POST /v1/agent/register (node token)
   void AgentHeartbeat(const ExchangePtr& ex);              // POST /v1/agent/heartbeat (node token)
   void AgentWatch(const ExchangePtr& ex);                  // POST /v1/agent/watch (node token; held)
@@ -112,6 +123,7 @@ class HttpApi {
   void GetRegions(const Request& req, Response& res);      // GET /v1/regions
   void SetRegions(const ExchangePtr& ex);                  // PUT /v1/regions (admin)
   void ListEvents(const Request& req, Response& res);      // GET /v1/events (admin)
+  void ListAudit(const Request& req, Response& res);       // GET /v1/audit (admin)
 
   ServerCore& core_;
   std::unique_ptr<WatchHub> watches_;  // fed by the core's publisher thread

@@ -26,12 +26,33 @@ struct JournalEvent {
   int64_t at_ms = 0;
   std::string type;
   std::string json;  // the canonical event line (ToJsonLine)
+  // The audit, beside the line (never in it: the line is the Engine's, the
+  // same in a simulation): who asked for the command that caused the event
+  // and the request's X-Request-Id; both empty for the server's own
+  // decisions (ticks, timeouts) and in journals of earlier releases.
+  std::string actor;
+  std::string request_id;
 };
 
 struct TokenRecord {
-  std::string hash_hex;  // SHA-256 of the token; the token itself is never stored
-  std::string tenant;    // the tenant's name
+  // SHA-256 of SALT ":" TOKEN (of the token alone when salt_hex is empty: a
+  // token of an earlier release); the token itself is never stored.
+  std::string hash_hex;
+  std::string tenant;  // the principal: a tenant's name, "node/NAME", or "" (a pool-wide reader)
   int64_t created_ms = 0;
+  // Since named tokens (all empty or 0 in earlier records):
+  std::string id;        // public, part of the token's text (src/server/auth.h)
+  std::string name;      // the operator's name for it
+  std::string salt_hex;  // random, per token
+  std::string role;      // "tenant", "reader" or "node"; "": by `tenant`
+  int64_t expires_ms = 0;  // 0: never
+  int64_t revoked_ms = 0;  // 0: valid; set from a TokenRevocation when read back
+};
+
+// Revokes the token stored under `hash_hex` from `revoked_ms` on.
+struct TokenRevocation {
+  std::string hash_hex;
+  int64_t revoked_ms = 0;
 };
 
 struct SnapshotRecord {
@@ -44,9 +65,10 @@ struct SnapshotRecord {
 struct JournalBatch {
   std::vector<JournalEvent> events;  // consecutive seqs, continuing the journal
   std::vector<TokenRecord> tokens;
+  std::vector<TokenRevocation> revocations;  // of tokens already committed
   std::vector<SnapshotRecord> snapshots;
   std::vector<std::pair<std::string, std::string>> meta;  // key, value (replaces)
-  bool empty() const { return events.empty() && tokens.empty() && snapshots.empty() && meta.empty(); }
+  bool empty() const { return events.empty() && tokens.empty() && revocations.empty() && snapshots.empty() && meta.empty(); }
 };
 
 // A replicated journal's Commit fails with kFailedPrecondition and a
@@ -76,6 +98,7 @@ class Journal {
   // Calls `each` for the events with seq > after_seq, ascending, at most
   // `limit` of them (limit < 0: all); stops early when `each` returns false.
   virtual Status ReadEvents(int64_t after_seq, int64_t limit, const std::function<bool(const JournalEvent&)>& each) = 0;
+  // Every token record, oldest first, with revoked_ms from the revocations.
   virtual Result<std::vector<TokenRecord>> Tokens() = 0;
   // A value written with a batch's meta, if any.
   virtual Result<std::optional<std::string>> Meta(const std::string& key) = 0;

@@ -104,7 +104,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                           .Register(*registry_);
   denied_ = &BuildCounter()
                  .Name("gpupool_auth_denied_total")
-                 .Help("Requests refused by authentication or a rate limit, by principal and reason")
+                 .Help("Requests refused by authentication or a rate limit, by principal, token name and reason")
                  .Register(*registry_);
 }
 
@@ -138,11 +138,11 @@ void Metrics::ObserveCommit(double seconds, size_t events) {
   commit_events_->Observe(static_cast<double>(events));
 }
 
-void Metrics::CountDenied(const std::string& principal, const std::string& reason) {
+void Metrics::CountDenied(const std::string& principal, const std::string& token, const std::string& reason) {
   prometheus::Counter* c;
   {
     std::lock_guard lock(mu_);
-    c = &denied_->Add({{"principal", principal}, {"reason", reason}});
+    c = &denied_->Add({{"principal", principal}, {"token", token}, {"reason", reason}});
   }
   c->Increment();
 }

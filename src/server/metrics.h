@@ -61,11 +61,13 @@ class Metrics {
   void CountDiskFull();
   void CountRequest(const std::string& method, const std::string& route, int status, double seconds);
   // A request refused by authentication or a rate limit:
-  // gpupool_auth_denied_total{principal,reason}. `principal` is "admin",
-  // "tenant/NAME", "node/NAME" or "unknown" (no or a wrong token), so the
-  // labels stay bounded by the configured tenants and nodes; `reason` is
-  // unauthorized, forbidden or rate_limited.
-  void CountDenied(const std::string& principal, const std::string& reason);
+  // gpupool_auth_denied_total{principal,token,reason}. `principal` is
+  // "admin", "reader" (a pool-wide reader), "tenant/NAME", "node/NAME" or
+  // "unknown" (no or a wrong token), `token` the token's name ("" for the
+  // admin and unknown ones), so the labels stay bounded by the tenants,
+  // nodes and their tokens; `reason` is unauthorized, forbidden or
+  // rate_limited.
+  void CountDenied(const std::string& principal, const std::string& token, const std::string& reason);
   // The last reported utilization of a GPU (percent), by node index.
   void SetGpuUtilization(int32_t node, int gpu, double pct);
 

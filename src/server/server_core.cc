@@ -13,6 +13,7 @@
 #include "src/server/default_config.h"
 #include "src/server/exit_codes.h"
 #include "src/server/log.h"
+#include "src/server/views.h"
 #include "src/config/world.h"
 
 namespace gpupool {
@@ -21,6 +22,9 @@ namespace {
 // Commands the engine thread takes from the queue in one pass (one group
 // commit at most this large, so that a flood cannot delay the tick).
 constexpr size_t kMaxCommandsPerPass = 4096;
+// The Retry-After of a write refused for a full disk: how soon a client
+// may try again (the journal is retried with the next write).
+constexpr int64_t kDiskFullRetryAfterS = 5;
 
 double SecondsSince(Env& env, Env::SteadyTime t) {
   return std::chrono::duration<double>(env.SteadyNow() - t).count();
@@ -260,7 +264,7 @@ Status ServerCore::Recover() {
   }
   GP_TRY(ReplayJournal(snapshot ? snapshot->seq : 0, /*read_model=*/true));
   GP_ASSIGN_OR_RETURN(auto tokens, journal_->Tokens());
-  for (const TokenRecord& t : tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
+  for (const TokenRecord& t : tokens) auth_.Add(t);
 
   // A state that breaks an invariant is never served (e.g. a GPU held twice).
   if (auto ok = CheckInvariants(engine_->state()); !ok) {
@@ -420,9 +424,10 @@ Status ServerCore::Bootstrap() {
   GP_TRY(BuildWorld(s, plan, *engine_, now, sink));
   std::vector<std::pair<std::string, std::string>> token_files;  // tenant, token
   for (const TenantConfig& t : s.tenants) {
-    const std::string token = NewToken();
-    batch.tokens.push_back(TokenRecord{HashToken(token), t.name, ToMillis(now)});
-    token_files.emplace_back(t.name, token);
+    MintedToken m = MintToken(t.name, "initial", kRoleTenant);
+    m.record.created_ms = ToMillis(now);
+    batch.tokens.push_back(std::move(m.record));
+    token_files.emplace_back(t.name, std::move(m.token));
   }
   batch.meta.emplace_back("attribute_names", AttributeNames(s));
   batch.meta.emplace_back("job_labels", JobLabelNames(s.job_labels));
@@ -435,7 +440,7 @@ Status ServerCore::Bootstrap() {
     GP_TRY(WriteIdentityFile(*env_, options_.data_dir, data_dir_id_));
     identity_pending_ = false;
   }
-  for (const TokenRecord& t : batch.tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
+  for (const TokenRecord& t : batch.tokens) auth_.Add(t);
   for (const Event& e : events) read_model_.Apply(e);
   LogInfo("bootstrapped an empty data directory from the configuration",
           {{"data_dir", options_.data_dir}, {"events", std::to_string(events.size())},
@@ -538,11 +543,11 @@ const Engine& ServerCore::stopped_engine() const {
   return *engine_;
 }
 
-void ServerCore::Execute(Command c, Done done) {
+void ServerCore::Execute(Command c, Done done, Origin origin) {
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
-      queue_.push_back(Pending{std::move(c), std::move(done)});
+      queue_.push_back(Pending{std::move(c), std::move(done), std::move(origin)});
       done = nullptr;
     }
   }
@@ -668,8 +673,13 @@ void ServerCore::RunWork(std::vector<Pending>& work, Step& step) {
       continue;
     }
     const Env::SteadyTime t0 = env_->SteadyNow();
+    const size_t first_event = step.item.batch.events.size();
     Reply r = Run(p.cmd, step);
     metrics_.ObserveDecision(SecondsSince(*env_, t0));
+    for (size_t i = first_event; i < step.item.batch.events.size(); ++i) {
+      step.item.batch.events[i].actor = p.origin.actor;
+      step.item.batch.events[i].request_id = p.origin.request_id;
+    }
     step.item.replies.emplace_back(std::move(p.done), std::move(r));
   }
 }
@@ -756,7 +766,9 @@ Reply ServerCore::Do(CreateTenantCmd& cmd, Step& step) {
     const Status ok = e.SetQuota(*id, pid, q, step.now, step.sink);
     GP_CHECK(ok.has_value()) << "quota checked above was refused: " << ok.error().message;
   }
-  step.item.batch.tokens.push_back(TokenRecord{cmd.token_hash, cmd.name, ToMillis(step.now)});
+  cmd.token.tenant = cmd.name;
+  cmd.token.created_ms = ToMillis(step.now);
+  step.item.batch.tokens.push_back(std::move(cmd.token));
   return Reply{std::nullopt, *id};
 }
 
@@ -834,9 +846,55 @@ Reply ServerCore::Do(SnapshotCmd&, Step& step) {
 }
 
 Reply ServerCore::Do(IssueNodeTokenCmd& cmd, Step& step) {
-  step.item.batch.tokens.push_back(
-      TokenRecord{cmd.token_hash, std::string(kNodeTokenPrefix) + cmd.node, ToMillis(step.now)});
+  const int64_t now_ms = ToMillis(step.now);
+  cmd.token.tenant = std::string(kNodeTokenPrefix) + cmd.node;
+  cmd.token.created_ms = now_ms;
+  for (const TokenRecord& old : auth_.List(cmd.token.tenant)) {
+    if (old.revoked_ms == 0) step.item.batch.revocations.push_back(TokenRevocation{old.hash_hex, now_ms});
+  }
+  step.item.batch.tokens.push_back(std::move(cmd.token));
   return Reply{};
+}
+
+Reply ServerCore::Do(CreateTokenCmd& cmd, Step& step) {
+  TokenRecord& t = cmd.token;
+  const int64_t now_ms = ToMillis(step.now);
+  if (!t.tenant.empty() && !TenantNamed(t.tenant)) return ApiErrorReply(404, "not_found", "no tenant '" + t.tenant + "'", "tenant");
+  const std::string whose = t.tenant.empty() ? "the pool's readers" : "tenant " + t.tenant;
+  if (t.expires_ms != 0 && t.expires_ms <= now_ms) {
+    return ApiErrorReply(400, "invalid_argument", "expires_in_s: the token would expire at once", "expires_in_s");
+  }
+  int live = 0;
+  for (const TokenRecord& other : auth_.List(t.tenant)) {
+    if (other.revoked_ms != 0 || (other.expires_ms != 0 && other.expires_ms <= now_ms)) continue;
+    ++live;
+    if (TokenName(other) == t.name) {
+      return ApiErrorReply(409, "conflict", whose + " already has a live token named '" + t.name + "' (id " + TokenId(other) + ")", "name");
+    }
+  }
+  if (live >= kMaxLiveTokensPerPrincipal) {
+    return ApiErrorReply(429, "too_many_tokens",
+                         whose + " has " + std::to_string(live) + " live tokens, the most allowed; revoke one first");
+  }
+  t.created_ms = now_ms;
+  Reply r;
+  r.detail = TokenView(t);
+  step.item.batch.tokens.push_back(std::move(t));
+  return r;
+}
+
+Reply ServerCore::Do(RevokeTokenCmd& cmd, Step& step) {
+  std::optional<TokenRecord> t = auth_.Find(cmd.id);
+  if (!t || (!cmd.tenant.empty() && t->tenant != cmd.tenant)) {
+    return ApiErrorReply(404, "not_found", "no token with id '" + cmd.id + "'");
+  }
+  if (t->revoked_ms == 0) {
+    t->revoked_ms = ToMillis(step.now);
+    step.item.batch.revocations.push_back(TokenRevocation{t->hash_hex, t->revoked_ms});
+  }
+  Reply r;
+  r.detail = TokenView(*t);
+  return r;
 }
 
 Reply ServerCore::Do(RegisterAgentCmd& cmd, Step& step) {
@@ -944,7 +1002,8 @@ void ServerCore::WriterLoop() {
       }
     }
     // Tokens work as soon as they are durable (before the caller hears of them).
-    for (const TokenRecord& t : batch.tokens) auth_.AddTenantHash(t.hash_hex, t.tenant);
+    for (const TokenRecord& t : batch.tokens) auth_.Add(t);
+    for (const TokenRevocation& r : batch.revocations) auth_.Revoke(r);
     HandToPublisher(std::move(items));
   }
 }
@@ -965,6 +1024,7 @@ JournalBatch ServerCore::MergeBatches(std::deque<WriterItem>& items) {
   for (WriterItem& it : items) {
     for (JournalEvent& e : it.batch.events) batch.events.push_back(std::move(e));
     for (TokenRecord& t : it.batch.tokens) batch.tokens.push_back(std::move(t));
+    for (TokenRevocation& r : it.batch.revocations) batch.revocations.push_back(std::move(r));
     for (SnapshotRecord& s : it.batch.snapshots) batch.snapshots.push_back(std::move(s));
     for (auto& m : it.batch.meta) batch.meta.push_back(std::move(m));
     it.batch = JournalBatch{};
@@ -1000,8 +1060,10 @@ void ServerCore::DiskFull(std::deque<WriterItem>& items, const Error& error) {
 void ServerCore::RefuseGroup(std::deque<WriterItem>& items, const std::string& why) {
   for (WriterItem& it : items) {
     for (auto& [done, reply] : it.replies) {
-      done(Reply{MakeApiError(503, "unavailable",
-                              why + "; nothing of this request was written: retry once the server's disk has room")});
+      ApiError e = MakeApiError(503, "unavailable",
+                                why + "; nothing of this request was written: retry once the server's disk has room");
+      e.retry_after_s = kDiskFullRetryAfterS;
+      done(Reply{std::move(e)});
     }
   }
 }

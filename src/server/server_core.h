@@ -75,7 +75,7 @@ struct ServerOptions {
 // --- commands -------------------------------------------------------------------
 struct CreateTenantCmd {
   std::string name;
-  std::string token_hash;
+  TokenRecord token;  // its first token, "initial" (MintToken); created_ms set by the command
   std::vector<std::pair<std::string, Quota>> quotas;  // by pool name
 };
 struct SetQuotaCmd {
@@ -102,10 +102,25 @@ struct SnapshotCmd {};  // take a snapshot now (tests, shutdown)
 // tick its batch may run, is durable and published (a barrier for tests:
 // after Env time moves, the tick it causes has happened).
 struct SyncCmd {};
-// A node token (the agent's credential), journaled as its hash.
+// A node token (the agent's credential), journaled as its hash; the node's
+// tokens issued before are revoked in the same batch.
 struct IssueNodeTokenCmd {
   std::string node;
-  std::string token_hash;
+  TokenRecord token;  // MintToken("node/NAME", "node", kRoleNode)
+};
+// A named tenant or reader token (POST /v1/tokens). The reply's detail is
+// the token's record as JSON (TokenView). 404 for an unknown tenant, 409
+// for a name the principal already uses on a live token, 429 beyond
+// kMaxLiveTokensPerPrincipal live tokens.
+struct CreateTokenCmd {
+  TokenRecord token;  // MintToken(...); created_ms set by the command
+};
+// Revokes a token by its ID (DELETE /v1/tokens/{id}); `tenant` non-empty:
+// the caller's tenant, whose tokens only it may revoke (others are not
+// found). Revoking a revoked token answers it again, journaling nothing.
+struct RevokeTokenCmd {
+  std::string id;
+  std::string tenant;
 };
 // The agent protocol (src/server/agent_service.h); the reply's detail is
 // the AgentReply as JSON.
@@ -134,8 +149,16 @@ struct SetRegionsCmd {
   RegionPolicy policy;
 };
 using Command = std::variant<CreateTenantCmd, SetQuotaCmd, SubmitJobCmd, CancelJobCmd, AddNodeCmd, ExplainCmd,
-                             SnapshotCmd, IssueNodeTokenCmd, RegisterAgentCmd, AgentHeartbeatCmd, ProvisionedNodeCmd,
+                             SnapshotCmd, IssueNodeTokenCmd, CreateTokenCmd, RevokeTokenCmd, RegisterAgentCmd, AgentHeartbeatCmd, ProvisionedNodeCmd,
                              FailScaleOutCmd, SetRegionsCmd, SyncCmd>;
+
+// Who asked for a command (the audit, docs/security.md): stamped on every
+// event the command causes (JournalEvent::actor, request_id). Empty for the
+// server's own work and for in-process callers that give none.
+struct Origin {
+  std::string actor;       // "admin", "reader:NAME", "tenant/T:NAME", "node/N:NAME" (HttpApi::OriginOf)
+  std::string request_id;  // the HTTP request's X-Request-Id
+};
 
 struct Reply {
   std::optional<ApiError> error;
@@ -174,7 +197,7 @@ class ServerCore {
   // future-returning form and wait: hand longer work to another thread.
   using Done = std::function<void(Reply)>;
   // Enqueues a command; `done` gets its reply (see Done). Any thread.
-  void Execute(Command c, Done done);
+  void Execute(Command c, Done done, Origin origin = {});
   // Enqueues a command; the future is ready once its events are durable.
   std::future<Reply> Execute(Command c);
   Reply Call(Command c) { return Execute(std::move(c)).get(); }
@@ -222,6 +245,7 @@ class ServerCore {
   struct Pending {
     Command cmd;
     Done done;
+    Origin origin;
   };
   struct WriterItem {
     JournalBatch batch;
@@ -279,6 +303,8 @@ class ServerCore {
   Reply Do(ExplainCmd& cmd, Step& step);
   Reply Do(SnapshotCmd& cmd, Step& step);
   Reply Do(IssueNodeTokenCmd& cmd, Step& step);
+  Reply Do(CreateTokenCmd& cmd, Step& step);
+  Reply Do(RevokeTokenCmd& cmd, Step& step);
   Reply Do(RegisterAgentCmd& cmd, Step& step);
   Reply Do(AgentHeartbeatCmd& cmd, Step& step);
   Reply Do(ProvisionedNodeCmd& cmd, Step& step);

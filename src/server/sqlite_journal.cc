@@ -1,10 +1,15 @@
 // The SQLite journal (see journal.h).
 //
-// Schema (version 1):
-//   events(seq INTEGER PRIMARY KEY, at_ms, type, body)  the canonical lines
+// Schema (version 2):
+//   events(seq INTEGER PRIMARY KEY, at_ms, type, body,  the canonical lines,
+//          actor, request_id)                            and who asked (journal.h)
 //   snapshots(kind, seq, created_ms, bytes)              newest two per kind
-//   tokens(hash PRIMARY KEY, tenant, created_ms)
+//   tokens(hash PRIMARY KEY, tenant, created_ms,
+//          id, name, salt, role, expires_ms, revoked_ms)  (journal.h's TokenRecord)
 //   meta(key PRIMARY KEY, value)                         schema_version
+// Version 1 (before named tokens and the audit) lacked tokens' last six
+// columns and events' last two: opening it adds them (empty, 0) and writes
+// version 2, in one transaction.
 // One connection writes (the writer thread), another reads under a mutex.
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -60,6 +65,31 @@ Status Exec(sqlite3* db, const char* sql) {
     std::string m = msg ? msg : "unknown error";
     sqlite3_free(msg);
     return ErrorOf(sqlite3_extended_errcode(db), std::string(sql) + ": " + m + " (" + sqlite3_db_filename(db, "main") + ")");
+  }
+  return {};
+}
+
+// Schema version 1 -> 2: the columns of named tokens and of the audit, in one
+// transaction with the new version number.
+Status MigrateFromVersion1(sqlite3* db) {
+  static constexpr const char* kSteps[] = {
+      "BEGIN IMMEDIATE",
+      "ALTER TABLE tokens ADD COLUMN id TEXT NOT NULL DEFAULT ''",
+      "ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT ''",
+      "ALTER TABLE tokens ADD COLUMN salt TEXT NOT NULL DEFAULT ''",
+      "ALTER TABLE tokens ADD COLUMN role TEXT NOT NULL DEFAULT ''",
+      "ALTER TABLE tokens ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE tokens ADD COLUMN revoked_ms INTEGER NOT NULL DEFAULT 0",
+      "ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT ''",
+      "ALTER TABLE events ADD COLUMN request_id TEXT NOT NULL DEFAULT ''",
+      "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+      "COMMIT",
+  };
+  for (const char* sql : kSteps) {
+    if (auto ok = Exec(db, sql); !ok) {
+      (void)Exec(db, "ROLLBACK");
+      return std::unexpected(Error{ok.error().code, "migrating the schema from version 1 to 2: " + ok.error().message});
+    }
   }
   return {};
 }
@@ -146,7 +176,7 @@ class SqliteJournal final : public Journal {
 
   Status ReadEvents(int64_t after_seq, int64_t limit, const std::function<bool(const JournalEvent&)>& each) override {
     std::lock_guard lock(read_mu_);
-    Statement st(r_, "SELECT seq, at_ms, type, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?");
+    Statement st(r_, "SELECT seq, at_ms, type, body, actor, request_id FROM events WHERE seq > ? ORDER BY seq LIMIT ?");
     if (!st.ok()) return DbError(r_, "reading events");
     sqlite3_bind_int64(st.get(), 1, after_seq);
     sqlite3_bind_int64(st.get(), 2, limit < 0 ? INT64_MAX : limit);
@@ -159,6 +189,10 @@ class SqliteJournal final : public Journal {
                     static_cast<size_t>(sqlite3_column_bytes(st.get(), 2)));
       e.json.assign(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 3)),
                     static_cast<size_t>(sqlite3_column_bytes(st.get(), 3)));
+      e.actor.assign(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 4)),
+                     static_cast<size_t>(sqlite3_column_bytes(st.get(), 4)));
+      e.request_id.assign(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 5)),
+                          static_cast<size_t>(sqlite3_column_bytes(st.get(), 5)));
       if (!each(e)) return {};
     }
     if (rc != SQLITE_DONE) return DbError(r_, "reading events");
@@ -178,14 +212,22 @@ class SqliteJournal final : public Journal {
 
   Result<std::vector<TokenRecord>> Tokens() override {
     std::lock_guard lock(read_mu_);
-    Statement st(r_, "SELECT hash, tenant, created_ms FROM tokens ORDER BY created_ms, hash");
+    Statement st(r_, "SELECT hash, tenant, created_ms, id, name, salt, role, expires_ms, revoked_ms FROM tokens "
+                     "ORDER BY created_ms, hash");
     if (!st.ok()) return DbError(r_, "reading tokens");
     std::vector<TokenRecord> out;
     int rc;
+    const auto text = [&](int column) { return std::string(reinterpret_cast<const char*>(sqlite3_column_text(st.get(), column))); };
     while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
-      out.push_back(TokenRecord{reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0)),
-                                reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 1)),
-                                sqlite3_column_int64(st.get(), 2)});
+      out.push_back(TokenRecord{.hash_hex = text(0),
+                                .tenant = text(1),
+                                .created_ms = sqlite3_column_int64(st.get(), 2),
+                                .id = text(3),
+                                .name = text(4),
+                                .salt_hex = text(5),
+                                .role = text(6),
+                                .expires_ms = sqlite3_column_int64(st.get(), 7),
+                                .revoked_ms = sqlite3_column_int64(st.get(), 8)});
     }
     if (rc != SQLITE_DONE) return DbError(r_, "reading tokens");
     return out;
@@ -195,7 +237,8 @@ class SqliteJournal final : public Journal {
   Status WriteBatch(const JournalBatch& batch) {
     if (!batch.events.empty()) {
       if (!insert_event_) {
-        insert_event_ = std::make_unique<Statement>(w_, "INSERT INTO events(seq, at_ms, type, body) VALUES (?, ?, ?, ?)");
+        insert_event_ = std::make_unique<Statement>(
+            w_, "INSERT INTO events(seq, at_ms, type, body, actor, request_id) VALUES (?, ?, ?, ?, ?, ?)");
       }
       Statement& st = *insert_event_;
       if (!st.ok()) return DbError(w_, "preparing the event insert");
@@ -204,19 +247,41 @@ class SqliteJournal final : public Journal {
         sqlite3_bind_int64(st.get(), 2, e.at_ms);
         sqlite3_bind_text(st.get(), 3, e.type.data(), static_cast<int>(e.type.size()), SQLITE_STATIC);
         sqlite3_bind_text(st.get(), 4, e.json.data(), static_cast<int>(e.json.size()), SQLITE_STATIC);
+        sqlite3_bind_text(st.get(), 5, e.actor.data(), static_cast<int>(e.actor.size()), SQLITE_STATIC);
+        sqlite3_bind_text(st.get(), 6, e.request_id.data(), static_cast<int>(e.request_id.size()), SQLITE_STATIC);
         const int rc = sqlite3_step(st.get());
         sqlite3_reset(st.get());
         if (rc != SQLITE_DONE) return DbError(w_, "writing event " + std::to_string(e.seq));
       }
     }
     if (!batch.tokens.empty()) {
-      Statement st(w_, "INSERT INTO tokens(hash, tenant, created_ms) VALUES (?, ?, ?)");
+      Statement st(w_, "INSERT INTO tokens(hash, tenant, created_ms, id, name, salt, role, expires_ms, revoked_ms) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
       if (!st.ok()) return DbError(w_, "preparing the token insert");
+      const auto bind = [&](int column, const std::string& v) {
+        sqlite3_bind_text(st.get(), column, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+      };
       for (const TokenRecord& t : batch.tokens) {
-        sqlite3_bind_text(st.get(), 1, t.hash_hex.data(), static_cast<int>(t.hash_hex.size()), SQLITE_STATIC);
-        sqlite3_bind_text(st.get(), 2, t.tenant.data(), static_cast<int>(t.tenant.size()), SQLITE_STATIC);
+        bind(1, t.hash_hex);
+        bind(2, t.tenant);
         sqlite3_bind_int64(st.get(), 3, t.created_ms);
+        bind(4, t.id);
+        bind(5, t.name);
+        bind(6, t.salt_hex);
+        bind(7, t.role);
+        sqlite3_bind_int64(st.get(), 8, t.expires_ms);
+        sqlite3_bind_int64(st.get(), 9, t.revoked_ms);
         if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing a token of tenant " + t.tenant);
+        sqlite3_reset(st.get());
+      }
+    }
+    if (!batch.revocations.empty()) {
+      Statement st(w_, "UPDATE tokens SET revoked_ms = ? WHERE hash = ? AND revoked_ms = 0");
+      if (!st.ok()) return DbError(w_, "preparing the token revocation");
+      for (const TokenRevocation& r : batch.revocations) {
+        sqlite3_bind_int64(st.get(), 1, r.revoked_ms);
+        sqlite3_bind_text(st.get(), 2, r.hash_hex.data(), static_cast<int>(r.hash_hex.size()), SQLITE_STATIC);
+        if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "revoking a token");
         sqlite3_reset(st.get());
       }
     }
@@ -274,12 +339,15 @@ Result<std::unique_ptr<Journal>> OpenSqliteJournal(const std::string& dir) {
   for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
                           "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
                           "CREATE TABLE IF NOT EXISTS events(seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, "
-                          "type TEXT NOT NULL, body TEXT NOT NULL)",
+                          "type TEXT NOT NULL, body TEXT NOT NULL, actor TEXT NOT NULL DEFAULT '', "
+                          "request_id TEXT NOT NULL DEFAULT '')",
                           "CREATE TABLE IF NOT EXISTS snapshots(kind TEXT NOT NULL, seq INTEGER NOT NULL, "
                           "created_ms INTEGER NOT NULL, bytes BLOB NOT NULL, PRIMARY KEY(kind, seq))",
                           "CREATE TABLE IF NOT EXISTS tokens(hash TEXT PRIMARY KEY, tenant TEXT NOT NULL, "
-                          "created_ms INTEGER NOT NULL)",
-                          "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1')"}) {
+                          "created_ms INTEGER NOT NULL, id TEXT NOT NULL DEFAULT '', name TEXT NOT NULL DEFAULT '', "
+                          "salt TEXT NOT NULL DEFAULT '', role TEXT NOT NULL DEFAULT '', "
+                          "expires_ms INTEGER NOT NULL DEFAULT 0, revoked_ms INTEGER NOT NULL DEFAULT 0)",
+                          "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '2')"}) {
     if (auto ok = Exec(writer, sql); !ok) {
       sqlite3_close(writer);
       return std::unexpected(ok.error());
@@ -292,9 +360,15 @@ Result<std::unique_ptr<Journal>> OpenSqliteJournal(const std::string& dir) {
       return IoError("journal: " + path + ": cannot read the schema version");
     }
     const std::string v = reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
-    if (v != "1") {
+    if (v != "1" && v != "2") {
       sqlite3_close(writer);
-      return FailedPrecondition("journal: " + path + " has schema version " + v + "; this gpupool reads version 1");
+      return FailedPrecondition("journal: " + path + " has schema version " + v + "; this gpupool reads versions 1 and 2");
+    }
+    if (v == "1") {
+      if (auto ok = MigrateFromVersion1(writer); !ok) {
+        sqlite3_close(writer);
+        return std::unexpected(Error{ok.error().code, "journal: " + path + ": " + ok.error().message});
+      }
     }
   }
   auto r = Open(path);

@@ -2,6 +2,7 @@
 
 #include "src/base/time_text.h"
 #include "src/model/gpu_catalog.h"
+#include "src/server/auth.h"
 
 namespace gpupool {
 
@@ -158,6 +159,23 @@ json PoolView(PoolId p, const ReadModel& m) {
                          {"fragmented_gpus", Gpus(c.fragmented_milli)},
                          {"available_gpus", Gpus(c.available_milli)}};
   }
+  return v;
+}
+
+nlohmann::json TokenView(const TokenRecord& t) {
+  const std::string_view role = TokenRole(t);
+  nlohmann::json v = {{"id", TokenId(t)},
+                      {"name", TokenName(t)},
+                      {"role", std::string(role)},
+                      {"created_at", FormatRfc3339(InstantFromMillis(t.created_ms))}};
+  if (role == kRoleNode) {
+    v["node"] = t.tenant.substr(kNodeTokenPrefix.size());
+  } else if (!t.tenant.empty()) {
+    v["tenant"] = t.tenant;
+  }
+  if (t.expires_ms != 0) v["expires_at"] = FormatRfc3339(InstantFromMillis(t.expires_ms));
+  if (t.revoked_ms != 0) v["revoked_at"] = FormatRfc3339(InstantFromMillis(t.revoked_ms));
+  if (t.salt_hex.empty()) v["legacy"] = true;  // unsalted: issued by an earlier release
   return v;
 }
 

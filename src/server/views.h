@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/api/job_request.h"
+#include "src/server/journal.h"
 #include "src/server/read_model.h"
 
 namespace gpupool {
@@ -14,5 +15,8 @@ nlohmann::json TenantView(TenantId t, const ReadModel& m);
 nlohmann::json NodeView(NodeIndex n, const ReadModel& m);
 nlohmann::json PoolView(PoolId p, const ReadModel& m);
 nlohmann::json QuotaView(const Quota& q);
+// A token as GET /v1/tokens lists it: id, name, role, tenant or node, times;
+// never its hash or salt. Needs no lock.
+nlohmann::json TokenView(const TokenRecord& t);
 
 }  // namespace gpupool

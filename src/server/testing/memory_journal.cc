@@ -23,6 +23,11 @@ std::string MemoryJournal::Conflict(const JournalBatch& batch) const {
       return "journal: writing a token of tenant " + t.tenant + ": UNIQUE constraint failed: tokens.hash";
     }
   }
+  for (const TokenRevocation& r : batch.revocations) {
+    if (!tokens_.contains(r.hash_hex) && !hashes.contains(r.hash_hex)) {
+      return "journal: revoking a token: FOREIGN KEY constraint failed: no token " + r.hash_hex;
+    }
+  }
   return "";
 }
 
@@ -32,6 +37,10 @@ Status MemoryJournal::Commit(const JournalBatch& batch) {
   if (std::string why = Conflict(batch); !why.empty()) return IoError(std::move(why));
   for (const JournalEvent& e : batch.events) events_[e.seq] = e;
   for (const TokenRecord& t : batch.tokens) tokens_[t.hash_hex] = t;
+  for (const TokenRevocation& r : batch.revocations) {
+    int64_t& at = tokens_[r.hash_hex].revoked_ms;
+    if (at == 0) at = r.revoked_ms;
+  }
   for (const auto& [key, value] : batch.meta) meta_[key] = value;
   for (const SnapshotRecord& s : batch.snapshots) {
     snapshots_[{s.kind, s.seq}] = s;

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "tests/run_binary.h"
@@ -72,6 +73,26 @@ TEST(MemoryJournalTest, AnswersAsTheSqliteJournalDoes) {
     const auto stored = j->Tokens();
     for (const TokenRecord& t : *stored) tokens.push_back(t.hash_hex + "/" + t.tenant);
     EXPECT_EQ(tokens, (std::vector<std::string>{"h1/a", "h2/b", "h0/c"}));
+
+    // A named token keeps every field; revocations mark stored records.
+    const TokenRecord named{.hash_hex = "h3", .tenant = "a", .created_ms = 10, .id = "0011223344556677",
+                            .name = "ci", .salt_hex = "5a17", .role = "reader", .expires_ms = 99};
+    ASSERT_TRUE(j->Commit(JournalBatch{.tokens = {named}}).has_value());
+    ASSERT_TRUE(j->Commit(JournalBatch{.revocations = {{"h3", 20}, {"h1", 21}}}).has_value());
+    ASSERT_TRUE(j->Commit(JournalBatch{.revocations = {{"h3", 30}}}).has_value());  // the first time stands
+    std::map<std::string, TokenRecord> by_hash;
+    const auto records = j->Tokens();
+    ASSERT_TRUE(records.has_value());
+    for (const TokenRecord& t : *records) by_hash[t.hash_hex] = t;
+    const TokenRecord& h3 = by_hash["h3"];
+    EXPECT_EQ(h3.id, named.id);
+    EXPECT_EQ(h3.name, "ci");
+    EXPECT_EQ(h3.salt_hex, "5a17");
+    EXPECT_EQ(h3.role, "reader");
+    EXPECT_EQ(h3.expires_ms, 99);
+    EXPECT_EQ(h3.revoked_ms, 20);
+    EXPECT_EQ(by_hash["h1"].revoked_ms, 21);
+    EXPECT_EQ(by_hash["h2"].revoked_ms, 0);
   }
   sqlite->reset();
   std::filesystem::remove_all(dir);
