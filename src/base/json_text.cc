@@ -19,9 +19,13 @@ struct Refused {
 // repeated key and nesting beyond the limit.
 class Checks {
  public:
-  explicit Checks(int max_depth) : max_depth_(max_depth) {}
+  Checks(int max_depth, size_t max_values) : max_depth_(max_depth), max_values_(max_values) {}
 
   bool operator()(int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start ||
+        event == json::parse_event_t::value) {
+      if (++values_ > max_values_) throw Refused{"more than " + std::to_string(max_values_) + " values"};
+    }
     switch (event) {
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
@@ -47,6 +51,8 @@ class Checks {
 
  private:
   int max_depth_;
+  size_t max_values_;
+  size_t values_ = 0;
   std::vector<std::unordered_set<std::string>> keys_;
 };
 
@@ -67,7 +73,7 @@ Result<json> ParseJsonText(std::string_view text, const JsonLimits& limits) {
                            std::to_string(limits.max_bytes) + " allowed");
   }
   try {
-    return json::parse(text.begin(), text.end(), json::parser_callback_t(Checks(limits.max_depth)),
+    return json::parse(text.begin(), text.end(), json::parser_callback_t(Checks(limits.max_depth, limits.max_values)),
                        /*allow_exceptions=*/true, /*ignore_comments=*/false);
   } catch (const Refused& r) {
     return InvalidArgument("malformed JSON: " + r.message);

@@ -8,6 +8,9 @@
 //    then refuse a fraction where an integer is wanted);
 //  - nesting deeper than max_depth (objects and arrays);
 //  - a key given twice in one object (which one would win is a guess);
+//  - more than max_values values (objects, arrays, scalars; keys not
+//    counted), which bounds the parsed tree's memory whatever the text's
+//    shape (a megabyte of "1," is half a million values);
 //  - text longer than max_bytes.
 // Errors say where: "line 3, column 14: ...". Thread-safe (no state).
 #pragma once
@@ -24,6 +27,7 @@ namespace gpupool {
 struct JsonLimits {
   size_t max_bytes = size_t{64} << 20;
   int max_depth = 64;
+  size_t max_values = size_t{1} << 22;
 };
 
 // The value of `text` (one JSON value, optionally surrounded by white

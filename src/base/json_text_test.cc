@@ -59,5 +59,20 @@ TEST(JsonTextTest, LimitsDepthAndSize) {
   EXPECT_THAT(ErrorOf(R"({"a": "0123456789"})", {.max_bytes = 10, .max_depth = 64}), HasSubstr("more than the 10"));
 }
 
+TEST(JsonTextTest, LimitsTheNumberOfValuesWhateverTheirNesting) {
+  const JsonLimits four{.max_values = 4};
+  EXPECT_TRUE(ParseJsonText("[1, 2, 3]", four));       // the array and three numbers
+  EXPECT_TRUE(ParseJsonText(R"({"a": [], "b": 1})", four));  // keys are not values
+  EXPECT_TRUE(ParseJsonText("[[], [], 1]", four));
+  EXPECT_THAT(ErrorOf("[1, 2, 3, 4]", four), HasSubstr("more than 4 values"));
+  EXPECT_THAT(ErrorOf("[[], [], 1, 2]", four), HasSubstr("more than 4 values"));
+  EXPECT_THAT(ErrorOf(R"({"a": {}, "b": {}, "c": {}, "d": 1})", four), HasSubstr("more than 4 values"));
+  // A megabyte of tiny values is refused as it is read.
+  std::string many = "[";
+  while (many.size() < (1u << 20)) many += "1,";
+  many += "1]";
+  EXPECT_THAT(ErrorOf(many, {.max_values = 20000}), HasSubstr("more than 20000 values"));
+}
+
 }  // namespace
 }  // namespace gpupool

@@ -1,5 +1,7 @@
 #include "src/http/server.h"
 
+#include <malloc.h>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
@@ -158,7 +160,14 @@ struct Glue {
 
   static void OnCompleted(void* cls, MHD_Connection* c, void** req_cls, MHD_RequestTerminationCode) {
     auto* l = static_cast<Listener*>(cls);
-    delete static_cast<Ctx*>(*req_cls);
+    auto* ctx = static_cast<Ctx*>(*req_cls);
+    if (ctx != nullptr) {
+      // Counted once its memory is freed (ReleaseMemory).
+      const Request& req = ctx->exchange ? ctx->exchange->request() : ctx->request;
+      const auto bytes = static_cast<int64_t>(req.body.capacity());
+      delete ctx;
+      l->server->body_bytes_since_trim_ += bytes;
+    }
     *req_cls = nullptr;
     SetDeadline(c, Clock::now() + l->limits.idle_timeout + l->limits.header_timeout);
   }
@@ -199,6 +208,7 @@ struct Glue {
       // Answered now, before any of the body is read; the connection closes after it.
       return Queue(l, c, ctx, l.server->LayerAnswer(LayerError::kBodyTooLarge, req));
     }
+    if (length) req.body.reserve(static_cast<size_t>(*length));  // one allocation of the size sent
     Router::Match m = l.server->router_.Find(req.method, req.path);
     if (m.route != nullptr && l.reserved_only && m.route->lane != Lane::kReserved) m = Router::Match{};
     if (m.route == nullptr) {
@@ -465,8 +475,27 @@ void Server::SweepLoop() {
     const Clock::time_point now = Clock::now();
     SweepConnections(now);
     SweepPending(now);
+    ReleaseMemory();
     lock.lock();
   }
+}
+
+// Request bodies and what handlers parse from them are freed into the
+// allocator's arenas, which keep the pages: after many bytes of bodies have
+// been freed (options_.release_memory_after_bytes), or some once no more
+// are, the free pages go back to the system (glibc's malloc_trim), so that
+// a flood of large bodies does not leave the server at its peak. An
+// exchange still held by a worker frees its body later: it is counted then.
+void Server::ReleaseMemory() {
+  const int64_t since = body_bytes_since_trim_.load();
+  const int64_t threshold = options_.release_memory_after_bytes;
+  const bool quiet = since == body_bytes_at_last_sweep_ && since >= (int64_t{1} << 20);
+  body_bytes_at_last_sweep_ = since;
+  if (threshold <= 0 || (since < threshold && !quiet)) return;
+  body_bytes_since_trim_ -= since;
+  body_bytes_at_last_sweep_ = 0;
+  ::malloc_trim(0);
+  ++memory_releases_;
 }
 
 // Connections past their header, body or idle deadline are shut down; the
@@ -538,6 +567,7 @@ ServerStats Server::stats() const {
   s.timed_out = timed_out_;
   s.deadline_closed = deadline_closed_;
   s.clients_gone = clients_gone_;
+  s.memory_releases = memory_releases_;
   return s;
 }
 

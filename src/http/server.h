@@ -101,6 +101,10 @@ struct ServerOptions {
   // Called once per request as soon as its headers are in, before it is
   // routed or refused (e.g. to give it a request id).
   std::function<void(Request& request)> prepare;
+  // After this many bytes of request bodies are freed, and after at least
+  // 1 MiB once no more are, the sweeper returns free heap pages to the
+  // system (malloc_trim). 0: never.
+  int64_t release_memory_after_bytes = int64_t{32} << 20;
   // Called on every answer just before it is sent (headers such as a request id).
   std::function<void(const Request& request, Response& response)> decorate;
   std::function<void(const Completion& c)> on_complete;
@@ -115,6 +119,7 @@ struct ServerStats {
   int64_t timed_out = 0;         // kTimeout answers so far (counted just after the answer is handed over)
   int64_t deadline_closed = 0;   // connections closed by header, body or idle deadlines so far
   int64_t clients_gone = 0;      // pending exchanges whose client went away so far
+  int64_t memory_releases = 0;   // malloc_trim calls so far (ServerOptions::release_memory_after_bytes)
 };
 
 class Server {
@@ -168,6 +173,7 @@ class Server {
   void SweepLoop();
   void SweepConnections(std::chrono::steady_clock::time_point now);
   void SweepPending(std::chrono::steady_clock::time_point now);
+  void ReleaseMemory();
 
   ServerOptions options_;
   Router router_;
@@ -185,6 +191,9 @@ class Server {
   std::thread sweeper_;
 
   std::atomic<int64_t> shed_{0}, timed_out_{0}, deadline_closed_{0}, clients_gone_{0};
+  std::atomic<int64_t> body_bytes_since_trim_{0};  // request body bytes freed since the last malloc_trim
+  int64_t body_bytes_at_last_sweep_ = 0;            // the sweeper's only
+  std::atomic<int64_t> memory_releases_{0};
 };
 
 }  // namespace gpupool::http

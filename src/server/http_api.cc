@@ -454,7 +454,9 @@ std::optional<json> HttpApi::Body(const Request& req, Response& res) {
   }
   // One strict reader (src/base/json_text.h): a malformed, overflowing, repeated-key or too deep body is a 400
   // naming `body`, never a library exception.
-  auto j = ParseJsonText(req.body, JsonLimits{.max_bytes = static_cast<size_t>(max_body_bytes), .max_depth = 64});
+  auto j = ParseJsonText(req.body, JsonLimits{.max_bytes = static_cast<size_t>(max_body_bytes),
+                                              .max_depth = 64,
+                                              .max_values = static_cast<size_t>(core_.settings().http.max_json_values)});
   if (!j) {
     SendError(res, MakeApiError(400, "invalid_argument", "body: " + j.error().message, "body"));
     return std::nullopt;

@@ -85,7 +85,7 @@ Status ServerConfigReader::ParseHttp(const YAML::Node& n, const std::string& pat
                              {"max_connections", "max_connections_per_client", "max_header_bytes", "idle_timeout",
                               "header_timeout", "body_timeout", "request_timeout", "queue_length",
                               "agent_threads", "token_requests_per_s", "token_request_burst", "failed_auth_per_s",
-                              "failed_auth_burst"}));
+                              "failed_auth_burst", "max_json_values"}));
   GP_TRY(IntField(f, "max_connections", c.max_connections, IntRange(1, 1000000)));
   GP_TRY(IntField(f, "max_connections_per_client", c.max_connections_per_client, IntRange(1, 1000000)));
   GP_TRY(IntField(f, "max_header_bytes", c.max_header_bytes, IntRange(1024, 1 << 20)));
@@ -102,6 +102,7 @@ Status ServerConfigReader::ParseHttp(const YAML::Node& n, const std::string& pat
   GP_TRY(IntField(f, "token_request_burst", c.token_request_burst, IntRange(1, 10000000)));
   GP_TRY(IntField(f, "failed_auth_per_s", c.failed_auth_per_s, IntRange(0, 1000000)));
   GP_TRY(IntField(f, "failed_auth_burst", c.failed_auth_burst, IntRange(1, 10000000)));
+  GP_TRY(IntField(f, "max_json_values", c.max_json_values, IntRange(100, 100000000)));
   return {};
 }
 

@@ -49,6 +49,9 @@ struct HttpSettings {
   // (guessing tokens). 0: no limit.
   int64_t failed_auth_per_s = 10;
   int64_t failed_auth_burst = 100;
+  // Values (objects, arrays, scalars) in one JSON request body; beyond: 400
+  // naming `body`. Bounds the memory a parsed body takes, whatever its shape.
+  int64_t max_json_values = 20000;
 };
 
 struct ServerSettings {

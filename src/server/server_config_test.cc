@@ -60,7 +60,7 @@ TEST(ServerConfigTest, ReadsTheHttpLimits) {
       "name: s\npools: [{name: p}]\nserver:\n  http_threads: 8\n  http: {max_connections: 100, "
       "max_connections_per_client: 5, max_header_bytes: 4096, idle_timeout: 5s, header_timeout: 2s, "
       "body_timeout: 3s, request_timeout: 20s, queue_length: 7, agent_threads: 3, token_requests_per_s: 50, "
-      "token_request_burst: 60, failed_auth_per_s: 2, failed_auth_burst: 9}\n",
+      "token_request_burst: 60, failed_auth_per_s: 2, failed_auth_burst: 9, max_json_values: 500}\n",
       "s.yaml", ".");
   ASSERT_TRUE(c) << c.error().message;
   const HttpSettings& h = c->server.http;
@@ -77,6 +77,7 @@ TEST(ServerConfigTest, ReadsTheHttpLimits) {
   EXPECT_EQ(h.token_request_burst, 60);
   EXPECT_EQ(h.failed_auth_per_s, 2);
   EXPECT_EQ(h.failed_auth_burst, 9);
+  EXPECT_EQ(h.max_json_values, 500);
   // Defaults: a quarter of the handler threads for agents (resolved by the API), safe limits.
   auto d = ParseServerConfig("name: s\npools: [{name: p}]\n", "s.yaml", ".");
   ASSERT_TRUE(d);
