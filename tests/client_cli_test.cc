@@ -145,11 +145,25 @@ TEST_F(ClientCliTest, ListsInEveryFormat) {
   for (const char* file : {"inference-quarter-gpu.yaml", "batch-deadline.yaml", "inference-quarter-gpu.yaml"}) {
     ASSERT_EQ(Admin({"job", "submit", "-f", Example(file)}).exit_code, 0);
   }
+  // The newest first by default; --oldest-first in ascending id; pages
+  // followed across --limit and --all.
   const json all = AdminJson({"job", "list"});
   ASSERT_EQ(all["jobs"].size(), 3u);
-  EXPECT_TRUE(all["next_after"].is_null());
+  EXPECT_TRUE(all["next_before"].is_null());
+  EXPECT_EQ(all["jobs"][0]["id"], 3);
+  EXPECT_EQ(all["jobs"][2]["id"], 1);
+  const json oldest = AdminJson({"job", "list", "--oldest-first", "--all"});
+  ASSERT_EQ(oldest["jobs"].size(), 3u);
+  EXPECT_EQ(oldest["jobs"][0]["id"], 1);
+  EXPECT_TRUE(oldest["next_after"].is_null());
   const json two = AdminJson({"job", "list", "--limit", "2", "--state", "running"});
-  EXPECT_EQ(two["jobs"].size(), 2u);
+  ASSERT_EQ(two["jobs"].size(), 2u);
+  EXPECT_EQ(two["jobs"][0]["id"], 3);
+  const json newest = AdminJson({"job", "list", "--limit", "1"});
+  ASSERT_EQ(newest["jobs"].size(), 1u);
+  EXPECT_EQ(newest["jobs"][0]["id"], 3);
+  EXPECT_EQ(newest["next_before"], 3);
+  EXPECT_NE(Admin({"job", "list", "--all", "--limit", "2"}).exit_code, 0);  // one or the other
 
   const auto yaml = Admin({"tenant", "list", "-o", "yaml"});
   ASSERT_EQ(yaml.exit_code, 0) << yaml.err;

@@ -2,6 +2,8 @@
 // HTTP, a temporary data directory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -184,6 +186,41 @@ TEST_F(ServerApiTest, AdminSubmitsForATenantAndFiltersByTenant) {
   EXPECT_EQ(Http(*server_, "GET", "/v1/jobs?tenant=team-b", token_a_).status, 403);
   EXPECT_EQ(Http(*server_, "GET", "/v1/jobs?tenant=nobody", admin_).status, 400);
   Http(*server_, "DELETE", "/v1/jobs/" + s.body["id"].dump(), admin_);
+}
+
+TEST_F(ServerApiTest, JobsListNewestFirstInPagesWithBefore) {
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    auto s = Http(*server_, "POST", "/v1/jobs", i % 2 ? token_a_ : token_b_,
+                  json{{"name", "n" + std::to_string(i)}, {"gpu_fraction", 0.25}, {"gpu_memory_gib", 10},
+                       {"sharing", "mps"}, {"kind", "online-inference"}});
+    ASSERT_EQ(s.status, 201) << s.text;
+    ids.push_back(s.body["id"]);
+  }
+  std::vector<int64_t> seen;
+  json before = nullptr;
+  for (int page = 0; page < 10; ++page) {
+    const std::string q = "/v1/jobs?order=newest&limit=2" + (before.is_null() ? "" : "&before=" + before.dump());
+    auto l = Http(*server_, "GET", q, admin_);
+    ASSERT_EQ(l.status, 200) << l.text;
+    for (const json& j : l.body["jobs"]) seen.push_back(j["id"]);
+    before = l.body["next_before"];
+    if (before.is_null()) break;
+  }
+  ASSERT_GE(seen.size(), ids.size());
+  EXPECT_TRUE(std::is_sorted(seen.rbegin(), seen.rend())) << json(seen).dump();
+  EXPECT_EQ(seen.front(), ids.back());
+  // A tenant's own, newest first.
+  auto mine = Http(*server_, "GET", "/v1/jobs?order=newest", token_a_);
+  ASSERT_EQ(mine.status, 200);
+  ASSERT_FALSE(mine.body["jobs"].empty());
+  EXPECT_EQ(mine.body["jobs"][0]["id"], ids[3]);
+  for (const json& j : mine.body["jobs"]) EXPECT_EQ(j["tenant"], "team-a");
+  for (const char* bad : {"/v1/jobs?order=up", "/v1/jobs?order=newest&after=2", "/v1/jobs?before=2",
+                          "/v1/jobs?order=newest&before=0"}) {
+    auto r = Http(*server_, "GET", bad, admin_);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.text;
+  }
 }
 
 TEST_F(ServerApiTest, AuthorizationOfEveryEndpoint) {

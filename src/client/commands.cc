@@ -163,45 +163,52 @@ void AddJobCommands(CLI::App& app) {
     struct Flags {
       GlobalFlags g;
       std::string state, tenant;
-      int64_t limit = 0;
+      int64_t limit = 100;
+      bool all = false, oldest_first = false;
     };
     auto f = std::make_shared<Flags>();
-    CLI::App* cmd = job->add_subcommand("list", "List jobs in ascending id (all of them unless --limit)");
+    CLI::App* cmd =
+        job->add_subcommand("list", "List jobs, the newest first: the newest 100 unless --limit or --all");
     cmd->add_option("--state", f->state, "only jobs in this state")
         ->check(CLI::IsMember(
             {"pending", "running", "checkpointing", "succeeded", "failed", "cancelled", "rejected", "evicted"}));
     cmd->add_option("--tenant", f->tenant, "only this tenant's jobs (admin)");
-    cmd->add_option("--limit", f->limit, "at most this many jobs")->check(CLI::PositiveNumber);
+    auto* limit = cmd->add_option("--limit", f->limit, "at most this many jobs")->check(CLI::PositiveNumber)->capture_default_str();
+    cmd->add_flag("--all", f->all, "every job (in pages of 1000)")->excludes(limit);
+    cmd->add_flag("--oldest-first", f->oldest_first, "in ascending id instead");
     AddGlobalFlags(cmd, f->g);
     cmd->callback([f] {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        // Pages of at most 1000 (the server's maximum), following next_after
-        // until the server has no more or --limit jobs are collected.
+        // Pages of at most 1000 (the server's maximum), following the
+        // cursor until the server has no more or the limit is reached.
         constexpr int64_t kPage = 1000;
+        const char* cursor = f->oldest_first ? "after" : "before";
+        const std::string next_key = f->oldest_first ? "next_after" : "next_before";
+        const int64_t cap = f->all ? INT64_MAX : f->limit;
         json jobs = json::array();
-        json next_after = nullptr;
+        json next = nullptr;
         while (true) {
           QueryParams q;
           if (!f->state.empty()) q.push_back({"state", f->state});
           if (!f->tenant.empty()) q.push_back({"tenant", f->tenant});
-          const int64_t want = f->limit > 0 ? std::min(kPage, f->limit - static_cast<int64_t>(jobs.size())) : kPage;
-          q.push_back({"limit", std::to_string(want)});
-          if (!next_after.is_null()) q.push_back({"after", next_after.dump()});
+          q.push_back({"order", f->oldest_first ? "oldest" : "newest"});
+          q.push_back({"limit", std::to_string(std::min(kPage, cap - static_cast<int64_t>(jobs.size())))});
+          if (!next.is_null()) q.push_back({cursor, next.dump()});
           GP_ASSIGN_OR_RETURN(auto page, api.Get("/v1/jobs", q));
           const json& items = page["jobs"];
           if (items.is_array()) {
             for (const auto& j : items) jobs.push_back(j);
           }
-          const json previous = next_after;
-          next_after = page.value("next_after", json());
-          if (!next_after.is_null() && (!next_after.is_number_integer() || next_after == previous)) {
-            return FailedPrecondition("the server's job list did not advance (next_after " + next_after.dump() +
+          const json previous = next;
+          next = page.value(next_key, json());
+          if (!next.is_null() && (!next.is_number_integer() || next == previous)) {
+            return FailedPrecondition("the server's job list did not advance (" + next_key + " " + next.dump() +
                                       " after " + previous.dump() + ")");
           }
-          const bool full = f->limit > 0 && static_cast<int64_t>(jobs.size()) >= f->limit;
-          if (next_after.is_null() || full || !items.is_array() || items.empty()) break;
+          const bool full = static_cast<int64_t>(jobs.size()) >= cap;
+          if (next.is_null() || full || !items.is_array() || items.empty()) break;
         }
-        const json result = {{"jobs", jobs}, {"next_after", next_after}};
+        const json result = {{"jobs", jobs}, {next_key, next}};
         Print(result, out, [&] { return FormatJobsTable(jobs, NowUnixMillis()); });
         return 0;
       });

@@ -244,7 +244,7 @@ TEST_F(OpenApiTest, SchemasHaveTheContractsFields) {
        {"id", "name", "tenant", "state", "kind", "priority", "replicas", "submitted_at", "started_at", "ended_at",
         "pool", "borrowed", "placements", "preemptions", "interruptions", "reason", "last_stop", "waiting", "waiting_reasons",
         "request"}},
-      {"JobList", {"jobs", "next_after"}},
+      {"JobList", {"jobs", "next_after", "next_before"}},
       {"Placement", {"node", "gpus"}},
       {"Tenant", {"name", "quota", "usage"}},
       {"TenantList", {"tenants"}},

@@ -616,9 +616,19 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
   auto p = Auth(req, res, false);
   if (!p) return;
   ApiError err;
-  int64_t limit = 100, after = 0;
-  if (!IntParam(req, "limit", limit, 1, kMaxListLimit, &err) || !IntParam(req, "after", after, 0, INT64_MAX, &err)) {
+  int64_t limit = 100, after = 0, before = 0;
+  if (!IntParam(req, "limit", limit, 1, kMaxListLimit, &err) || !IntParam(req, "after", after, 0, INT64_MAX, &err) ||
+      !IntParam(req, "before", before, 1, INT64_MAX, &err)) {
     return SendError(res, err);
+  }
+  const std::string order = req.HasParam("order") ? req.Param("order") : "oldest";
+  if (order != "oldest" && order != "newest") {
+    return SendError(res, BadField("order", "expected oldest (ascending ids, with after) or newest (with before)"));
+  }
+  const bool newest = order == "newest";
+  if ((newest && req.HasParam("after")) || (!newest && req.HasParam("before"))) {
+    return SendError(res, BadField(newest ? "after" : "before",
+                                   newest ? "order=newest pages with before" : "before needs order=newest"));
   }
   std::optional<JobState> state;
   if (req.HasParam("state")) {
@@ -657,7 +667,7 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
   json jobs = json::array();
   JobId last = -1;
   bool more = false;
-  m.ForEachJob(after, tenant, [&](const JobRecord& r) {
+  const auto each = [&](const JobRecord& r) {
     if (state && r.state != *state) return true;
     if (static_cast<int64_t>(jobs.size()) == limit) {
       more = true;
@@ -666,7 +676,12 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
     jobs.push_back(JobView(r, m, core_.names()));
     last = r.id;
     return true;
-  });
+  };
+  if (newest) {
+    m.ForEachJobNewestFirst(before, tenant, each);
+    return SendJson(res, 200, json{{"jobs", jobs}, {"next_before", more ? json(last) : json(nullptr)}});
+  }
+  m.ForEachJob(after, tenant, each);
   SendJson(res, 200, json{{"jobs", jobs}, {"next_after", more ? json(last) : json(nullptr)}});
 }
 JobId HttpApi::FindJob(const Request& req, Response& res, const Principal& p) {

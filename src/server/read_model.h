@@ -95,6 +95,10 @@ class ReadModel {
   // Jobs with id > after, ascending; of `tenant` when >= 0.
   template <class F>
   void ForEachJob(JobId after, TenantId tenant, F&& f) const;
+  // Jobs with id < before (every job when before <= 0), newest first; of
+  // `tenant` when >= 0.
+  template <class F>
+  void ForEachJobNewestFirst(JobId before, TenantId tenant, F&& f) const;
 
   const std::vector<Pool>& pools() const { return pools_; }
   const std::vector<std::string>& tenants() const { return tenant_names_; }
@@ -191,6 +195,25 @@ void ReadModel::ForEachJob(JobId after, TenantId tenant, F&& f) const {
     return;
   }
   for (size_t i = after < 0 ? 0 : static_cast<size_t>(after); i < jobs_.size(); ++i) {
+    if (jobs_[i].id < 0) continue;
+    if (!f(jobs_[i])) return;
+  }
+}
+
+template <class F>
+void ReadModel::ForEachJobNewestFirst(JobId before, TenantId tenant, F&& f) const {
+  const JobId bound = before <= 0 ? static_cast<JobId>(jobs_.size()) + 1 : before;
+  if (tenant >= 0) {
+    auto it = jobs_by_tenant_.find(tenant);
+    if (it == jobs_by_tenant_.end()) return;
+    const std::vector<JobId>& ids = it->second;
+    for (auto pos = std::lower_bound(ids.begin(), ids.end(), bound); pos != ids.begin();) {
+      --pos;
+      if (!f(jobs_[*pos - 1])) return;
+    }
+    return;
+  }
+  for (size_t i = std::min(static_cast<size_t>(bound - 1), jobs_.size()); i-- > 0;) {
     if (jobs_[i].id < 0) continue;
     if (!f(jobs_[i])) return;
   }
