@@ -8,9 +8,11 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 #include <sstream>
 
 #include "src/client/api_client.h"
@@ -123,6 +125,58 @@ std::string JobPath(int64_t id) { return "/v1/jobs/" + std::to_string(id); }
 std::string TenantPath(const std::string& name) { return "/v1/tenants/" + UrlEncode(name); }
 
 // --- jobs -------------------------------------------------------------------
+
+bool IsTerminalState(const std::string& state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled" || state == "rejected" ||
+         state == "evicted";
+}
+
+// `job logs -f`: polls the job's logs (GET .../logs?format=json) and prints
+// what each log gained since the last poll, with a header line when there is
+// more than one (a replica, a new attempt). Ends once the job has ended and
+// two more polls bring nothing new. A log that grew by more than the tail the
+// server returns says how much was skipped.
+Result<int> FollowLogs(ApiClient& api, int64_t id, int64_t tail_bytes, double interval_s) {
+  std::map<std::pair<int64_t, int64_t>, int64_t> printed;  // (replica, attempt) -> bytes
+  std::pair<int64_t, int64_t> last_shown{-1, -1};
+  int quiet_after_end = -1;  // polls without news since the job ended; -1: not ended
+  const auto interval = std::chrono::milliseconds(static_cast<int64_t>(interval_s * 1000));
+  while (quiet_after_end < 2) {
+    GP_ASSIGN_OR_RETURN(auto page, api.Get(JobPath(id) + "/logs",
+                                           {{"format", "json"}, {"tail_bytes", std::to_string(tail_bytes)}}));
+    const json& parts = page["parts"];
+    bool news = false;
+    for (const json& p : parts.is_array() ? parts : json::array()) {
+      const auto key = std::make_pair(p.value("replica", int64_t{0}), p.value("attempt", int64_t{0}));
+      const int64_t bytes = p.value("bytes", int64_t{0});
+      const std::string text = p.value("text", std::string());
+      int64_t& done = printed[key];
+      if (bytes <= done) continue;
+      news = true;
+      if (parts.size() > 1 || key.second > 1) {
+        if (key != last_shown) {
+          std::cout << "==> replica " << key.first << ", attempt " << key.second << " <==\n";
+        }
+        last_shown = key;
+      }
+      const int64_t fresh = bytes - done;
+      if (fresh > static_cast<int64_t>(text.size())) {
+        std::cout << "[... " << fresh - static_cast<int64_t>(text.size()) << " bytes not shown ...]\n";
+      }
+      std::cout << text.substr(text.size() - static_cast<size_t>(std::min<int64_t>(fresh, text.size())));
+      std::cout.flush();
+      done = bytes;
+    }
+    if (quiet_after_end >= 0) {
+      quiet_after_end = news ? 0 : quiet_after_end + 1;
+    } else {
+      GP_ASSIGN_OR_RETURN(auto job, api.Get(JobPath(id)));
+      if (IsTerminalState(job.value("state", std::string()))) quiet_after_end = 0;
+    }
+    if (quiet_after_end < 2) std::this_thread::sleep_for(interval);
+  }
+  return 0;
+}
 
 void AddJobCommands(CLI::App& app) {
   CLI::App* job = app.add_subcommand("job", "Submit, list, inspect and cancel jobs (REST API client)");
@@ -258,16 +312,27 @@ void AddJobCommands(CLI::App& app) {
       GlobalFlags g;
       int64_t id = 0;
       int64_t tail_bytes = 1 << 20;
+      bool follow = false;
+      double interval_s = 1;
     };
     auto f = std::make_shared<Flags>();
     CLI::App* cmd = job->add_subcommand("logs", "Print a job's task output (stdout and stderr, every replica and attempt)");
     cmd->add_option("--tail-bytes", f->tail_bytes, "at most this many bytes of each log, from its end")
         ->capture_default_str()
         ->check(CLI::Range(int64_t{1}, int64_t{64} << 20));
+    auto* follow = cmd->add_flag("-f,--follow", f->follow, "keep printing what the job writes until it ends");
+    cmd->add_option("--interval", f->interval_s, "with --follow: seconds between polls")
+        ->capture_default_str()
+        ->check(CLI::Range(0.1, 60.0))
+        ->needs(follow);
     cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
     AddGlobalFlags(cmd, f->g);
     cmd->callback([f] {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        if (f->follow) {
+          if (out != Output::kTable) return InvalidArgument("--follow prints the text as it comes: leave out -o");
+          return FollowLogs(api, f->id, f->tail_bytes, f->interval_s);
+        }
         GP_ASSIGN_OR_RETURN(auto text,
                             api.GetText(JobPath(f->id) + "/logs", {{"tail_bytes", std::to_string(f->tail_bytes)}}));
         Print(json{{"job", f->id}, {"logs", text}}, out, [&] { return text; });

@@ -735,8 +735,17 @@ void HttpApi::JobLogs(const Request& req, Response& res) {
   ApiError err;
   int64_t tail = 1 << 20;
   if (!IntParam(req, "tail_bytes", tail, 1, kMaxLogBytes, &err)) return SendError(res, err);
+  const std::string format = req.HasParam("format") ? req.Param("format") : "text";
+  if (format != "text" && format != "json") return SendError(res, BadField("format", "expected text or json"));
   auto parts = core_.logs().Read(id, tail);
-  if (!parts) return SendError(res, MakeApiError(500, "internal", parts.error().message));
+  if (!parts) return SendError(res, MakeApiError(503, "unavailable", "reading the job's logs: " + parts.error().message));
+  if (format == "json") {  // each log apart, with its size: what `gpupool job logs -f` follows
+    json list = json::array();
+    for (const LogStore::Part& part : *parts) {
+      list.push_back({{"replica", part.replica}, {"attempt", part.attempt}, {"bytes", part.bytes}, {"text", part.text}});
+    }
+    return SendJson(res, 200, json{{"job", id}, {"parts", list}});
+  }
   std::string text;
   for (const LogStore::Part& part : *parts) {
     if (parts->size() > 1 || part.attempt > 1) {
