@@ -243,6 +243,38 @@ TEST_F(ClientCliTest, TokensAreCreatedListedAndRevoked) {
   }
 }
 
+TEST_F(ClientCliTest, JobSubmitTakesFlagsAloneOrOverAFile) {
+  AddClusterAndTenant();
+  // The connection flags before `--`: what follows it is the command.
+  const auto flags = testing::RunGpupool(
+      {"job", "submit", "--name", "from-flags", "--tenant", "team-a", "--gpu-fraction", "0.25", "--gpu-memory-gib", "10",
+       "--sharing", "time-slice", "--kind", "online-inference", "--priority", "high", "--env", "A=1", "--env", "B=x=y",
+       "--image", "host", "-o", "json", "--addr", url_, "--token", admin_, "--config", config_, "--", "python3",
+       "serve.py", "--port",
+       "80"});
+  ASSERT_EQ(flags.exit_code, 0) << flags.err;
+  const json job = json::parse(flags.out, nullptr, false);
+  const json& r = job["request"];
+  EXPECT_EQ(r["name"], "from-flags") << job.dump();
+  EXPECT_EQ(r["gpu_fraction"], 0.25);
+  EXPECT_EQ(r["sharing"], "time-slice");
+  EXPECT_EQ(r["env"], json({{"A", "1"}, {"B", "x=y"}}));
+  EXPECT_EQ(r["command"], json({"python3", "serve.py", "--port", "80"}));
+  EXPECT_EQ(r["image"], "host");
+  // Over a file: the flags win, the rest is the file's.
+  const auto over = Admin({"job", "submit", "-f", Example("inference-quarter-gpu.yaml"), "--name", "renamed",
+                           "--gpu-fraction", "0.5", "--priority", "100", "-o", "json"});
+  ASSERT_EQ(over.exit_code, 0) << over.err;
+  const json o = json::parse(over.out, nullptr, false)["request"];
+  EXPECT_EQ(o["name"], "renamed") << o.dump();
+  EXPECT_EQ(o["gpu_fraction"], 0.5);
+  EXPECT_EQ(o["priority"], 100);
+  EXPECT_EQ(o["sharing"], "mps");  // the file's
+  // Neither a file nor a name; both GPU flags.
+  EXPECT_NE(Admin({"job", "submit", "--gpus", "1"}).exit_code, 0);
+  EXPECT_NE(Admin({"job", "submit", "--name", "x", "--gpus", "1", "--gpu-fraction", "0.5"}).exit_code, 0);
+}
+
 TEST_F(ClientCliTest, ServerErrorsNameTheFieldAndExitOne) {
   AddClusterAndTenant();
   const std::string bad = dir_ + "/bad.yaml";

@@ -126,6 +126,83 @@ std::string TenantPath(const std::string& name) { return "/v1/tenants/" + UrlEnc
 
 // --- jobs -------------------------------------------------------------------
 
+// `job submit`'s flags for the common keys of a job request
+// (docs/api/openapi.yaml's JobRequest); each one given overrides the file's.
+struct JobFlags {
+  std::string name, tenant, kind, priority, sharing, image, pool, requirement, deadline_after;
+  double gpus = std::nan(""), gpu_fraction = std::nan(""), gpu_memory_gib = std::nan(""), cpu_cores = std::nan(""),
+         memory_gib = std::nan("");
+  int64_t replicas = 0;
+  bool checkpointable = false;
+  std::vector<std::string> env, command;
+};
+
+void AddJobFlags(CLI::App* cmd, JobFlags& j) {
+  const std::string group = "Job (override the file's keys)";
+  cmd->add_option("--name", j.name, "the job's name")->group(group);
+  cmd->add_option("--tenant", j.tenant, "whose job (the admin must say; a tenant token is its own)")->group(group);
+  cmd->add_option("--kind", j.kind, "training, batch, online-inference or development")->group(group);
+  cmd->add_option("--priority", j.priority, "a priority class name or an integer within the classes")->group(group);
+  auto* gpus = cmd->add_option("--gpus", j.gpus, "whole GPUs per replica")->check(CLI::NonNegativeNumber)->group(group);
+  cmd->add_option("--gpu-fraction", j.gpu_fraction, "a share of one GPU, e.g. 0.25")
+      ->check(CLI::Range(0.0, 1.0))
+      ->excludes(gpus)
+      ->group(group);
+  cmd->add_option("--gpu-memory-gib", j.gpu_memory_gib, "GPU memory of a share")->check(CLI::NonNegativeNumber)->group(group);
+  cmd->add_option("--sharing", j.sharing, "how a share is shared: any (the default), time-slice, mps, mig or auto")->group(group);
+  cmd->add_option("--replicas", j.replicas, "replicas (a gang)")->check(CLI::PositiveNumber)->group(group);
+  cmd->add_option("--cpu-cores", j.cpu_cores, "CPU cores per replica")->check(CLI::NonNegativeNumber)->group(group);
+  cmd->add_option("--memory-gib", j.memory_gib, "memory per replica")->check(CLI::NonNegativeNumber)->group(group);
+  cmd->add_option("--pool", j.pool, "only this pool")->group(group);
+  cmd->add_option("--requirement", j.requirement, "a configured placement requirement, e.g. nvlink")->group(group);
+  cmd->add_option("--image", j.image, "host, or an OCI image layout or rootfs path on the node")->group(group);
+  cmd->add_flag("--checkpointable", j.checkpointable, "the job saves and resumes its state")->group(group);
+  cmd->add_option("--deadline-after", j.deadline_after, "a deadline from now, e.g. 6h")->group(group);
+  cmd->add_option("--env", j.env, "an environment variable NAME=VALUE (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(group);
+  cmd->add_option("command", j.command, "the command and its arguments, after --")->group(group);
+}
+
+// The flags given, over `request` (an object).
+void ApplyJobFlags(const JobFlags& j, json& request) {
+  const auto text = [&](const char* key, const std::string& v) {
+    if (!v.empty()) request[key] = v;
+  };
+  const auto number = [&](const char* key, double v) {
+    if (!std::isnan(v)) request[key] = Number(v);
+  };
+  text("name", j.name);
+  text("tenant", j.tenant);
+  text("kind", j.kind);
+  text("sharing", j.sharing);
+  text("image", j.image);
+  text("requirement", j.requirement);
+  text("deadline_after", j.deadline_after);
+  if (!j.priority.empty()) {
+    const std::string digits = j.priority[0] == '-' ? j.priority.substr(1) : j.priority;
+    const bool integer =
+        !digits.empty() && digits.size() < 10 && digits.find_first_not_of("0123456789") == std::string::npos;
+    request["priority"] = integer ? json(std::stoll(j.priority)) : json(j.priority);
+  }
+  if (!std::isnan(j.gpus)) request.erase("gpu_fraction");
+  if (!std::isnan(j.gpu_fraction)) request.erase("gpus");
+  number("gpus", j.gpus);
+  number("gpu_fraction", j.gpu_fraction);
+  number("gpu_memory_gib", j.gpu_memory_gib);
+  number("cpu_cores", j.cpu_cores);
+  number("memory_gib", j.memory_gib);
+  if (j.replicas > 0) request["replicas"] = j.replicas;
+  if (!j.pool.empty()) request["pools"] = json::array({j.pool});
+  if (j.checkpointable) request["checkpointable"] = true;
+  for (const std::string& e : j.env) {
+    const size_t eq = e.find('=');
+    request["env"][eq == std::string::npos ? e : e.substr(0, eq)] = eq == std::string::npos ? "" : e.substr(eq + 1);
+  }
+  if (!j.command.empty()) request["command"] = j.command;
+}
+
 bool IsTerminalState(const std::string& state) {
   return state == "succeeded" || state == "failed" || state == "cancelled" || state == "rejected" ||
          state == "evicted";
@@ -186,14 +263,23 @@ void AddJobCommands(CLI::App& app) {
     struct Flags {
       GlobalFlags g;
       std::string file;
+      JobFlags job;
     };
     auto f = std::make_shared<Flags>();
-    CLI::App* cmd = job->add_subcommand("submit", "Submit the job described by a YAML file (examples/*.yaml)");
-    cmd->add_option("-f,--file", f->file, "job file (YAML, the keys of a job request)")->required();
+    CLI::App* cmd = job->add_subcommand(
+        "submit", "Submit a job: from a YAML file (examples/*.yaml), from flags, or a file with flags overriding it");
+    cmd->add_option("-f,--file", f->file, "job file (YAML, the keys of a job request)");
+    AddJobFlags(cmd, f->job);
     AddGlobalFlags(cmd, f->g);
     cmd->callback([f] {
       Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        GP_ASSIGN_OR_RETURN(auto request, LoadJobFile(f->file));
+        json request = json::object();
+        if (!f->file.empty()) {
+          GP_ASSIGN_OR_RETURN(request, LoadJobFile(f->file));
+        } else if (f->job.name.empty()) {
+          return InvalidArgument("give --file FILE, or at least --name (and the job's other flags)");
+        }
+        ApplyJobFlags(f->job, request);
         GP_ASSIGN_OR_RETURN(auto job, api.Post("/v1/jobs", request));
         const std::string id = job.value("id", json()).dump();
         const std::string state = job.value("state", std::string("?"));
