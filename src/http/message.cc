@@ -37,6 +37,8 @@ int DefaultStatus(LayerError e) {
     case LayerError::kNotFound: return 404;
     case LayerError::kMethodNotAllowed: return 405;
     case LayerError::kBodyTooLarge: return 413;
+    case LayerError::kBadTransferEncoding: return 400;
+    case LayerError::kBadContentLength: return 400;
     case LayerError::kBusy: return 503;
     case LayerError::kTimeout: return 504;
     case LayerError::kStopping: return 503;
@@ -50,6 +52,8 @@ std::string_view LayerErrorName(LayerError e) {
     case LayerError::kNotFound: return "not_found";
     case LayerError::kMethodNotAllowed: return "method_not_allowed";
     case LayerError::kBodyTooLarge: return "body_too_large";
+    case LayerError::kBadTransferEncoding: return "bad_transfer_encoding";
+    case LayerError::kBadContentLength: return "bad_content_length";
     case LayerError::kBusy: return "busy";
     case LayerError::kTimeout: return "timeout";
     case LayerError::kStopping: return "stopping";

@@ -40,6 +40,9 @@ enum class LayerError {
   kNotFound,          // no route has that path (404)
   kMethodNotAllowed,  // a route has the path, none the method (405, with Allow)
   kBodyTooLarge,      // Content-Length or the streamed body passed max_body_bytes (413; closes)
+  // The body's length is ambiguous (RFC 9112 section 6), refused before any of it is read (400; closes):
+  kBadTransferEncoding,  // a Transfer-Encoding other than one `chunked`, or one beside a Content-Length
+  kBadContentLength,     // Content-Length given twice with different values
   kBusy,              // the worker queue of the route's lane is full (503, with Retry-After)
   kTimeout,           // no answer within request_timeout (504)
   kStopping,          // the server is stopping (503)

@@ -8,6 +8,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -59,6 +60,43 @@ std::optional<uint64_t> ContentLength(MHD_Connection* c) {
     n = n * 10 + static_cast<uint64_t>(*p - '0');
   }
   return n;
+}
+
+bool SameNoCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string_view TrimSpace(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Whether the body's length is unambiguous (RFC 9112 section 6): at most
+// one Transfer-Encoding, and it is `chunked` (the only coding served) with
+// no Content-Length beside it; Content-Length values all alike.
+// libmicrohttpd takes the first of repeated headers and waits for a body
+// of an unknown coding until the body deadline; a request with two
+// readings of its length is the stuff of request smuggling.
+std::optional<LayerError> FramingError(const Request& req) {
+  int codings = 0;
+  std::string_view coding;
+  std::vector<std::string_view> lengths;
+  for (const auto& [name, value] : req.headers) {
+    if (SameNoCase(name, "Transfer-Encoding")) {
+      ++codings;
+      coding = value;
+    } else if (SameNoCase(name, "Content-Length")) {
+      lengths.push_back(value);
+    }
+  }
+  if (codings > 1 || (codings == 1 && (!SameNoCase(TrimSpace(coding), "chunked") || !lengths.empty()))) {
+    return LayerError::kBadTransferEncoding;
+  }
+  for (std::string_view l : lengths) {
+    if (TrimSpace(l) != TrimSpace(lengths[0])) return LayerError::kBadContentLength;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -203,6 +241,9 @@ struct Glue {
     if (Conn* conn = ConnOf(c)) req.remote_addr = conn->remote;
     if (l.server->options_.prepare) l.server->options_.prepare(req);
     SetDeadline(c, ctx.headers_at + l.limits.body_timeout);
+    if (const std::optional<LayerError> e = FramingError(req)) {
+      return Queue(l, c, ctx, l.server->LayerAnswer(*e, req));  // before any of the body; closes after
+    }
     const std::optional<uint64_t> length = ContentLength(c);
     if (length && *length > static_cast<uint64_t>(l.limits.max_body_bytes)) {
       // Answered now, before any of the body is read; the connection closes after it.
@@ -462,7 +503,10 @@ Response Server::LayerAnswer(LayerError e, const Request& request) const {
     r.body = std::string(LayerErrorName(e)) + "\n";
   }
   if (e == LayerError::kBusy) r.headers.emplace_back("Retry-After", "1");
-  if (e == LayerError::kBodyTooLarge || e == LayerError::kStopping) r.close = true;
+  if (e == LayerError::kBodyTooLarge || e == LayerError::kBadTransferEncoding || e == LayerError::kBadContentLength ||
+      e == LayerError::kStopping) {
+    r.close = true;
+  }
   return r;
 }
 

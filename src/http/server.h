@@ -16,7 +16,11 @@
 // - the request line and headers (beyond: 414 / 431, closed);
 // - the body: a Content-Length over max_body_bytes is refused before any
 //   of it is read (kBodyTooLarge, closed); a chunked body that grows past
-//   it closes the connection; bodies are buffered only up to the limit;
+//   it closes the connection; bodies are buffered only up to the limit; a
+//   body whose length is ambiguous (a Transfer-Encoding other than one
+//   `chunked`, or beside a Content-Length; Content-Lengths that differ) is
+//   refused before any of it is read (kBadTransferEncoding,
+//   kBadContentLength; closed);
 // - deadlines: a new connection, and a keep-alive one once its next request
 //   line arrives, must complete its headers within header_timeout; the body
 //   must arrive within body_timeout of the headers; a connection idle

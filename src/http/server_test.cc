@@ -261,6 +261,45 @@ TEST(HttpServerTest, OversizedBodyIsRefusedBeforeItIsReadAndTheConnectionCloses)
   EXPECT_EQ(r->status, 200);
 }
 
+// Issue 22's fuzzer: a Transfer-Encoding other than `chunked` (or
+// `chunked, chunked`) left the request waiting for a body until the body
+// deadline; one beside a Content-Length, or two different Content-Lengths,
+// were read one way and kept alive. Each is refused at once, unread.
+TEST(HttpServerTest, ABodyOfAmbiguousLengthIsRefusedAtOnceAndTheConnectionCloses) {
+  Fixture f;
+  std::atomic<int> ran{0};
+  f.server->Add(Route{"POST", "/in", "", Lane::kApi, [&](const ExchangePtr& ex) {
+                        ++ran;
+                        ex->Respond(Text(200, "ok"));
+                      }});
+  f.Start();
+  const std::vector<std::string> framings = {
+      "Transfer-Encoding: gzip\r\n\r\n{}",
+      "Transfer-Encoding: identity\r\nContent-Length: 2\r\n\r\n{}",
+      "Transfer-Encoding: chunked, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+      "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+      "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+  };
+  for (const std::string& framing : framings) {
+    RawClient c(f.port);
+    ASSERT_TRUE(c.Send("POST /in HTTP/1.1\r\nHost: x\r\n" + framing));
+    const auto start = Clock::now();
+    const std::string answer = c.Read(5s);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << framing << ": " << answer;
+    EXPECT_TRUE(c.closed()) << framing;
+    EXPECT_LT(Clock::now() - start, 2s) << framing;
+  }
+  EXPECT_EQ(ran.load(), 0);
+  // One chunked coding, any case, and equal repeated lengths are served.
+  for (const std::string framing : {"Transfer-Encoding: Chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+                                    "Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}"}) {
+    RawClient c(f.port);
+    ASSERT_TRUE(c.Send("POST /in HTTP/1.1\r\nHost: x\r\n" + framing));
+    EXPECT_EQ(c.Read(2s, "ok").rfind("HTTP/1.1 200", 0), 0u) << framing;
+  }
+}
+
 TEST(HttpServerTest, OversizedHeadersGet431AndTheConnectionCloses) {
   Limits l;
   l.max_header_bytes = 4096;

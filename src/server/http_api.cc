@@ -133,6 +133,15 @@ Response LayerErrorResponse(http::LayerError e, const Request& req, int64_t max_
       SendError(res, MakeApiError(400, "invalid_argument",
                                   "body: too large (the limit is " + std::to_string(max_body) + " bytes)", "body"));
       break;
+    case http::LayerError::kBadTransferEncoding:
+      SendError(res, MakeApiError(400, "invalid_argument",
+                                  "Transfer-Encoding: only chunked is served, alone and without a Content-Length",
+                                  "Transfer-Encoding"));
+      break;
+    case http::LayerError::kBadContentLength:
+      SendError(res, MakeApiError(400, "invalid_argument", "Content-Length: given twice with different values",
+                                  "Content-Length"));
+      break;
     case http::LayerError::kBusy:
       SendError(res, MakeApiError(503, "unavailable", "the server is busy; retry after a second"));
       break;
