@@ -148,5 +148,22 @@ TEST(JobRequestTest, AnIntegerPriorityStaysWithinTheConfiguredClasses) {
   EXPECT_EQ(named.value->spec.priority, 1000);
 }
 
+// Issue 22's fuzzer: a body that is not an object, and an unknown empty key, were 400s naming no field.
+TEST(JobRequestTest, ABodyThatIsNotAnObjectIsRefusedNamingTheBody) {
+  for (const json& body : {json::array(), json("text"), json(nullptr), json(7)}) {
+    auto r = ParseJobRequest(body, Names(), Instant{});
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error.field, "body") << body;
+    EXPECT_EQ(r.error.message.rfind("body: expected an object, got ", 0), 0u) << r.error.message;
+  }
+  // An unknown key that is empty is named too (as ""), at the top and below.
+  auto empty = ParseJobRequest(json{{"name", "x"}, {"", 1}}, Names(), Instant{});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error.field, "\"\"");
+  auto stage = ParseJobRequest(json{{"name", "x"}, {"stages", {{{"gpus", 1}, {"", 1}}}}}, Names(), Instant{});
+  ASSERT_FALSE(stage.ok());
+  EXPECT_EQ(stage.error.field, "stages[0].\"\"");
+}
+
 }  // namespace
 }  // namespace gpupool

@@ -39,7 +39,8 @@ std::string JsonTypeName(const nlohmann::json& j) {
 bool FieldReader::Open(const nlohmann::json& j, std::string path, std::initializer_list<std::string_view> known,
                        FieldReader* out, ApiError* err, UnknownKeys unknown) {
   if (!j.is_object()) {
-    *err = BadField(path, "expected an object, got " + JsonTypeName(j));
+    // The top level (no path) is a request's whole body: name it, so that every 400 names its field.
+    *err = BadField(path.empty() ? "body" : path, "expected an object, got " + JsonTypeName(j));
     return false;
   }
   for (const auto& [key, value] : j.items()) {
@@ -49,7 +50,8 @@ bool FieldReader::Open(const nlohmann::json& j, std::string path, std::initializ
     if (!found) {
       std::string list;
       for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      const std::string p = path.empty() ? key : path + "." + key;
+      const std::string name = key.empty() ? "\"\"" : key;  // an empty key is still named
+      const std::string p = path.empty() ? name : path + "." + name;
       *err = BadField(p, "unknown field (known: " + list + ")");
       return false;
     }

@@ -47,7 +47,8 @@ enum class UnknownKeys { kRefuse, kIgnore };
 class FieldReader {
  public:
   // Fails unless `j` is an object whose keys are all in `known` (with
-  // kIgnore: unless `j` is an object).
+  // kIgnore: unless `j` is an object). An empty `path` is the top level, a
+  // request's whole body: a non-object there is an error naming `body`.
   static bool Open(const nlohmann::json& j, std::string path, std::initializer_list<std::string_view> known,
                    FieldReader* out, ApiError* err, UnknownKeys unknown = UnknownKeys::kRefuse);
 
