@@ -10,7 +10,7 @@ TRACE_DIR := $(TRACES)/alibaba-gpu-2023
 DEV_DATA ?= gpupool-dev
 DEV_LISTEN ?= 127.0.0.1:7070
 
-.PHONY: all deps configure build run sim claims traces package test bench fuzz clean
+.PHONY: all deps configure build run sim claims traces package test bench fuzz fuzz-http clean
 
 all: build
 
@@ -97,11 +97,23 @@ bench: build
 	@echo "==> CUDA cap: the interposer's overhead per cuMemAlloc, cuMemFree and cuLaunchKernel against the fake libcuda (bench/cuda_cap)"
 	@$(BUILD_DIR)/gpupool_cuda_cap_bench
 
-# libFuzzer on every parser of untrusted input (fuzz/), in a separate clang build (build-fuzz); FUZZ_SECONDS each
-# (default 600). Installs clang 19 when missing (scripts/fuzz.sh).
+# The API fuzzer (make fuzz-http), then libFuzzer on every parser of untrusted input (fuzz/), in a separate clang
+# build (build-fuzz); FUZZ_SECONDS each (default 600). Installs clang 19 when missing (scripts/fuzz.sh). Both run;
+# either one failing fails the target.
 fuzz:
-	@echo "==> fuzzing each parser of untrusted input for $${FUZZ_SECONDS:-600} s (scripts/fuzz.sh; clang build in build-fuzz)"
-	@JOBS=$(JOBS) scripts/fuzz.sh
+	@rc=0; $(MAKE) --no-print-directory fuzz-http || rc=1; \
+	echo "==> fuzzing each parser of untrusted input for $${FUZZ_SECONDS:-600} s (scripts/fuzz.sh; clang build in build-fuzz)"; \
+	JOBS=$(JOBS) scripts/fuzz.sh || rc=1; exit $$rc
+
+# The API fuzzer (tests/http_fuzz_test.cc) on the ordinary build, no clang needed: HTTP_FUZZ_REQUESTS requests
+# (default 100,000; make test sends 10,000) over every endpoint of docs/api/openapi.yaml against the real server;
+# GPUPOOL_HTTP_FUZZ_SEED picks another seed.
+HTTP_FUZZ_REQUESTS ?= 100000
+fuzz-http: deps $(BUILD_DIR)/CMakeCache.txt
+	@echo "==> building $(BUILD_DIR)/gpupool and its tests ($(JOBS) jobs)"
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target gpupool gpupool_tests
+	@echo "==> fuzzing the HTTP API with $(HTTP_FUZZ_REQUESTS) requests (tests/http_fuzz_test.cc)"
+	@GPUPOOL_HTTP_FUZZ_REQUESTS=$(HTTP_FUZZ_REQUESTS) $(BUILD_DIR)/gpupool_tests --gtest_filter='HttpFuzzTest.*'
 
 clean:
 	rm -rf $(BUILD_DIR)
