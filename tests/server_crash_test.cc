@@ -21,6 +21,7 @@
 #include "src/server/testing/invariants.h"
 #include "src/server/testing/test_server.h"
 #include "tests/run_binary.h"
+#include "tests/server_checks.h"
 #include "tests/server_process.h"
 
 namespace gpupool {
@@ -76,32 +77,15 @@ class ServerCrashTest : public ::testing::Test {
     if (r && !r->error) acknowledged_.jobs[r->id] = name;
     return r;
   }
-  // After a crash: a new core on the surviving journal; the recovered state
-  // is checked against a replay before it starts, and against what callers
-  // were told. A fault still armed may fire as it starts (its first pass
-  // may take a snapshot): then again.
+  // After a crash: a new core on the surviving journal, checked against a
+  // replay and what callers were told before it starts (RestartChecked).
   void RestartAndCheck() {
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      const int64_t crashes = env_.crashes();
-      const Status restarted = server_->Restart(/*start=*/false);
-      ASSERT_TRUE(restarted.has_value()) << restarted.error().message;
-      const Status replay = CheckEqualsReplay(server_->core(), server_->options());
-      ASSERT_TRUE(replay.has_value()) << replay.error().message;
-      const Status ok = CheckAcknowledged(server_->core().read_model(), acknowledged_);
-      ASSERT_TRUE(ok.has_value()) << ok.error().message;
-      server_->core().Start();
-      if (server_->Sync()) return;
-      while (env_.crashes() == crashes) std::this_thread::sleep_for(1ms);  // a 503 comes before the halt
-    }
-    FAIL() << "the server does not start";
+    const Status ok = RestartChecked(*server_, env_, acknowledged_);
+    ASSERT_TRUE(ok.has_value()) << ok.error().message;
   }
-  // Stops the core cleanly and checks what it held against a replay of its
-  // journal, and what callers were told.
+  // Stops the core cleanly and checks what it held (StopChecked).
   void StopAndCheck() {
-    server_->core().Stop();
-    const Status replay = CheckEqualsReplay(server_->core(), server_->options());
-    EXPECT_TRUE(replay.has_value()) << replay.error().message;
-    const Status ok = CheckAcknowledged(server_->core().read_model(), acknowledged_);
+    const Status ok = StopChecked(*server_, acknowledged_);
     EXPECT_TRUE(ok.has_value()) << ok.error().message;
   }
   int64_t LastSeq() { return *server_->core().journal().LastSeq(); }
@@ -275,36 +259,11 @@ TEST(ServerCrashProcessTest, AcknowledgedJobsSurviveSigkill) {
   server.Kill();
   ASSERT_TRUE(server.Start()) << server.log();
 
-  std::map<std::string, int64_t> found;  // name -> id
-  std::map<std::pair<std::string, int>, int64_t> gpu_milli;  // (node, gpu) -> milli allocated
-  int64_t after = 0;
-  for (;;) {
-    auto page = Http(server, "GET", "/v1/jobs?limit=1000&after=" + std::to_string(after), admin);
-    ASSERT_EQ(page.status, 200) << page.text;
-    for (const json& j : page.body["jobs"]) {
-      const std::string name = j["name"];
-      EXPECT_FALSE(found.contains(name)) << "job " << name << " exists twice";
-      found[name] = j["id"];
-      if (j["state"] == "running") {
-        const json& req = j["request"];
-        const int64_t milli = req.contains("gpu_fraction") ? std::llround(req["gpu_fraction"].get<double>() * 1000) : 1000;
-        for (const json& p : j["placements"]) {
-          for (const json& g : p["gpus"]) gpu_milli[{p["node"], g}] += milli;
-        }
-      }
-    }
-    if (page.body["next_after"].is_null()) break;
-    after = page.body["next_after"];
-  }
   EXPECT_GT(acknowledged.size(), 20u) << "the clients hardly got through";
-  for (const auto& [name, id] : acknowledged) {
-    auto it = found.find(name);
-    ASSERT_NE(it, found.end()) << "acknowledged job " << name << " (id " << id << ") is lost";
-    EXPECT_EQ(it->second, id) << name;
-  }
-  for (const auto& [gpu, milli] : gpu_milli) {
-    EXPECT_LE(milli, 1000) << gpu.first << " GPU " << gpu.second << " is allocated " << milli << " milli";
-  }
+  AcknowledgedJobs told;
+  told.jobs = acknowledged;
+  EXPECT_EQ(CheckAcknowledgedJobs(server, admin, told), "");
+  EXPECT_EQ(CheckGpusHeldOnce(server, admin), "");
   server.Stop();
   std::filesystem::remove_all(root);
 }

@@ -1,6 +1,7 @@
 #include "src/server/testing/invariants.h"
 
 #include <shared_mutex>
+#include <thread>
 
 #include "src/engine/snapshot.h"
 
@@ -42,6 +43,14 @@ Status CheckAcknowledged(const ReadModel& model, const Acknowledged& acknowledge
       return FailedPrecondition("job '" + name + "' is there " + std::to_string(copies[name]) + " times");
     }
   }
+  for (const auto& [id, attempt] : acknowledged.ended) {
+    const JobRecord* j = model.job(id);
+    const bool live = j && (j->state == JobState::kRunning || j->state == JobState::kCheckpointing);
+    if (live && 1 + j->preemptions + j->interruptions == attempt) {
+      return FailedPrecondition("the acknowledged end of job " + std::to_string(id) + "'s attempt " +
+                                std::to_string(attempt) + " is lost: it runs that attempt again");
+    }
+  }
   for (JobId id : acknowledged.cancelled) {
     const JobRecord* j = model.job(id);
     if (!j || j->state != JobState::kCancelled) {
@@ -72,6 +81,30 @@ Status CheckEqualsReplay(const ServerCore& core, ServerOptions options) {
                               std::to_string(have.last_seq) + ")");
   }
   return {};
+}
+
+Status RestartChecked(TestServer& server, TestEnv& env, const Acknowledged& acknowledged, int attempts) {
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    const int64_t crashes = env.crashes();
+    GP_TRY(server.Restart(/*start=*/false));
+    if (auto ok = CheckEqualsReplay(server.core(), server.options()); !ok) return ok;
+    if (auto ok = CheckAcknowledged(server.core().read_model(), acknowledged); !ok) return ok;
+    server.core().Start();
+    if (server.Sync()) return {};
+    // A 503 comes before the halt; the crash hook follows on the writer.
+    for (int waited_ms = 0; env.crashes() == crashes; ++waited_ms) {
+      if (waited_ms == 10'000) return FailedPrecondition("the server answered 503 and did not halt");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  return FailedPrecondition("the server does not start: a fault fired at each of " + std::to_string(attempts) +
+                            " starts");
+}
+
+Status StopChecked(TestServer& server, const Acknowledged& acknowledged) {
+  server.core().Stop();
+  if (auto ok = CheckEqualsReplay(server.core(), server.options()); !ok) return ok;
+  return CheckAcknowledged(server.core().read_model(), acknowledged);
 }
 
 }  // namespace gpupool

@@ -10,6 +10,13 @@
 //    journal and no snapshot disagrees with the events.
 //  - No GPU is held twice: CheckInvariants (src/engine/state.h) of that
 //    state, which start-up also refuses to serve without.
+//  - No GPU is handed to a tenant with another's data on it: the Engine
+//    checks it at every placement, live and in replay (Cluster::Allocate's
+//    CHECK), so a replay that breaks it stops the test; what a node sees
+//    is checked by the simulated agents (sim_agent.h).
+//
+// RestartChecked and StopChecked run the checks around a TestServer
+// (test_server.h), after a crash and at the end.
 //
 // Thread-safety: the caller holds what it passes still (a stopped core).
 #pragma once
@@ -21,6 +28,7 @@
 #include "src/base/status.h"
 #include "src/server/read_model.h"
 #include "src/server/server_core.h"
+#include "src/server/testing/test_server.h"
 
 namespace gpupool {
 
@@ -28,6 +36,10 @@ namespace gpupool {
 struct Acknowledged {
   std::map<JobId, std::string> jobs;  // acknowledged submissions: id -> the job's name (names are unique)
   std::set<JobId> cancelled;          // acknowledged cancellations
+  // Jobs of one replica whose exit an agent reported and was answered for,
+  // with the attempt that exited (1 + the job's preemptions +
+  // interruptions): the job runs that attempt no more.
+  std::map<JobId, int32_t> ended;
 };
 
 // Every acknowledged job is in `model` under its id with its name, no other
@@ -43,5 +55,15 @@ Status CheckAcknowledged(const ReadModel& model, const Acknowledged& acknowledge
 // Engine's scheduling hints, which a replay does not set); the state must
 // also pass CheckInvariants.
 Status CheckEqualsReplay(const ServerCore& core, ServerOptions options);
+
+// After a crash: a new core on the surviving journal, checked before it
+// starts (CheckEqualsReplay, CheckAcknowledged), then started. A fault still
+// armed may fire as it starts (its first pass may take a snapshot): then
+// again, at most `attempts` times. Fails with the first check that fails,
+// or when the server does not start.
+Status RestartChecked(TestServer& server, TestEnv& env, const Acknowledged& acknowledged, int attempts = 3);
+// Stops the running core cleanly and checks what it held against a replay
+// of its journal and against what callers were told.
+Status StopChecked(TestServer& server, const Acknowledged& acknowledged);
 
 }  // namespace gpupool

@@ -135,10 +135,17 @@ int64_t TestEnv::commits() const {
   return commits_;
 }
 
+int64_t TestEnv::fired(Fault fault) const {
+  std::lock_guard lock(mu_);
+  auto it = fired_.find(fault);
+  return it == fired_.end() ? 0 : it->second;
+}
+
 std::optional<TestEnv::Fault> TestEnv::CountCommit() {
   std::lock_guard lock(mu_);
   if (++commits_ != fault_at_) return std::nullopt;
   fault_at_ = 0;
+  ++fired_[fault_];
   return fault_;
 }
 
@@ -149,16 +156,22 @@ bool TestEnv::DrawKeep() {
 
 // --- crashes -------------------------------------------------------------------------
 
+// Counted once the hook has run: whoever sees the count change sees the
+// crashed core killed (a harness that destroys a core it thinks crashed
+// must not find it still running and waiting to commit).
 void TestEnv::Crash() {
   std::function<void()> hook;
   {
     std::lock_guard lock(mu_);
-    ++generation_;
-    ++crashes_;
+    ++generation_;  // the handles opened before are dead from now
     hook = crash_hook_;
   }
-  cv_.notify_all();  // programs in Hang end
   if (hook) hook();
+  {
+    std::lock_guard lock(mu_);
+    ++crashes_;
+  }
+  cv_.notify_all();  // programs in Hang end
 }
 
 void TestEnv::set_crash_hook(std::function<void()> hook) {

@@ -90,6 +90,8 @@ class TestEnv final : public Env {
   bool fault_armed() const;
   // Non-empty commits asked of this Env's journals (succeeded or not).
   int64_t commits() const;
+  // How many armed faults of kind `fault` have fired so far.
+  int64_t fired(Fault fault) const;
 
   // While set, every non-empty commit fails as on a full disk
   // (kResourceExhausted, "disk full: ..."), writing nothing and crashing
@@ -101,6 +103,7 @@ class TestEnv final : public Env {
   // The server process dies now (see the top of this file).
   void Crash();
   void set_crash_hook(std::function<void()> hook);
+  // Crashes so far, each counted once its hook has returned.
   int64_t crashes() const { return crashes_.load(); }
   // Records `exit_code`, then Crash(); returns.
   void Halt(int exit_code) override;
@@ -149,6 +152,7 @@ class TestEnv final : public Env {
   int64_t commits_ = 0;                                              // GUARDED_BY(mu_)
   int64_t fault_at_ = 0;                                             // GUARDED_BY(mu_); 0: none armed
   Fault fault_ = Fault::kFailCommit;                                 // GUARDED_BY(mu_)
+  std::map<Fault, int64_t> fired_;                                   // GUARDED_BY(mu_)
   Rng rng_;                                                          // GUARDED_BY(mu_)
   std::function<void()> crash_hook_;                                 // GUARDED_BY(mu_)
   std::vector<int> halts_;                                           // GUARDED_BY(mu_)

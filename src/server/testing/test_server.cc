@@ -21,12 +21,14 @@ TestServer::~TestServer() {
 }
 
 Status TestServer::Start(bool start) {
+  crashes_at_open_ = env_.crashes();
   GP_ASSIGN_OR_RETURN(auto core, ServerCore::Open(options_));
   ServerCore* started = core.get();
   {
     std::lock_guard lock(mu_);
     core_ = std::move(core);
   }
+  if (on_open_) on_open_(*started);
   if (!start) return {};
   started->Start();
   // The engine thread has taken its first time reading (its first tick is

@@ -17,6 +17,7 @@
 // TryCall, Call, Sync and Settle from any thread while a core runs.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,6 +45,12 @@ class TestServer {
   Status Restart(bool start = true);
   // The process dies now: TestEnv::Crash.
   void Crash() { env_.Crash(); }
+  // Whether the Env crashed since the running core was opened (every crash
+  // kills the core, or leaves it with journal handles that are dead).
+  bool crashed() const { return env_.crashes() != crashes_at_open_; }
+  // Called with each new core once it is open, before it starts (to set
+  // its desired listener, say); on the thread that opens it.
+  void set_on_open(std::function<void(ServerCore&)> f) { on_open_ = std::move(f); }
   // Stops the core cleanly (final snapshot) and destroys it.
   void Stop();
 
@@ -73,6 +80,8 @@ class TestServer {
  private:
   TestEnv& env_;
   ServerOptions options_;
+  std::function<void(ServerCore&)> on_open_;
+  int64_t crashes_at_open_ = 0;  // the Env's crashes() as the core was opened
   std::mutex mu_;
   std::unique_ptr<ServerCore> core_;  // GUARDED_BY(mu_) for the crash hook; replaced by the test's thread only
 };
