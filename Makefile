@@ -10,7 +10,7 @@ TRACE_DIR := $(TRACES)/alibaba-gpu-2023
 DEV_DATA ?= gpupool-dev
 DEV_LISTEN ?= 127.0.0.1:7070
 
-.PHONY: all deps configure build run sim claims traces package test bench fuzz fuzz-http clean
+.PHONY: all deps configure build run sim claims traces package test bench fuzz fuzz-http soak clean
 
 all: build
 
@@ -114,6 +114,19 @@ fuzz-http: deps $(BUILD_DIR)/CMakeCache.txt
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target gpupool gpupool_tests
 	@echo "==> fuzzing the HTTP API with $(HTTP_FUZZ_REQUESTS) requests (tests/http_fuzz_test.cc)"
 	@GPUPOOL_HTTP_FUZZ_REQUESTS=$(HTTP_FUZZ_REQUESTS) $(BUILD_DIR)/gpupool_tests --gtest_filter='HttpFuzzTest.*'
+
+# The fault-injection soak of the whole server (issue 22, docs/security.md): SOAK_SEEDS seeded fault schedules in
+# process (tests/server_soak_test.cc; `make test` runs 200), then SOAK_KILLS SIGKILLs of the real binary under 16
+# clients and a running agent (`make test` runs 5); each timed.
+SOAK_SEEDS ?= 10000
+SOAK_KILLS ?= 100
+soak: build
+	@echo "==> soaking the server in process: $(SOAK_SEEDS) fault seeds (ServerSoakTest)"
+	@GPUPOOL_SOAK_SEEDS=$(SOAK_SEEDS) /usr/bin/time -f "wall %e s, max RSS %M KiB" \
+	  $(BUILD_DIR)/gpupool_tests --gtest_filter='ServerSoakTest.*'
+	@echo "==> soaking the server binary: $(SOAK_KILLS) SIGKILLs under 16 clients and an agent (ServerSoakProcessTest)"
+	@GPUPOOL_SOAK_KILLS=$(SOAK_KILLS) /usr/bin/time -f "wall %e s, max RSS %M KiB" \
+	  $(BUILD_DIR)/gpupool_tests --gtest_filter='ServerSoakProcessTest.*'
 
 clean:
 	rm -rf $(BUILD_DIR)
