@@ -510,6 +510,70 @@ TEST(ServerSoakTest, FaultSeedsBreakNoInvariant) {
   std::filesystem::remove_all(root);
 }
 
+// What the soak found, each as the smallest schedule that shows it: one
+// node of two GPUs with its simulated agent, tenants a and b.
+class ServerSoakFindingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = testing::MakeTempDir();
+    server_ = std::make_unique<TestServer>(env_, ServerOptions{.data_dir = root_ + "/data", .config_text = kSoakConfig});
+    ASSERT_TRUE(server_->Start().has_value());
+    ASSERT_TRUE(Beat());
+    for (const char* t : {"a", "b"}) {
+      ASSERT_FALSE(server_->Call(CreateTenantCmd{t, HashToken(NewToken()), {{"gpu", Quota{0, 2000}}}}).error);
+    }
+  }
+  void TearDown() override {
+    server_.reset();
+    std::filesystem::remove_all(root_);
+  }
+  bool Beat() {
+    return agent_.Beat([this](Command c) { return server_->TryCall(std::move(c)); }, env_.Now());
+  }
+  // A job of `gpus` whole GPUs that runs a task; its reply.
+  Reply Submit(const std::string& tenant, int gpus) {
+    JobSpec s;
+    s.name = tenant + std::to_string(next_++);
+    s.demand = Demand{1000, 1024, gpus, kMilliPerGpu};
+    s.task.command = {"train"};
+    return server_->Call(SubmitJobCmd{tenant, std::move(s)});
+  }
+
+  std::string root_;
+  TestEnv env_;
+  std::unique_ptr<TestServer> server_;
+  SimAgent agent_{SimAgent::Options{.node = "node-0", .gpus = 2}};
+  int next_ = 0;
+};
+
+// A full disk refused a placement and its scrub order (GpusScrubbed, event
+// N); the Engine went back to the journal, but the agent service kept the
+// refused order. The next placement's scrub, also event N, then came with
+// it under the same id: the agent, which keeps scrubs by id, ran the first
+// (one GPU) and took the second (both GPUs) for done, and b's task started
+// on a GPU holding a's data; or the agent's report of the refused order
+// took the next one away. Found by soak seeds 942 and 958 (fixed:
+// RollBack rebuilds the scrub orders from the journal alone).
+TEST_F(ServerSoakFindingTest, AScrubOrderAFullDiskRefusedDoesNotShadowTheNextOneOfTheSameSeq) {
+  ASSERT_FALSE(Submit("a", 1).error);
+  ASSERT_FALSE(Submit("a", 1).error);
+  ASSERT_TRUE(Beat());  // both of a's tasks start
+  ASSERT_EQ(agent_.running(), 2);
+  ASSERT_TRUE(agent_.EndTask(0, 0));
+  ASSERT_TRUE(agent_.EndTask(0, 0));
+  ASSERT_TRUE(Beat());  // they end: both GPUs hold a's data
+  env_.set_disk_full(true);
+  const Reply refused = Submit("b", 1);  // its scrub and placement are refused
+  ASSERT_TRUE(refused.error.has_value());
+  EXPECT_EQ(refused.error->http_status, 503);
+  env_.set_disk_full(false);
+  ASSERT_FALSE(Submit("b", 2).error);  // both GPUs, scrubbed first
+  ASSERT_TRUE(Beat());
+  EXPECT_EQ(agent_.running(), 1);
+  EXPECT_TRUE(agent_.violations().empty()) << agent_.violations().front();
+  server_->Stop();
+}
+
 }  // namespace
 }  // namespace gpupool
 

@@ -555,6 +555,13 @@ std::string AgentService::EncodeScrubs() const {
   return nlohmann::json{{"version", 1}, {"nodes", std::move(nodes)}}.dump();
 }
 
+void AgentService::ForgetScrubs() {
+  for (size_t n = 0; n < scrubs_.size(); ++n) {
+    if (!scrubs_[n].empty()) MarkDirty(static_cast<NodeIndex>(n));
+    scrubs_[n].clear();
+  }
+}
+
 Status AgentService::LoadScrubs(const std::string& text, int node_count) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1 || !j.contains("nodes") ||

@@ -32,7 +32,12 @@
 // engine snapshot (EncodeScrubs, journal meta "agent_scrubs") and the
 // events replayed after it add theirs; an acknowledgement that arrived
 // after the snapshot is lost with a crash, so such a scrub is ordered again
-// (scrubbing free memory twice is harmless; skipping it is not).
+// (scrubbing free memory twice is harmless; skipping it is not). A return
+// to the journal without a restart (ServerCore::RollBack, after a full
+// disk refused events) rebuilds them the same way from none
+// (ForgetScrubs first): an order of a refused event must not stay, since
+// its seq, the order's id, goes to the next event, and agents keep scrubs
+// by id.
 //
 // Task logs are accepted only for a (job, replica, attempt) placed on the
 // reporting node (the placements of ended jobs are remembered for a while,
@@ -117,6 +122,9 @@ class AgentService {
   // and back (before the events after that snapshot are replayed).
   std::string EncodeScrubs() const;
   Status LoadScrubs(const std::string& text, int node_count);
+  // Drops every pending scrub order (before they are rebuilt from the
+  // journal: LoadScrubs, then the events after the snapshot).
+  void ForgetScrubs();
 
  private:
   static int32_t Attempt(const Job& j) { return 1 + j.preemptions + j.interruptions; }

@@ -633,6 +633,8 @@ bool ServerCore::RollBack() {
   const int64_t upto = rollback_epoch_.load();
   const Env::SteadyTime t0 = env_->SteadyNow();
   auto reload = [&]() -> Status {
+    // The scrub orders too are the journal's alone (agent_service.h).
+    agents_->ForgetScrubs();
     WorldAttributes world = BuildAttributes(config_);
     std::optional<SnapshotRecord> snapshot;
     if (!options_.replay_from_start) {
