@@ -75,6 +75,7 @@ void AgentService::SizeFor(const EngineState& st) {
   if (scrubs_.size() < n) scrubs_.resize(n);
   if (desired_.size() < n) desired_.resize(n);
   if (marked_.size() < n) marked_.resize(n, 0);
+  if (renew_.size() < n) renew_.resize(n, 0);
 }
 
 void AgentService::MarkDirty(NodeIndex node) {
@@ -555,6 +556,13 @@ std::string AgentService::EncodeScrubs() const {
   return nlohmann::json{{"version", 1}, {"nodes", std::move(nodes)}}.dump();
 }
 
+void AgentService::RenewRevisions() {
+  for (size_t n = 0; n < renew_.size(); ++n) {
+    renew_[n] = 1;
+    MarkDirty(static_cast<NodeIndex>(n));
+  }
+}
+
 void AgentService::ForgetScrubs() {
   for (size_t n = 0; n < scrubs_.size(); ++n) {
     if (!scrubs_[n].empty()) MarkDirty(static_cast<NodeIndex>(n));
@@ -677,7 +685,14 @@ const NodeDesired& AgentService::Current(const EngineState& st, NodeIndex node) 
   SizeFor(st);
   if (marked_[node] || !desired_[node]) {
     marked_[node] = 0;
-    if (NodeDesiredPtr next = NextRevision(desired_[node].get(), ComputeNode(st, node))) {
+    NodeDesiredPtr next = NextRevision(desired_[node].get(), ComputeNode(st, node));
+    if (!next && renew_[node] && desired_[node]) {
+      auto copy = std::make_shared<NodeDesired>(*desired_[node]);
+      ++copy->revision;  // its tasks keep theirs: a watch gets those above the revision it holds
+      next = std::move(copy);
+    }
+    renew_[node] = 0;
+    if (next) {
       desired_[node] = next;
       changes_.push_back(std::move(next));
     }

@@ -95,6 +95,11 @@ class AgentService {
 
   // Indexes nodes and placed jobs from the state (after start-up).
   void Rebuild(const EngineState& st);
+  // After a return to the journal (ServerCore::RollBack): each node's next
+  // revision is a new one even where its state equals the latest made,
+  // which events the disk refused may have made and nobody was told of (a
+  // watch holding the published one would wait for a change that came).
+  void RenewRevisions();
   // Every event, after the engine applied it.
   void OnEvent(const Event& e, const EngineState& st);
   // Completes the checkpoints of jobs that run nothing (after each batch of commands).
@@ -215,6 +220,7 @@ class AgentService {
   std::string incarnation_;
   std::vector<NodeDesiredPtr> desired_;  // per node: its latest revision (null: none yet)
   std::vector<char> marked_;             // per node: in dirty_
+  std::vector<char> renew_;              // per node: its next revision is new whatever it holds
   std::vector<NodeIndex> dirty_;         // nodes to recompute, in the order marked
   std::vector<NodeDesiredPtr> changes_;  // new revisions not yet taken
 };

@@ -117,6 +117,31 @@ TEST_F(AgentServiceRegisterTest, TaskOrdersCarryTheContainer) {
   EXPECT_EQ(std::make_pair(t.uid, t.uid_count), TenantUidRange(1));
 }
 
+// A full disk refused events whose revision of the node was made and never
+// published; the core went back to the journal and, in the same pass,
+// decided the same again: without a renewal no revision would be new, and
+// a watch holding the published one would wait for a change that came.
+// (ServerCore::RollBack renews; the state here is simply the same.)
+TEST_F(AgentServiceRegisterTest, AfterARollBackTheNextRevisionIsNewEvenWhereTheStateIsTheSame) {
+  ASSERT_FALSE(Register(Node("h100-0", "H100", "container")).error.has_value());
+  JobSpec spec = h.Spec(1, 1);
+  spec.task.command = {"train"};
+  const JobId id = h.Submit(spec);
+  const auto made = agents.TakeChanges(h.engine->state());
+  ASSERT_EQ(made.size(), 1u);
+  agents.Rebuild(h.engine->state());
+  EXPECT_TRUE(agents.TakeChanges(h.engine->state()).empty()) << "the same state: no revision without a renewal";
+  agents.Rebuild(h.engine->state());
+  agents.RenewRevisions();
+  const auto renewed = agents.TakeChanges(h.engine->state());
+  ASSERT_EQ(renewed.size(), 1u);
+  EXPECT_EQ(renewed[0]->revision, made[0]->revision + 1);
+  ASSERT_EQ(renewed[0]->tasks.size(), 1u);
+  EXPECT_EQ(renewed[0]->tasks[0].order.job, id);
+  EXPECT_EQ(renewed[0]->tasks[0].revision, made[0]->tasks[0].revision);  // above what an older watch holds
+  EXPECT_TRUE(agents.TakeChanges(h.engine->state()).empty());  // renewed once
+}
+
 TEST_F(AgentServiceRegisterTest, AnAgentOlderThanTheContainerFieldsGetsNone) {
   ASSERT_FALSE(Register(Node("t4-0", "T4", "none", /*given=*/false)).error.has_value());
   JobSpec spec = h.Spec(1, 1);

@@ -648,6 +648,7 @@ bool ServerCore::RollBack() {
     const int64_t from = snapshot ? snapshot->seq : 0;
     GP_TRY(ReplayJournal(from, /*read_model=*/false));
     agents_->Rebuild(engine_->state());
+    agents_->RenewRevisions();  // the latest may be a refused one's
     if (provider_) provider_->Abandon(engine_->state().last_seq);
     events_since_snapshot_ = engine_->state().last_seq - from;
     return {};
