@@ -100,6 +100,7 @@ class SimAgent {
   std::vector<AcknowledgedExit> TakeAcknowledgedExits();
 
   const std::string& node() const { return options_.node; }
+  const std::string& session() const { return session_; }  // empty: it registers next
   const std::vector<std::string>& violations() const { return violations_; }
 
  private:
