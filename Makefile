@@ -122,7 +122,7 @@ SOAK_SEEDS ?= 10000
 SOAK_KILLS ?= 100
 soak: build
 	@echo "==> soaking the server in process: $(SOAK_SEEDS) fault seeds (ServerSoakTest; its servers' logs in $(BUILD_DIR)/soak.log)"
-	@GPUPOOL_SOAK_SEEDS=$(SOAK_SEEDS) /usr/bin/time -o /dev/stdout -f "wall %e s, max RSS %M KiB" \
+	@GPUPOOL_SOAK_SEEDS=$(SOAK_SEEDS) /usr/bin/time -a -o /dev/stdout -f "wall %e s, max RSS %M KiB" \
 	  $(BUILD_DIR)/gpupool_tests --gtest_filter='ServerSoakTest.*' 2>$(BUILD_DIR)/soak.log
 	@echo "==> soaking the server binary: $(SOAK_KILLS) SIGKILLs under 16 clients and an agent (ServerSoakProcessTest)"
 	@GPUPOOL_SOAK_KILLS=$(SOAK_KILLS) /usr/bin/time -f "wall %e s, max RSS %M KiB" \
