@@ -570,11 +570,15 @@ std::string RequestMaker::PathOf(Rng& rng, const FuzzContext& ctx, const Operati
     out += op.path.substr(at, open - at);
     const std::string name = op.path.substr(open + 1, close - open - 1);
     const bool hostile = Chance(rng, 0.3);
-    if (name == "id") {
+    if (name == "id" && op.path.starts_with("/v1/tokens") && !ctx.spare_token_ids.empty() && !hostile) {
+      out += Chance(rng, 0.7) ? Pick(rng, ctx.spare_token_ids) : Letters(rng, 16);
+    } else if (name == "id") {
       out += hostile ? Pick(rng, HostileIds())
                      : std::to_string(Pick(rng, std::vector<int64_t>{ctx.tenant_job, ctx.other_job, 1, 2, 3, 1000}));
     } else if (op.path.starts_with("/v1/nodes")) {
-      out += hostile ? Pick(rng, HostileNames()) : Pick(rng, std::vector<std::string>{ctx.node, "fz-" + Letters(rng, 6)});
+      // Issuing a node's token revokes the node's earlier ones: never the agent's own node.
+      out += hostile ? Pick(rng, HostileNames())
+                     : Pick(rng, std::vector<std::string>{ctx.spare_node, "fz-" + Letters(rng, 6)});
     } else {
       out += hostile ? Pick(rng, HostileNames())
                      : Pick(rng, std::vector<std::string>{ctx.tenant, ctx.other_tenant, "fz-" + Letters(rng, 6)});

@@ -43,6 +43,11 @@ struct FuzzContext {
   std::vector<std::string> pools, models, node_classes, requirements, labels, priorities;
   int64_t tenant_job = 1, other_job = 2;  // a job of each tenant
   std::string session, incarnation;       // the node's agent registration
+  // Tokens the fuzzer may revoke (DELETE /v1/tokens/{id}) without losing a
+  // token it sends; and a node whose token it may issue again (which revokes
+  // the one before: never the agent's own node).
+  std::vector<std::string> spare_token_ids;
+  std::string spare_node = "fz-decoy";
   // Bodies the server accepts, by "METHOD /path", drawn as often as the schema: a schema rarely draws a
   // registration that matches the registered resources, or a job whose fields all go together.
   std::map<std::string, std::vector<nlohmann::json>> known_bodies;

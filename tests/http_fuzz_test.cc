@@ -413,6 +413,12 @@ class HttpFuzzTest : public ConfiguredServerTest {
     ctx_.session = r.body.value("session", "");
     ctx_.incarnation = r.body.value("incarnation", "");
     ctx_.known_bodies["POST /v1/agent/register"] = {reg};
+    for (int i = 0; i < 8; ++i) {  // tokens the fuzz may revoke
+      auto spare = Http(*server_, "POST", "/v1/tokens", admin_,
+                        json{{"tenant", i % 2 ? ctx_.tenant : ctx_.other_tenant}, {"name", "fz-spare-" + std::to_string(i)}});
+      ASSERT_EQ(spare.status, 201) << spare.text;
+      ctx_.spare_token_ids.push_back(spare.body["id"].get<std::string>());
+    }
     for (auto [token, id] : {std::pair{ctx_.tenant_token, &ctx_.tenant_job}, std::pair{ctx_.other_token, &ctx_.other_job}}) {
       auto j = Http(*server_, "POST", "/v1/jobs", token, json{{"name", "fz-job"}, {"gpus", 1}});
       ASSERT_EQ(j.status, 201) << j.text;

@@ -223,7 +223,7 @@ class SoakRun {
     }
     const Quota quotas[] = {Quota{4000, 12000}, Quota{4000, 8000}, Quota{0, 12000}};
     for (int t = 0; t < 3; ++t) {
-      const Reply r = server_->Call(CreateTenantCmd{kTenants[t], HashToken(NewToken()), {{"gpu", quotas[t]}}});
+      const Reply r = server_->Call(CreateTenantCmd{kTenants[t], MintToken(kTenants[t], "initial", kRoleTenant).record, {{"gpu", quotas[t]}}});
       if (r.error) return "tenant " + std::string(kTenants[t]) + ": " + r.error->message;
     }
     return "";
@@ -529,7 +529,7 @@ class ServerSoakFindingTest : public ::testing::Test {
     ASSERT_TRUE(server_->Start().has_value());
     ASSERT_TRUE(Beat());
     for (const char* t : {"a", "b"}) {
-      ASSERT_FALSE(server_->Call(CreateTenantCmd{t, HashToken(NewToken()), {{"gpu", Quota{0, 2000}}}}).error);
+      ASSERT_FALSE(server_->Call(CreateTenantCmd{t, MintToken(t, "initial", kRoleTenant).record, {{"gpu", Quota{0, 2000}}}}).error);
     }
   }
   void TearDown() override {
