@@ -392,7 +392,7 @@ TEST_F(ServerApiTest, BadInputNamesTheFieldAndJournalsNothing) {
       {"POST", "/v1/jobs", job({{"stages", {{{"gpu_fraction", 0.5}, {"sharing", "auto"}}}}}), "stages[0].sharing"},
       {"POST", "/v1/jobs", job({{"stages", {{{"gpus", 0}}}}}), "stages[0].gpus"},
       {"POST", "/v1/jobs", job({{"foo", 1}}), "foo"},
-      {"POST", "/v1/jobs", json::array({1, 2}), ""},
+      {"POST", "/v1/jobs", json::array({1, 2}), "body"},  // not an object
       {"POST", "/v1/tenants", json{{"quota", json::object()}}, "name"},
       {"POST", "/v1/tenants", json{{"name", "Bad_Name"}}, "name"},
       {"POST", "/v1/tenants", json{{"name", 3}}, "name"},

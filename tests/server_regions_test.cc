@@ -123,7 +123,7 @@ TEST_F(ServerRegionsTest, BadTablesAreRefusedNamingTheFieldAndJournalNothing) {
             {"users", json::array({json{{"tenant", "team-r"}, {"location", "nyc"}, {"latency_budget_ms", -5}}})}},
        "users[0].latency_budget_ms"},
       {json{{"policy", "cost-aware"}, {"regions", json::array()}}, "regions"},
-      {json::array(), ""},
+      {json::array(), "body"},  // not an object
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body.dump());

@@ -191,7 +191,7 @@ class FakeServer {
 
   static std::string Query(const httplib::Request& req) {
     std::string q;
-    for (const char* key : {"state", "tenant", "limit", "after"}) {
+    for (const char* key : {"state", "tenant", "order", "limit", "after", "before"}) {
       if (req.has_param(key)) q += std::string(q.empty() ? "" : "&") + key + "=" + req.get_param_value(key);
     }
     return q;
@@ -309,26 +309,26 @@ TEST_F(ClientCommandsTest, JobFileErrorsNameTheLocationAndSendNothing) {
 }
 
 TEST_F(ClientCommandsTest, ListFollowsNextAfterUntilTheLastPage) {
-  const Outcome o = Admin({"job", "list", "-o", "json", "--state", "running"});
+  const Outcome o = Admin({"job", "list", "-o", "json", "--state", "running", "--oldest-first", "--all"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const json printed = json::parse(o.out);
   ASSERT_EQ(printed["jobs"].size(), 5u);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(printed["jobs"][i]["id"], i + 1);
   EXPECT_TRUE(printed["next_after"].is_null());
-  EXPECT_EQ(server_.Log(), (std::vector<std::string>{"GET /v1/jobs?state=running&limit=1000",
-                                                     "GET /v1/jobs?state=running&limit=1000&after=2",
-                                                     "GET /v1/jobs?state=running&limit=1000&after=4"}));
+  EXPECT_EQ(server_.Log(), (std::vector<std::string>{"GET /v1/jobs?state=running&order=oldest&limit=1000",
+                                                     "GET /v1/jobs?state=running&order=oldest&limit=1000&after=2",
+                                                     "GET /v1/jobs?state=running&order=oldest&limit=1000&after=4"}));
 }
 
 TEST_F(ClientCommandsTest, ListStopsAtTheLimit) {
-  const Outcome o = Admin({"job", "list", "--limit", "3", "--tenant", "team-a", "-o", "yaml"});
+  const Outcome o = Admin({"job", "list", "--limit", "3", "--tenant", "team-a", "-o", "yaml", "--oldest-first"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   auto printed = YamlToJson(o.out, "stdout");
   ASSERT_TRUE(printed) << printed.error().message;
   ASSERT_EQ((*printed)["jobs"].size(), 3u);
   EXPECT_EQ((*printed)["next_after"], 3);
-  EXPECT_EQ(server_.Log(), (std::vector<std::string>{"GET /v1/jobs?tenant=team-a&limit=3",
-                                                     "GET /v1/jobs?tenant=team-a&limit=1&after=2"}));
+  EXPECT_EQ(server_.Log(), (std::vector<std::string>{"GET /v1/jobs?tenant=team-a&order=oldest&limit=3",
+                                                     "GET /v1/jobs?tenant=team-a&order=oldest&limit=1&after=2"}));
 }
 
 TEST_F(ClientCommandsTest, ListTableHasAColumnPerField) {
