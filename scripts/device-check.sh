@@ -33,18 +33,24 @@
 #                        (for the script's own test; nothing is built)
 #   --build-dir DIR      where to configure and build
 #   --jobs N             build parallelism (default: the CPU count)
+#   --prebuilt DIR       use what scripts/device-bundle.sh packed into DIR
+#                        instead of building (for a GPU machine without the
+#                        build's packages); gpupool-scrub is still compiled
+#                        there by nvcc from DIR/gpupool_scrub.cu
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD="$ROOT/build-device"
 JOBS=$(nproc 2>/dev/null || echo 2)
 ASSUME_NO_DRIVER=0
+PREBUILT=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --assume-no-driver) ASSUME_NO_DRIVER=1 ;;
     --build-dir) BUILD=$2; shift ;;
     --jobs) JOBS=$2; shift ;;
-    *) echo "usage: $0 [--assume-no-driver] [--build-dir DIR] [--jobs N]" >&2; exit 2 ;;
+    --prebuilt) PREBUILT=$(cd "$2" && pwd) || exit 2; BUILD=$PREBUILT; shift ;;
+    *) echo "usage: $0 [--assume-no-driver] [--build-dir DIR] [--jobs N] [--prebuilt DIR]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -105,8 +111,34 @@ build() {
   fi
 }
 
+# A bundle: its three binaries as packed; gpupool-scrub from its source
+# where nvcc is found (sm_80 and sm_90 code, as the CMake build makes).
+use_prebuilt() {
+  local f nvcc
+  for f in gpupool libgpupool-cuda-cap.so gpupool-cap-gpu-check; do
+    [ -f "$BUILD/$f" ] || { echo "$BUILD/$f is missing (scripts/device-bundle.sh packs it)"; return 1; }
+  done
+  have_nvcc || return 0
+  nvcc=$(command -v nvcc || echo "${CUDACXX:-/usr/local/cuda/bin/nvcc}")
+  if ! "$nvcc" -std=c++17 -O2 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+         -o "$BUILD/gpupool-scrub" "$BUILD/gpupool_scrub.cu" >"$BUILD/scrub-build.log" 2>&1; then
+    echo "nvcc failed on gpupool_scrub.cu: $(grep -m1 -i error "$BUILD/scrub-build.log")"; return 1
+  fi
+}
+# The bundle's own shared libraries, for gpupool alone.
+[ -n "$PREBUILT" ] && [ -d "$PREBUILT/lib" ] && export GPUPOOL_BUNDLE_LIBS="$PREBUILT/lib"
+
 BUILT=0
-if ! why=$(build); then
+if [ -n "$PREBUILT" ]; then
+  if ! why=$(use_prebuilt); then
+    echo "FAIL build: $why"
+    for c in nvml-registration scrub interposer-memory interposer-pacing; do skip "$c" "the bundle is incomplete"; done
+    FAILED=1
+  else
+    BUILT=1
+    echo "# prebuilt bundle $BUILD (commit $(cat "$BUILD/commit" 2>/dev/null || echo unknown)), ready in $(( $(date +%s) - START )) s"
+  fi
+elif ! why=$(build); then
   echo "FAIL build: $why"
   for c in nvml-registration scrub interposer-memory interposer-pacing; do skip "$c" "the build failed"; done
   FAILED=1
@@ -119,7 +151,7 @@ fi
 
 check_nvml_registration() {
   local out err model memory
-  if ! out=$(timeout 60 "$BUILD/gpupool" agent --print-devices 2>&1); then
+  if ! out=$(timeout 60 env LD_LIBRARY_PATH="${GPUPOOL_BUNDLE_LIBS:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BUILD/gpupool" agent --print-devices 2>&1); then
     fail nvml-registration "gpupool agent --print-devices: $(printf '%s' "$out" | tail -1)"; return
   fi
   # The JSON's keys are sorted: GPU 0's "memory_mib" and "model" come first.
@@ -224,7 +256,7 @@ check_mig() {
   # The agent's own MIG code on the real driver: the smallest profile at its
   # first free placement, created, listed, destroyed, gone (src/agent/mig_check.h).
   local out
-  if out=$(timeout 120 "$BUILD/gpupool" agent --mig-check 0 2>&1); then
+  if out=$(timeout 120 env LD_LIBRARY_PATH="${GPUPOOL_BUNDLE_LIBS:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BUILD/gpupool" agent --mig-check 0 2>&1); then
     pass mig "$out"
   else
     fail mig "$out"

@@ -6,8 +6,9 @@
  *
  * - cuInit first: every other call (but cuDriverGetVersion and
  *   cuGetProcAddress) returns CUDA_ERROR_NOT_INITIALIZED before it;
- *   allocations and launches need a context (cuCtxCreate_v2, current to the
- *   calling thread), else CUDA_ERROR_INVALID_CONTEXT.
+ *   allocations and launches need a context (cuCtxCreate_v2, or
+ *   cuDevicePrimaryCtxRetain and cuCtxSetCurrent; current to the calling
+ *   thread), else CUDA_ERROR_INVALID_CONTEXT.
  * - one device with FAKE_CUDA_MEMORY_MIB of memory (default 81920, 80 GiB):
  *   cuMemAlloc_v2, cuMemAllocManaged, cuMemAllocPitch_v2 (pitch: the width
  *   rounded up to 512), cuMemAllocAsync(_ptsz), cuArrayCreate_v2 and
@@ -104,6 +105,24 @@ FAKE_EXPORT CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int flags, CUdevice
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
   g_context.live = 1;
   *ctx = t_current = &g_context;
+  return CUDA_SUCCESS;
+}
+
+/* The primary context is the one context there is; retaining it makes it
+ * live but not current (cuCtxSetCurrent does that). */
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
+  if (!g_initialised) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  g_context.live = 1;
+  *ctx = &g_context;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  if (!g_initialised) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx != NULL && (ctx != &g_context || !g_context.live)) return CUDA_ERROR_INVALID_CONTEXT;
+  t_current = ctx;
   return CUDA_SUCCESS;
 }
 
@@ -392,6 +411,7 @@ struct proc {
 static const struct proc k_procs[] = {
     P(cuInit, cuInit), P(cuDriverGetVersion, cuDriverGetVersion), P(cuDeviceGet, cuDeviceGet),
     P(cuCtxCreate, cuCtxCreate_v2), P(cuCtxDestroy, cuCtxDestroy_v2), P(cuCtxGetCurrent, cuCtxGetCurrent),
+    P(cuCtxSetCurrent, cuCtxSetCurrent), P(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain),
     P(cuMemAlloc, cuMemAlloc_v2), P(cuMemAllocManaged, cuMemAllocManaged), P(cuMemAllocPitch, cuMemAllocPitch_v2),
     P2(cuMemAllocAsync), P(cuArrayCreate, cuArrayCreate_v2), P(cuArray3DCreate, cuArray3DCreate_v2),
     P(cuMemFree, cuMemFree_v2), P2(cuMemFreeAsync), P(cuArrayDestroy, cuArrayDestroy),

@@ -13,9 +13,9 @@
  *                     4096): allocated=N refused=CODE, and frees them.
  *   pace SECONDS SPIN_MS  launches the spinning kernel (one thread)
  *                     back to back for SECONDS of wall time and waits for
- *                     the GPU: launches=N kernel_ms=K (the mean device time
- *                     of the first 20, timed with events) elapsed_s=E
- *                     busy_fraction=F (N x K / E).
+ *                     the GPU: launches=N kernel_ms=K (the mean time a
+ *                     kernel spun, by the GPU's %globaltimer) elapsed_s=E
+ *                     busy_fraction=F (the kernels' summed time / E).
  *
  * Device 0 of what CUDA_VISIBLE_DEVICES shows. Exit 0 when it measured, 1
  * on a CUDA error (named on stderr), 2 on a usage error.
@@ -33,26 +33,34 @@ typedef struct CUmod_st* CUmodule;
 typedef CUresult (*module_load_data_fn)(CUmodule* module, const void* image);
 typedef CUresult (*module_get_function_fn)(CUfunction* f, CUmodule module, const char* name);
 typedef CUresult (*ctx_synchronize_fn)(void);
+typedef CUresult (*memcpy_htod_fn)(CUdeviceptr dst, const void* src, size_t bytes);
+typedef CUresult (*memcpy_dtoh_fn)(void* dst, CUdeviceptr src, size_t bytes);
 
-enum { CUDA_VERSION_ASKED = 12000, MAX_CHUNKS = 4096, TIMED_LAUNCHES = 20 };
+enum { CUDA_VERSION_ASKED = 12000, MAX_CHUNKS = 4096 };
 
-/* spin(u64 ns): returns once %globaltimer has advanced by ns. PTX ISA 6.0,
- * sm_50: every driver of the last years JITs it for its GPU. */
+/* spin(u64 ns, u64* total_ns): returns once %globaltimer has advanced by
+ * ns, and adds the time it spun to *total_ns (the GPU's own account of its
+ * busy time: events around each launch would count the time the cap holds a
+ * launch back as kernel time). PTX ISA 6.0, sm_50: every driver of the last
+ * years JITs it for its GPU. */
 static const char k_ptx[] =
     ".version 6.0\n"
     ".target sm_50\n"
     ".address_size 64\n"
-    ".visible .entry spin(.param .u64 spin_ns)\n"
+    ".visible .entry spin(.param .u64 spin_ns, .param .u64 total_ns)\n"
     "{\n"
     "  .reg .pred %p;\n"
-    "  .reg .b64 %rd<5>;\n"
+    "  .reg .b64 %rd<6>;\n"
     "  ld.param.u64 %rd1, [spin_ns];\n"
+    "  ld.param.u64 %rd5, [total_ns];\n"
+    "  cvta.to.global.u64 %rd5, %rd5;\n"
     "  mov.u64 %rd2, %globaltimer;\n"
     "LOOP:\n"
     "  mov.u64 %rd3, %globaltimer;\n"
     "  sub.u64 %rd4, %rd3, %rd2;\n"
     "  setp.lt.u64 %p, %rd4, %rd1;\n"
     "  @%p bra LOOP;\n"
+    "  red.global.add.u64 [%rd5], %rd4;\n"
     "  ret;\n"
     "}\n";
 
@@ -103,7 +111,12 @@ static void setup(void) {
   CUcontext ctx = NULL;
   check(((__typeof__(&cuInit))by_dlsym("cuInit"))(0), "cuInit");
   check(((__typeof__(&cuDeviceGet))by_proc("cuDeviceGet"))(&dev, 0), "cuDeviceGet");
-  check(((__typeof__(&cuCtxCreate_v2))by_proc("cuCtxCreate"))(&ctx, 0, dev), "cuCtxCreate");
+  /* The device's primary context, as the CUDA runtime makes one: its entry
+   * points have one ABI in every CUDA version, where cuCtxCreate's changed
+   * (a CUDA 13 driver answers "cuCtxCreate" with the 4-argument v4). */
+  check(((__typeof__(&cuDevicePrimaryCtxRetain))by_proc("cuDevicePrimaryCtxRetain"))(&ctx, dev),
+        "cuDevicePrimaryCtxRetain");
+  check(((__typeof__(&cuCtxSetCurrent))by_proc("cuCtxSetCurrent"))(ctx), "cuCtxSetCurrent");
 }
 
 static int mode_memory(long chunk_mib) {
@@ -127,39 +140,27 @@ static int mode_pace(double seconds, double spin_ms) {
   check(((module_load_data_fn)by_dlsym("cuModuleLoadData"))(&module, k_ptx), "cuModuleLoadData (the PTX kernel)");
   check(((module_get_function_fn)by_dlsym("cuModuleGetFunction"))(&spin, module, "spin"), "cuModuleGetFunction");
   __typeof__(&cuLaunchKernel) launch = by_proc("cuLaunchKernel");
-  __typeof__(&cuEventCreate) event_create = by_dlsym("cuEventCreate");
-  __typeof__(&cuEventRecord) event_record = by_dlsym("cuEventRecord");
-  __typeof__(&cuEventSynchronize) event_sync = by_dlsym("cuEventSynchronize");
-  __typeof__(&cuEventElapsedTime) elapsed_time = by_dlsym("cuEventElapsedTime");
+  __typeof__(&cuMemAlloc_v2) alloc = by_dlsym("cuMemAlloc_v2");
+  memcpy_htod_fn to_device = by_dlsym("cuMemcpyHtoD_v2");
+  memcpy_dtoh_fn to_host = by_dlsym("cuMemcpyDtoH_v2");
   ctx_synchronize_fn sync = by_dlsym("cuCtxSynchronize");
-  unsigned long long spin_ns = (unsigned long long)(spin_ms * 1e6);
-  void* args[] = {&spin_ns};
-  CUevent start = NULL, end = NULL;
-  check(event_create(&start, 0), "cuEventCreate");
-  check(event_create(&end, 0), "cuEventCreate");
-  /* Warm up (JIT, first launch), then timed. */
+  unsigned long long spin_ns = (unsigned long long)(spin_ms * 1e6), total_ns = 0;
+  CUdeviceptr total = 0;
+  check(alloc(&total, sizeof total_ns), "cuMemAlloc");
+  void* args[] = {&spin_ns, &total};
+  /* Warm up (JIT, first launch), then the counter from zero. */
   check(launch(spin, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), "cuLaunchKernel");
   check(sync(), "cuCtxSynchronize");
-  double kernel_ms = 0;
+  check(to_device(total, &total_ns, sizeof total_ns), "cuMemcpyHtoD");
   long launches = 0;
   const double t0 = wall_s();
-  for (; wall_s() - t0 < seconds; ++launches) {
-    const int timed = launches < TIMED_LAUNCHES;
-    if (timed) check(event_record(start, NULL), "cuEventRecord");
-    check(launch(spin, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), "cuLaunchKernel");
-    if (timed) {
-      float ms = 0;
-      check(event_record(end, NULL), "cuEventRecord");
-      check(event_sync(end), "cuEventSynchronize");
-      check(elapsed_time(&ms, start, end), "cuEventElapsedTime");
-      kernel_ms += ms;
-    }
-  }
+  for (; wall_s() - t0 < seconds; ++launches) check(launch(spin, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), "cuLaunchKernel");
   check(sync(), "cuCtxSynchronize");
   const double elapsed = wall_s() - t0;
-  kernel_ms /= launches < TIMED_LAUNCHES ? (launches > 0 ? (double)launches : 1.0) : TIMED_LAUNCHES;
+  check(to_host(&total_ns, total, sizeof total_ns), "cuMemcpyDtoH");
+  const double kernel_ms = launches > 0 ? (double)total_ns / 1e6 / (double)launches : 0.0;
   printf("launches=%ld kernel_ms=%.4f elapsed_s=%.3f busy_fraction=%.4f\n", launches, kernel_ms, elapsed,
-         (double)launches * kernel_ms / 1e3 / elapsed);
+         (double)total_ns / 1e9 / elapsed);
   return 0;
 }
 

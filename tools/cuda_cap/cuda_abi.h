@@ -110,6 +110,8 @@ CUresult cuDeviceGet(CUdevice* device, int ordinal);
 CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int flags, CUdevice dev);
 CUresult cuCtxDestroy_v2(CUcontext ctx);
 CUresult cuCtxGetCurrent(CUcontext* ctx);
+CUresult cuCtxSetCurrent(CUcontext ctx);
+CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev);
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize);
 CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags);
 CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width_bytes, size_t height,
