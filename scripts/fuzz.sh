@@ -2,7 +2,8 @@
 # make fuzz: builds the libFuzzer targets of fuzz/ with clang in their own
 # build folder (every object instrumented for coverage and AddressSanitizer)
 # and runs each for FUZZ_SECONDS (default 600) on a seed corpus taken from the
-# repository (examples, scenarios, fixtures, fuzz/seeds).
+# repository (scripts/fuzz-seeds.sh: fuzz/seeds, examples, scenarios,
+# fixtures).
 #
 #   scripts/fuzz.sh [TARGET ...]      env: FUZZ_SECONDS, FUZZ_BUILD_DIR, JOBS
 #
@@ -38,25 +39,6 @@ fi
 echo "==> building the fuzz targets ($JOBS jobs)"
 cmake --build "$BUILD" -j "$JOBS" --target fuzz_targets
 
-# Seeds for each target: files of the repository that the parser reads.
-seed() {
-  local target="$1" dir="$BUILD/seeds/$1"
-  rm -rf "$dir"; mkdir -p "$dir"
-  [ -d "fuzz/seeds/$target" ] && cp fuzz/seeds/"$target"/* "$dir"/
-  case "$target" in
-    event_line_fuzz) split -l 1 -d -a 3 tests/fixtures/events/every_type.jsonl "$dir/line-" ;;
-    scenario_fuzz) find scenarios -name '*.yaml' -exec cp --backup=numbered {} "$dir"/ \; ;;
-    server_config_fuzz) cp examples/production/server.yaml "$dir"/ ;;
-    job_file_fuzz) cp examples/*.yaml "$dir"/ ;;
-    trace_csv_fuzz)
-      local traces="${GPUPOOL_TRACES:-../shared/traces}/alibaba-gpu-2023"
-      if [ -f "$traces/openb_pod_list_default.csv" ]; then
-        head -c 4000 "$traces/openb_pod_list_default.csv" > "$dir/pods.csv"
-        head -c 4000 "$traces/openb_node_list_gpu_node.csv" > "$dir/nodes.csv"
-      fi ;;
-  esac
-}
-
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   for f in fuzz/*_fuzz.cc; do targets+=("$(basename "$f" .cc)"); done
@@ -64,7 +46,7 @@ fi
 failed=0
 printf '%-22s %12s %10s %8s  %s\n' target executions exec/s corpus findings
 for t in "${targets[@]}"; do
-  seed "$t"
+  scripts/fuzz-seeds.sh "$t" "$BUILD/seeds/$t"
   corpus="$BUILD/corpus/$t"; artifacts="$BUILD/artifacts/$t"
   mkdir -p "$corpus" "$artifacts"
   log="$BUILD/logs/$t.log"; mkdir -p "$(dirname "$log")"

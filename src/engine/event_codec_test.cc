@@ -4,6 +4,8 @@
 // compares every listed field. (Round trips of every event the example
 // scenarios produce, and replays of the decoded events, are in
 // snapshot_test.cc.)
+#include <limits>
+#include <cstring>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -276,6 +278,45 @@ TEST(EventBinaryTest, MalformedInputIsAnErrorNamingTheField) {
   std::string bad_utf8 = EventToBinary(named);
   bad_utf8[bad_utf8.size() - 1] = static_cast<char>(0xff);
   refuse(bad_utf8, "TenantAdded event: name: not valid UTF-8");
+}
+
+// Found by the fuzzer (fuzz/event_binary_fuzz.cc): a region price of NaN decoded, and
+// the event was then unequal to itself and had no JSON form.
+TEST(EventBinaryTest, ANumberThatIsNotFiniteIsRefusedNamingTheField) {
+  const Event e{1, InstantFromMillis(0), MigrationStarted{30, 7, 0b0110, 12.5 + 0.1}};
+  const std::string bytes = EventToBinary(e);
+  const double was = 12.5 + 0.1;
+  const size_t at = bytes.find(std::string_view(reinterpret_cast<const char*>(&was), sizeof was));
+  ASSERT_NE(at, std::string::npos);
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                     -std::numeric_limits<double>::infinity()}) {
+    std::string damaged = bytes;
+    std::memcpy(damaged.data() + at, &bad, sizeof bad);
+    auto r = EventFromBinary(damaged);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_NE(r.error().message.find("not a finite number"), std::string::npos) << r.error().message;
+  }
+}
+
+// Found by the fuzzer too: min_replicas and max_replicas given for a job
+// whose max_replicas of 0 says it is not elastic decoded, and the event was
+// then unequal to itself after a round trip. The binary form is canonical.
+TEST(EventBinaryTest, AConditionalFieldMustBePresentExactlyWhenItIsWritten) {
+  JobSpec s = EverySpecField();  // elastic: min_replicas 2, max_replicas 4
+  ASSERT_EQ(s.min_replicas, 2);
+  ASSERT_EQ(s.max_replicas, 4);
+  const std::string bytes = EventToBinary(Event{1, InstantFromMillis(0), JobSubmitted{1, s}});
+  const std::string elastic("\x01\x02\x00\x00\x00\x01\x04\x00\x00\x00", 10);
+  const size_t at = bytes.find(elastic);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.find(elastic, at + 1), std::string::npos);
+  std::string not_elastic = bytes;
+  not_elastic[at + 6] = 0;  // max_replicas 0, both still present
+  auto r = EventFromBinary(not_elastic);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("spec.min_replicas: given, but the record's other fields say it is not written"),
+            std::string::npos)
+      << r.error().message;
 }
 
 TEST(EventBinaryTest, DamagedOrCutInputIsAnErrorNotACrash) {
