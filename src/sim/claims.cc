@@ -677,7 +677,8 @@ std::vector<std::string> AssumedInputs(const Scenario& s) {
   };
 }
 
-Result<std::vector<ClaimResult>> RunClaims(const std::string& scenarios_dir, const std::vector<std::string>& ids) {
+Result<std::vector<ClaimResult>> RunClaims(const std::string& scenarios_dir, const std::vector<std::string>& ids,
+                                           const ClaimProgressFn& on_claim) {
   std::vector<const ClaimDef*> chosen;
   for (const std::string& id : ids) {
     const ClaimDef* found = nullptr;
@@ -692,6 +693,7 @@ Result<std::vector<ClaimResult>> RunClaims(const std::string& scenarios_dir, con
   }
   std::vector<ClaimResult> out;
   for (const ClaimDef* def : chosen) {
+    if (on_claim) on_claim(out.size(), chosen.size(), def->id);
     const std::string path = scenarios_dir + "/claims/" + def->id + ".yaml";
     GP_ASSIGN_OR_RETURN(auto scenario, LoadScenario(path));
     auto result = def->run(scenario);

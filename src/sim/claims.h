@@ -4,6 +4,7 @@
 // is not here is skipped with the reason.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ std::vector<std::string> ClaimIds();
 // Runs the claims in `ids` (all when empty) from `scenarios_dir`
 // (containing claims/<ID>.yaml). An unknown id is an error; a claim that
 // cannot run for want of a trace is skipped, any other failure is an error.
-Result<std::vector<ClaimResult>> RunClaims(const std::string& scenarios_dir, const std::vector<std::string>& ids);
+// `on_claim`, when set, is called before each claim runs with its index,
+// the number of claims and its id (for a progress line).
+using ClaimProgressFn = std::function<void(size_t index, size_t total, const std::string& id)>;
+Result<std::vector<ClaimResult>> RunClaims(const std::string& scenarios_dir, const std::vector<std::string>& ids,
+                                           const ClaimProgressFn& on_claim = {});
 
 }  // namespace gpupool

@@ -54,6 +54,17 @@ Percentiles ComputePercentiles(std::vector<double>& values) {
   return p;
 }
 
+std::vector<double> PercentileSteps(const std::vector<double>& sorted) {
+  std::vector<double> out;
+  if (sorted.empty()) return out;
+  out.reserve(101);
+  for (int q = 0; q <= 100; ++q) {
+    const auto rank = static_cast<size_t>(std::ceil(q / 100.0 * static_cast<double>(sorted.size())));
+    out.push_back(sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)]);
+  }
+  return out;
+}
+
 MetricsCollector::MetricsCollector(const std::vector<SimJob>* jobs, const EngineState* state, Duration sample_every)
     : jobs_(jobs), state_(state), sample_every_(sample_every), records_(jobs->size()) {}
 
@@ -142,6 +153,7 @@ void MetricsCollector::Observe(Instant now) {
     // The allocation in force at the sample time is the one before `now`.
     const double hours = static_cast<double>(ToMillis(next_sample_)) / kMsPerHour;
     series_.emplace_back(hours, total > 0 ? 100.0 * static_cast<double>(last_allocated_) / static_cast<double>(total) : 0);
+    busy_series_.emplace_back(hours, total > 0 ? 100.0 * busy_last_ * 1000.0 / static_cast<double>(total) : 0);
     if (nodes_last_ > 0 || !scaling_.node_series.empty()) scaling_.node_series.emplace_back(hours, nodes_last_);
     next_sample_ += sample_every_;
   }
@@ -184,6 +196,7 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.events = events;
   r.event_log_sha256 = std::move(sha256);
   r.allocation_series = series_;
+  r.busy_series = busy_series_;
   r.allocation_pct_mean = capacity_area_ > 0 ? 100.0 * allocated_area_ / capacity_area_ : 0;
   r.gpu_hours_in_service = capacity_area_ / 1000.0 / kMsPerHour;
   r.preemptions = preemptions_;
@@ -240,6 +253,7 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   }
   auto fill = [](ClassReport& c, Samples& s) {
     c.wait_s = ComputePercentiles(s.wait);
+    c.wait_quantiles_s = PercentileSteps(s.wait);
     c.jct_s = ComputePercentiles(s.jct);
   };
   fill(r.all, all);

@@ -29,10 +29,16 @@ struct Percentiles {
 };
 // Nearest-rank percentiles of `values` (sorted in place).
 Percentiles ComputePercentiles(std::vector<double>& values);
+// The 0th..100th nearest-rank percentiles of sorted `values` (101 of them;
+// none when `values` is empty).
+std::vector<double> PercentileSteps(const std::vector<double>& sorted);
 
 struct ClassReport {
   int64_t submitted = 0, rejected = 0, started = 0, completed = 0;
   Percentiles wait_s, jct_s;
+  // The 0th, 1st, ..., 100th percentile of the wait (nearest rank; empty
+  // when no job waited), for CDF plots (the HTML report; not in ToJson).
+  std::vector<double> wait_quantiles_s;
   double gpu_hours_completed = 0;
 };
 
@@ -167,6 +173,7 @@ struct SimReport {
   double allocation_pct_mean = 0;
   double gpu_hours_in_service = 0;  // GPUs of the nodes in service, integrated over the run
   std::vector<std::pair<double, double>> allocation_series;  // (hours, allocated % of GPUs)
+  std::vector<std::pair<double, double>> busy_series;        // (hours, busy % of GPUs), same samples; not in ToJson
   double jobs_completed_per_hour = 0;
   int64_t preemptions = 0;
   double gpu_hours_lost = 0;  // run time lost to preemption x GPUs
@@ -280,7 +287,7 @@ class MetricsCollector {
   const EngineState* state_;
   Duration sample_every_;
   std::vector<JobRecord> records_;
-  std::vector<std::pair<double, double>> series_;
+  std::vector<std::pair<double, double>> series_, busy_series_;
   Instant next_sample_{};
   Instant last_{};
   int64_t last_allocated_ = 0;

@@ -33,8 +33,9 @@ struct RunOptions {
   enum class Sharing { kAsWritten, kWholeGpusOnly, kTimeSliceOnly } sharing = Sharing::kAsWritten;
   // Overrides the scenario's idle reclamation switch.
   std::optional<bool> reclaim_idle;
-  // For tests: handed every event as it is decided, and the engine once the
-  // run has reached its horizon (not called when the run fails).
+  // Handed every event as it is decided (tests; the CLI's report and
+  // progress line), and the engine once the run has reached its horizon
+  // (not called when the run fails).
   std::function<void(const Event&)> on_event;
   std::function<void(const Engine&)> on_finish;
 };
