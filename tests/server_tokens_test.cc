@@ -204,5 +204,39 @@ TEST_F(ServerTokensTest, APrincipalHoldsAtMost64LiveTokens) {
   EXPECT_EQ(Create(team_, json{{"name", "one-more"}}).status, 201);
 }
 
+// Creates in flight together (one group commit, or several batches queued
+// for the disk) see each other: they cannot share a name or pass the limit.
+TEST_F(ServerTokensTest, ConcurrentCreatesNeitherShareANameNorPassTheLimit) {
+  constexpr int kClients = 32;
+  auto race = [&](auto name_of) {
+    std::vector<int> status(kClients, 0);
+    {
+      std::vector<std::jthread> clients;
+      for (int c = 0; c < kClients; ++c) {
+        clients.emplace_back([&, c] { status[c] = Create(team_, json{{"name", name_of(c)}}).status; });
+      }
+    }
+    std::map<int, int> by_status;
+    for (int s : status) ++by_status[s];
+    return by_status;
+  };
+  auto live = [&] {
+    int n = 0;
+    for (const json& t : Listed(team_)) n += !t.contains("revoked_at");
+    return n;
+  };
+  // One name, room for all: one is made, the others hear 409.
+  std::map<int, int> same = race([](int) { return std::string("same"); });
+  EXPECT_EQ(same[201], 1);
+  EXPECT_EQ(same[409], kClients - 1);
+  ASSERT_EQ(live(), 2);  // "initial" and "same"
+  // Room for 8 more: 8 are made, the others hear 429.
+  for (int made = 2; made < 56; ++made) ASSERT_EQ(Create(team_, json{{"name", "t" + std::to_string(made)}}).status, 201);
+  std::map<int, int> full = race([](int c) { return "race-" + std::to_string(c); });
+  EXPECT_EQ(full[201], 64 - 56) << "201: " << full[201] << ", 429: " << full[429];
+  EXPECT_EQ(full[429], kClients - (64 - 56));
+  EXPECT_EQ(live(), 64);
+}
+
 }  // namespace
 }  // namespace gpupool::testing

@@ -122,6 +122,29 @@ void AuthStore::Add(const TokenRecord& record) {
   const std::string id = TokenId(record);
   by_id_[id] = record;
   id_of_hash_[record.hash_hex] = id;
+  pending_.erase(record.hash_hex);
+}
+
+void AuthStore::AddPending(const TokenRecord& record) {
+  std::unique_lock lock(mu_);
+  pending_[record.hash_hex] = record;
+}
+
+void AuthStore::DropPending(const std::string& hash_hex) {
+  std::unique_lock lock(mu_);
+  pending_.erase(hash_hex);
+}
+
+std::vector<TokenRecord> AuthStore::ListWithPending(const std::string& principal) const {
+  std::shared_lock lock(mu_);
+  std::vector<TokenRecord> out;
+  for (const auto& [id, r] : by_id_) {
+    if (r.tenant == principal) out.push_back(r);
+  }
+  for (const auto& [hash, r] : pending_) {
+    if (r.tenant == principal) out.push_back(r);
+  }
+  return out;
 }
 
 void AuthStore::Revoke(const TokenRevocation& revocation) {

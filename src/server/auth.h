@@ -97,11 +97,23 @@ class AuthStore {
   // readers) neither revoked nor expired at `now_ms`.
   int LiveCount(const std::string& principal, int64_t now_ms) const;
 
+  // Tokens accepted but not yet durable (their batch is being committed):
+  // CreateTokenCmd counts them against kMaxLiveTokensPerPrincipal and their
+  // names as taken, so that creates in flight together cannot pass the
+  // limit or share a name. Never authenticated or listed. Add() of the same
+  // hash ends a reservation; DropPending() ends one whose batch was refused.
+  void AddPending(const TokenRecord& record);
+  void DropPending(const std::string& hash_hex);
+  // List(principal) and the principal's reservations, read under one lock
+  // (two reads could miss a token committed between them).
+  std::vector<TokenRecord> ListWithPending(const std::string& principal) const;
+
  private:
   std::string admin_hash_;  // set before serving, then read-only: not guarded
   mutable std::shared_mutex mu_;
   std::map<std::string, TokenRecord, std::less<>> by_id_;     // GUARDED_BY(mu_)
   std::map<std::string, std::string, std::less<>> id_of_hash_;  // GUARDED_BY(mu_); hash -> id
+  std::map<std::string, TokenRecord, std::less<>> pending_;     // GUARDED_BY(mu_); hash -> record
 };
 
 // The ID a stored record goes by (its own, or the legacy one from its hash).

@@ -868,7 +868,7 @@ Reply ServerCore::Do(CreateTokenCmd& cmd, Step& step) {
     return ApiErrorReply(400, "invalid_argument", "expires_in_s: the token would expire at once", "expires_in_s");
   }
   int live = 0;
-  for (const TokenRecord& other : auth_.List(t.tenant)) {
+  for (const TokenRecord& other : auth_.ListWithPending(t.tenant)) {  // with the creates in flight
     if (other.revoked_ms != 0 || (other.expires_ms != 0 && other.expires_ms <= now_ms)) continue;
     ++live;
     if (TokenName(other) == t.name) {
@@ -882,6 +882,7 @@ Reply ServerCore::Do(CreateTokenCmd& cmd, Step& step) {
   t.created_ms = now_ms;
   Reply r;
   r.detail = TokenView(t);
+  auth_.AddPending(t);  // ended by the commit (Add) or the refusal (DropPending)
   step.item.batch.tokens.push_back(std::move(t));
   return r;
 }
@@ -984,6 +985,9 @@ void ServerCore::WriterLoop() {
         }
       }
       if (!stale.empty()) {
+        for (const WriterItem& it : stale) {
+          for (const TokenRecord& t : it.batch.tokens) auth_.DropPending(t.hash_hex);
+        }
         RefuseGroup(stale, disk_full_reason_.empty() ? "disk full: an earlier write was refused" : disk_full_reason_);
       }
       if (items.empty()) continue;
@@ -994,6 +998,7 @@ void ServerCore::WriterLoop() {
       const Status ok = journal_->Commit(batch);
       if (killed_) return;  // it crashed meanwhile: nobody hears of this batch
       if (!ok && ok.error().code == ErrorCode::kResourceExhausted) {
+        for (const TokenRecord& t : batch.tokens) auth_.DropPending(t.hash_hex);
         DiskFull(items, ok.error());
         continue;
       }
