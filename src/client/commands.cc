@@ -27,7 +27,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class Output { kTable, kJson, kYaml };
+enum class Output { kTable, kJson, kYaml, kCsv };
 
 struct GlobalFlags {
   ClientFlags client;
@@ -37,6 +37,7 @@ struct GlobalFlags {
 Output ParseOutput(const std::string& s) {
   if (s == "json") return Output::kJson;
   if (s == "yaml") return Output::kYaml;
+  if (s == "csv") return Output::kCsv;  // only where the command offers it
   return Output::kTable;  // CLI11 has checked the value
 }
 
@@ -63,6 +64,7 @@ void Print(const json& data, Output out, const std::function<std::string()>& tab
       std::cout << JsonToYaml(data);
       break;
     case Output::kTable:
+    case Output::kCsv:
       std::cout << table();
       break;
   }
@@ -86,7 +88,8 @@ void Run(const GlobalFlags& g, const Body& body) {
   if (*rc != 0) throw CLI::RuntimeError(*rc);
 }
 
-void AddGlobalFlags(CLI::App* cmd, GlobalFlags& g) {
+// `csv`: the command also prints -o csv (through Print's table function).
+void AddGlobalFlags(CLI::App* cmd, GlobalFlags& g, bool csv = false) {
   const std::string group = "Connection and output";
   cmd->add_option("--addr", g.client.addr,
                   "server URL, e.g. http://127.0.0.1:7070 (else $GPUPOOL_ADDR, the config file, "
@@ -105,8 +108,8 @@ void AddGlobalFlags(CLI::App* cmd, GlobalFlags& g) {
                   "PEM file of the CA that signs an https:// server's certificate (else $GPUPOOL_CA_CERT, the "
                   "config file, the system's CAs)")
       ->group(group);
-  cmd->add_option("-o,--output", g.output, "output format: table, json or yaml")
-      ->check(CLI::IsMember({"table", "json", "yaml"}))
+  cmd->add_option("-o,--output", g.output, csv ? "output format: table, csv, json or yaml" : "output format: table, json or yaml")
+      ->check(csv ? CLI::IsMember({"table", "csv", "json", "yaml"}) : CLI::IsMember({"table", "json", "yaml"}))
       ->capture_default_str()
       ->group(group);
 }
@@ -655,6 +658,40 @@ void AddAuditCommand(CLI::App& app) {
   });
 }
 
+// --- usage accounting -------------------------------------------------------
+
+void AddUsageCommand(CLI::App& app) {
+  struct Flags {
+    GlobalFlags g;
+    std::string tenant, pool, from, to, by = "day";
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "usage", "GPU-seconds and GPU-memory-seconds per tenant, pool and period, by tier (like sacct)");
+  cmd->add_option("--tenant", f->tenant, "only this tenant (a tenant's token: its own only)");
+  cmd->add_option("--pool", f->pool, "only this pool");
+  cmd->add_option("--from", f->from, "from this UTC day: YYYY-MM-DD or an RFC 3339 time (default: the oldest kept)");
+  cmd->add_option("--to", f->to, "up to this UTC day, exclusive: YYYY-MM-DD or an RFC 3339 time (default: the end of today)");
+  cmd->add_option("--by", f->by, "one row per day, week (from Monday) or in total, per tenant and pool")
+      ->check(CLI::IsMember({"day", "week", "total"}))
+      ->capture_default_str();
+  AddGlobalFlags(cmd, f->g, /*csv=*/true);
+  cmd->callback([f] {
+    Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+      QueryParams q;
+      for (const auto& [name, value] : {std::pair<const char*, const std::string&>{"tenant", f->tenant},
+                                        {"pool", f->pool}, {"from", f->from}, {"to", f->to}, {"by", f->by}}) {
+        if (!value.empty()) q.push_back({name, value});
+      }
+      GP_ASSIGN_OR_RETURN(auto report, api.Get("/v1/usage", q));
+      const json& rows = report.contains("rows") ? report["rows"] : json::array();
+      Print(report, out, [&] { return out == Output::kCsv ? FormatUsageCsv(rows) : FormatUsageTable(rows); });
+      if (report.value("truncated", false)) std::cerr << "warning: more rows than the server returns; narrow the query\n";
+      return 0;
+    });
+  });
+}
+
 // --- nodes and pools --------------------------------------------------------
 
 void AddNodeCommands(CLI::App& app) {
@@ -801,6 +838,7 @@ void AddClientCommands(CLI::App& app) {
   AddTenantCommands(app);
   AddTokenCommands(app);
   AddAuditCommand(app);
+  AddUsageCommand(app);
   AddNodeCommands(app);
   AddRegionCommands(app);
 }

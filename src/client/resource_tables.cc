@@ -48,6 +48,12 @@ std::string Text(const json& v) {
 
 std::string Text(const json& object, const char* key) { return Text(Field(object, key)); }
 
+// Seconds as hours ("-" when absent).
+std::string Hours(const json& row, const char* key) {
+  const json& v = Field(row, key);
+  return v.is_number() ? FormatNumber(v.get<double>() / 3600.0) : "-";
+}
+
 const json& Items(const json& list) {
   static const json kEmpty = json::array();
   return list.is_array() ? list : kEmpty;
@@ -141,6 +147,9 @@ std::string FormatJobDetail(const json& job, int64_t now_unix_ms) {
       {"preemptions", Text(job, "preemptions")},
       {"interruptions", Text(job, "interruptions")},
   };
+  if (const json& u = Field(job, "usage"); u.is_object()) {
+    kv.push_back({"gpu hours", Hours(u, "gpu_seconds") + " (GPU memory " + Hours(u, "gpu_memory_gib_seconds") + " GiB-hours)"});
+  }
   if (const json& w = Field(job, "waiting"); w.is_string()) kv.push_back({"waiting", w.get<std::string>()});
   if (const json& r = Field(job, "reason"); r.is_string()) kv.push_back({"reason", r.get<std::string>()});
   if (const json& stop = Field(job, "last_stop"); stop.is_object()) {
@@ -264,6 +273,50 @@ std::string FormatAuditTable(const json& entries) {
     rows.push_back({Text(e, "seq"), Text(e, "at"), Text(e, "type"), Text(e, "actor"), Text(e, "request_id")});
   }
   return FormatTable({"SEQ", "AT", "TYPE", "ACTOR", "REQUEST_ID"}, rows);
+}
+
+namespace {
+
+std::string Day(const json& row, const char* key) {
+  const json& v = Field(row, key);
+  return v.is_string() ? v.get<std::string>().substr(0, 10) : "-";
+}
+
+std::string CsvField(const json& v) {
+  std::string s = v.is_string() ? v.get<std::string>() : v.is_null() ? "" : v.dump();
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string FormatUsageTable(const json& rows) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& r : Items(rows)) {
+    out.push_back({Text(r, "tenant"), Text(r, "pool"), Day(r, "period_start"), Day(r, "period_end"),
+                   Hours(r, "gpu_seconds"), Hours(r, "guaranteed_gpu_seconds"), Hours(r, "borrowed_gpu_seconds"),
+                   Hours(r, "lent_gpu_seconds"), Hours(r, "gpu_memory_gib_seconds"), Text(r, "jobs_started")});
+  }
+  return FormatTable({"TENANT", "POOL", "FROM", "TO", "GPU_HOURS", "GUARANTEED_H", "BORROWED_H", "LENT_H",
+                      "GPU_MEM_GIB_H", "JOBS"},
+                     out);
+}
+
+std::string FormatUsageCsv(const json& rows) {
+  static const char* const kFields[] = {"tenant", "pool", "period_start", "period_end", "gpu_seconds",
+                                        "guaranteed_gpu_seconds", "borrowed_gpu_seconds", "lent_gpu_seconds",
+                                        "gpu_memory_gib_seconds", "jobs_started"};
+  std::string out;
+  for (const char* f : kFields) out += std::string(out.empty() ? "" : ",") + f;
+  out += "\n";
+  for (const auto& r : Items(rows)) {
+    std::string line;
+    for (const char* f : kFields) line += (line.empty() && f == kFields[0] ? "" : ",") + CsvField(Field(r, f));
+    out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace gpupool

@@ -42,6 +42,14 @@ std::string FormatTokensTable(const nlohmann::json& tokens);
 // One line per audit entry: SEQ AT TYPE ACTOR REQUEST_ID.
 std::string FormatAuditTable(const nlohmann::json& entries);
 
+// GET /v1/usage's rows, one line each: TENANT POOL FROM TO GPU_HOURS
+// GUARANTEED_H BORROWED_H LENT_H GPU_MEM_GIB_H JOBS (hours: the API's
+// seconds / 3600; FROM and TO the period's UTC days, TO exclusive).
+std::string FormatUsageTable(const nlohmann::json& rows);
+// The same rows as CSV (a line each, RFC 4180 quoting): a header of the API's field names, the
+// values as the API gives them (seconds), fields quoted when they need it.
+std::string FormatUsageCsv(const nlohmann::json& rows);
+
 // The region table (GET /v1/regions): a "policy: ..." line, then one line
 // per region (REGION PRICE_PER_GPU_HOUR LATENCY_MS, the latencies as
 // "location=ms,..."), then, when the table has users, one line per tenant

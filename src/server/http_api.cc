@@ -12,6 +12,7 @@
 #include "src/base/time_text.h"
 #include "src/model/gpu_catalog.h"
 #include "src/server/log.h"
+#include "src/server/usage_view.h"
 #include "src/server/views.h"
 #include "src/base/json_text.h"
 
@@ -324,6 +325,7 @@ void HttpApi::Routes() {
       {Method::kPut, "/v1/regions", L::kApi, nullptr, &HttpApi::SetRegions},
       {Method::kGet, "/v1/events", L::kApi, &HttpApi::ListEvents, nullptr},
       {Method::kGet, "/v1/audit", L::kApi, &HttpApi::ListAudit, nullptr},
+      {Method::kGet, "/v1/usage", L::kApi, &HttpApi::GetUsage, nullptr},
   };
   static constexpr const char* kMethods[] = {"GET", "POST", "PUT", "DELETE"};
   for (const Entry& e : kRoutes) {
@@ -720,7 +722,9 @@ void HttpApi::GetJob(const ExchangePtr& ex) {
   // The job's view, with why it waits when `why` says so (and it still waits).
   auto answer = [this, id](const Reply& why, Response& res) {
     std::shared_lock lock(core_.read_model().mu());
-    json v = JobView(*core_.read_model().job(id), core_.read_model(), core_.names());
+    const JobRecord& rec = *core_.read_model().job(id);
+    json v = JobView(rec, core_.read_model(), core_.names());
+    v["usage"] = JobUsageView(rec, core_.env().Now());
     if (!why.text.empty() && v["state"] == "pending") {
       v["waiting"] = why.text;
       v["waiting_reasons"] = why.detail;
@@ -1166,6 +1170,24 @@ void HttpApi::ListAudit(const Request& req, Response& res) {
   if (!ok) return SendError(res, MakeApiError(503, "unavailable", ok.error().message));
   out += "],\"next_since\":" + std::to_string(next) + "}";
   SendText(res, std::move(out), "application/json");
+}
+
+// GET /v1/usage: GPU usage accounting (src/server/usage_view.h).
+void HttpApi::GetUsage(const Request& req, Response& res) {
+  auto p = Auth(req, res, false);
+  if (!p) return;
+  UsageParams q;
+  for (auto [name, field] : {std::pair{"tenant", &q.tenant}, {"pool", &q.pool}, {"from", &q.from}, {"to", &q.to},
+                             {"by", &q.by}}) {
+    if (req.HasParam(name)) *field = req.Param(name);
+  }
+  std::shared_lock lock(core_.read_model().mu());
+  json out;
+  ApiError err;
+  if (!UsageAnswer(q, p->admin ? "" : p->tenant, core_.read_model(), core_.env().Now(), &out, &err)) {
+    return SendError(res, err);
+  }
+  SendJson(res, 200, out);
 }
 
 }  // namespace gpupool

@@ -124,6 +124,7 @@ class HttpApi {
   void SetRegions(const ExchangePtr& ex);                  // PUT /v1/regions (admin)
   void ListEvents(const Request& req, Response& res);      // GET /v1/events (admin)
   void ListAudit(const Request& req, Response& res);       // GET /v1/audit (admin)
+  void GetUsage(const Request& req, Response& res);        // GET /v1/usage
 
   ServerCore& core_;
   std::unique_ptr<WatchHub> watches_;  // fed by the core's publisher thread

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "src/base/bytes.h"
+#include "src/model/gpu_catalog.h"
 
 namespace gpupool {
 namespace {
@@ -16,8 +17,10 @@ constexpr uint32_t kMagic = 0x47505252;  // "GPRR"
 // container fields of tasks that have any away from their defaults, at the
 // end (a version 3 snapshot loads with the defaults); 5: why each job last
 // stopped; 6: the same sections sealed by a checksum, the XXH3-64 of every
-// byte before it in the last 8 bytes (versions 2 to 5 load unchecked).
-constexpr uint32_t kVersion = 6;
+// byte before it in the last 8 bytes (versions 2 to 5 load unchecked); 7:
+// GPU usage accounting (src/server/usage.h) and each job's usage, before the
+// checksum (a version 2 to 6 snapshot loads with none: SeedUsage).
+constexpr uint32_t kVersion = 7;
 constexpr uint32_t kFirstChecksummedVersion = 6;
 constexpr size_t kChecksumBytes = 8;
 
@@ -149,6 +152,10 @@ std::optional<NodeIndex> ReadModel::node_id(const std::string& name) const {
 
 void ReadModel::Apply(const Event& e) {
   last_seq_ = e.seq;
+  if (usage_seeded_) {
+    usage_.StartSeeded(e.at);
+    usage_seeded_ = false;
+  }
   std::visit([&](const auto& body) { On(body, e.at); }, e.body);
 }
 
@@ -181,6 +188,49 @@ JobRecord* ReadModel::Requeue(JobId id) {
   return j;
 }
 
+int64_t ReadModel::HeldMemoryMib(const JobRecord& j) const {
+  int64_t sum = 0;
+  for (size_t i = 0; i < j.placements.size(); ++i) {
+    const NodeIndex n = j.placements[i].node;
+    if (n < 0 || static_cast<size_t>(n) >= nodes_.size()) continue;
+    const GpuModelId model = nodes_[n].spec.gpu_model;
+    const int64_t gpu_mib = model < Catalog::Builtin().size() ? Catalog::Builtin().Get(model).memory_mib : 0;
+    const Demand d = i < j.spec.stages.size() || j.spec.stages.empty() ? j.spec.replica_demand(static_cast<int>(i))
+                                                                       : j.spec.demand;
+    switch (d.kind()) {
+      case DemandKind::kCpuOnly: break;
+      case DemandKind::kWholeGpus: sum += int64_t{d.gpu_count} * gpu_mib; break;
+      case DemandKind::kGpuShare:
+        sum += d.gpu_memory_mib > 0 ? d.gpu_memory_mib : gpu_mib * d.gpu_milli / kMilliPerGpu;
+        break;
+    }
+  }
+  return sum;
+}
+
+void ReadModel::HoldGpus(JobRecord& j, Instant at) {
+  JobUsage& u = j.usage;
+  const int64_t milli = j.spec.total_gpu_milli(), memory = HeldMemoryMib(j);
+  u.milli_ms = u.MilliMsAt(at);
+  u.memory_mib_ms = u.MemoryMibMsAt(at);
+  u.since = at;
+  usage_.Hold(j.spec.tenant, j.pool, milli - u.held_milli, memory - u.held_memory_mib, at);
+  u.held_milli = milli;
+  u.held_memory_mib = memory;
+}
+
+void ReadModel::ReleaseGpus(JobId id, Instant at) {
+  JobRecord* j = mutable_job(id);
+  if (!j || (j->usage.held_milli == 0 && j->usage.held_memory_mib == 0)) return;
+  JobUsage& u = j->usage;
+  u.milli_ms = u.MilliMsAt(at);
+  u.memory_mib_ms = u.MemoryMibMsAt(at);
+  u.since = at;
+  usage_.Hold(j->spec.tenant, j->pool, -u.held_milli, -u.held_memory_mib, at);
+  u.held_milli = 0;
+  u.held_memory_mib = 0;
+}
+
 NodeRecord* ReadModel::mutable_node(NodeIndex n) {
   return n >= 0 && static_cast<size_t>(n) < nodes_.size() ? &nodes_[n] : nullptr;
 }
@@ -188,6 +238,7 @@ NodeRecord* ReadModel::mutable_node(NodeIndex n) {
 void ReadModel::On(const PoolAdded& b, Instant) {
   pools_.push_back(b.pool);
   for (auto& q : quotas_) q.resize(pools_.size());
+  usage_.Resize(tenant_names_.size(), pools_.size());
 }
 
 void ReadModel::On(const NodeAdded& b, Instant) {
@@ -201,13 +252,18 @@ void ReadModel::On(const TenantAdded& b, Instant) {
   tenant_names_[b.tenant] = b.name;
   quotas_.resize(tenant_names_.size());
   quotas_[b.tenant].resize(pools_.size());
+  usage_.Resize(tenant_names_.size(), pools_.size());
 }
 
-void ReadModel::On(const QuotaSet& b, Instant) {
+void ReadModel::On(const QuotaSet& b, Instant at) {
   if (static_cast<size_t>(b.tenant) < quotas_.size() && b.pool < quotas_[b.tenant].size()) {
     quotas_[b.tenant][b.pool] = b.quota;
   }
+  usage_.SetQuota(b.tenant, b.pool, b.quota, at);
 }
+
+void ReadModel::On(const QuotaLent& b, Instant at) { usage_.Lend(b.tenant, b.pool, b.milli, at); }
+void ReadModel::On(const QuotaRecalled& b, Instant at) { usage_.Lend(b.tenant, b.pool, -b.milli, at); }
 
 void ReadModel::On(const JobSubmitted& b, Instant at) { NewJob(b.job, b.spec, at); }
 
@@ -221,21 +277,27 @@ void ReadModel::On(const JobRejected& b, Instant at) {
 
 void ReadModel::On(const JobPlaced& b, Instant at) {
   if (JobRecord* j = mutable_job(b.job)) {
+    if (!j->has_started) usage_.CountStart(j->spec.tenant, b.pool, at);
     j->state = JobState::kRunning;
     j->started = at;
     j->has_started = true;
     j->pool = b.pool;
     j->borrowed = b.borrowed;
     j->placements = b.replicas;
+    HoldGpus(*j, at);
   }
 }
 
 void ReadModel::On(const JobFinished& b, Instant at) {
+  ReleaseGpus(b.job, at);
   End(b.job, b.succeeded ? JobState::kSucceeded : JobState::kFailed, at);
   if (JobRecord* j = mutable_job(b.job); j && !b.reason.empty()) j->reason = b.reason;
 }
 
-void ReadModel::On(const JobCancelled& b, Instant at) { End(b.job, JobState::kCancelled, at); }
+void ReadModel::On(const JobCancelled& b, Instant at) {
+  ReleaseGpus(b.job, at);
+  End(b.job, JobState::kCancelled, at);
+}
 
 void ReadModel::On(const PreemptionStarted& b, Instant at) {
   JobRecord* j = mutable_job(b.victim);
@@ -244,7 +306,8 @@ void ReadModel::On(const PreemptionStarted& b, Instant at) {
   j->last_stop = JobStop{JobStopCause::kPreempted, PreemptReasonName(b.reason), at, b.preemptor};
 }
 
-void ReadModel::On(const JobPreempted& b, Instant) {
+void ReadModel::On(const JobPreempted& b, Instant at) {
+  ReleaseGpus(b.victim, at);
   if (JobRecord* j = Requeue(b.victim)) ++j->preemptions;
 }
 
@@ -255,9 +318,13 @@ void ReadModel::On(const ReclaimStarted& b, Instant at) {
   j->last_stop = JobStop{JobStopCause::kReclaimed, ReclaimReasonName(b.reason), at, -1};
 }
 
-void ReadModel::On(const JobReclaimed& b, Instant at) { End(b.job, JobState::kEvicted, at); }
+void ReadModel::On(const JobReclaimed& b, Instant at) {
+  ReleaseGpus(b.job, at);
+  End(b.job, JobState::kEvicted, at);
+}
 
 void ReadModel::On(const JobInterrupted& b, Instant at) {
+  ReleaseGpus(b.job, at);
   JobRecord* j = Requeue(b.job);
   if (!j) return;
   ++j->interruptions;
@@ -266,7 +333,7 @@ void ReadModel::On(const JobInterrupted& b, Instant at) {
   j->last_stop = JobStop{JobStopCause::kInterrupted, "node " + node + " down", at, -1};
 }
 
-void ReadModel::On(const JobResized& b, Instant) {
+void ReadModel::On(const JobResized& b, Instant at) {
   JobRecord* j = mutable_job(b.job);
   if (!j) return;
   // SCALE-7: as EngineState applies it.
@@ -276,6 +343,7 @@ void ReadModel::On(const JobResized& b, Instant) {
   j->placements.insert(j->placements.end(), b.added.begin(), b.added.end());
   j->spec.replicas = static_cast<int32_t>(j->placements.size());
   j->borrowed = b.borrowed;
+  HoldGpus(*j, at);
 }
 
 void ReadModel::On(const NodeLent& b, Instant) {
@@ -321,6 +389,7 @@ std::string ReadModel::Encode() const {
   EncodeV3(w);
   EncodeV4(w);
   EncodeV5(w);
+  EncodeV7(w);
   w.Put<uint64_t>(Checksum(w.bytes()));
   return std::move(w.bytes());
 }
@@ -488,6 +557,8 @@ Status ReadModel::Decode(std::string_view bytes) {
   if (version >= 3 && !r.failed()) DecodeV3(r, m);
   if (version >= 4 && !r.failed()) DecodeV4(r, m);
   if (version >= 5 && !r.failed()) DecodeV5(r, m);
+  if (version >= 7 && !r.failed()) DecodeV7(r, m);
+  if (version < 7 && !r.failed()) m.SeedUsage();
   if (r.failed()) {
     return DataLoss("read-model snapshot: truncated or corrupt: a read failed at byte offset " +
                     std::to_string(r.position()) + " of " + std::to_string(bytes.size()));
@@ -506,6 +577,8 @@ Status ReadModel::Decode(std::string_view bytes) {
   nodes_ = std::move(m.nodes_);
   node_ids_ = std::move(m.node_ids_);
   set_regions_ = std::move(m.set_regions_);
+  usage_ = std::move(m.usage_);
+  usage_seeded_ = true;
   return {};
 }
 
@@ -709,6 +782,65 @@ void ReadModel::DecodeV5(ByteReader& r, ReadModel& m) {
       break;
     }
     m.jobs_[id - 1].last_stop = JobStop{static_cast<JobStopCause>(cause), std::move(reason), InstantFromMillis(at_ms), by_job};
+  }
+}
+
+}  // namespace gpupool
+
+namespace gpupool {
+
+// Version 7: accounting (the ledger, then each job's usage where it has any).
+void ReadModel::EncodeV7(ByteWriter& w) const {
+  usage_.Encode(w);
+  auto has_usage = [](const JobRecord& j) { return j.id >= 0 && j.usage != JobUsage{}; };
+  w.Put<uint64_t>(std::count_if(jobs_.begin(), jobs_.end(), has_usage));
+  for (const JobRecord& j : jobs_) {
+    if (!has_usage(j)) continue;
+    w.Put(j.id);
+    w.Put(j.usage.held_milli);
+    w.Put(j.usage.held_memory_mib);
+    w.Put(j.usage.milli_ms);
+    w.Put(j.usage.memory_mib_ms);
+    w.Put<int64_t>(ToMillis(j.usage.since));
+  }
+}
+
+void ReadModel::DecodeV7(ByteReader& r, ReadModel& m) {
+  UsageLedger::Decode(r, m.usage_);
+  if (!r.failed() && (m.usage_.tenants() != m.tenant_names_.size() || m.usage_.pools() != m.pools_.size())) r.Fail();
+  const uint64_t jobs = r.GetCount(8 * 6);
+  for (uint64_t i = 0; i < jobs && !r.failed(); ++i) {
+    const JobId id = r.Get<JobId>();
+    JobUsage u;
+    u.held_milli = r.Get<int64_t>();
+    u.held_memory_mib = r.Get<int64_t>();
+    u.milli_ms = r.Get<int64_t>();
+    u.memory_mib_ms = r.Get<int64_t>();
+    u.since = InstantFromMillis(r.Get<int64_t>());
+    if (id < 1 || static_cast<size_t>(id) > m.jobs_.size() || m.jobs_[id - 1].id != id) {
+      r.Fail();
+      break;
+    }
+    m.jobs_[id - 1].usage = u;
+  }
+}
+
+void ReadModel::SeedUsage() {
+  usage_.Resize(tenant_names_.size(), pools_.size());
+  for (size_t t = 0; t < quotas_.size(); ++t) {
+    for (size_t p = 0; p < quotas_[t].size(); ++p) {
+      usage_.Seed(static_cast<TenantId>(t), static_cast<PoolId>(p), 0, 0, quotas_[t][p].guaranteed_milli);
+    }
+  }
+  for (JobRecord& j : jobs_) {
+    if (j.id < 0 || (j.state != JobState::kRunning && j.state != JobState::kCheckpointing)) continue;
+    j.usage.held_milli = j.spec.total_gpu_milli();
+    j.usage.held_memory_mib = HeldMemoryMib(j);
+    j.usage.since = j.started;
+    const int64_t guaranteed = static_cast<size_t>(j.spec.tenant) < quotas_.size() && j.pool < quotas_[j.spec.tenant].size()
+                                   ? quotas_[j.spec.tenant][j.pool].guaranteed_milli
+                                   : 0;
+    usage_.Seed(j.spec.tenant, j.pool, j.usage.held_milli, j.usage.held_memory_mib, guaranteed);
   }
 }
 

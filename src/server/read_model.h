@@ -25,6 +25,7 @@
 #include "src/engine/regions.h"
 #include "src/model/pool.h"
 #include "src/model/tenant.h"
+#include "src/server/usage.h"
 
 namespace gpupool {
 
@@ -53,6 +54,7 @@ struct JobRecord {
   int32_t preemptions = 0, interruptions = 0;
   std::string reason;  // rejected jobs: why
   std::optional<JobStop> last_stop;
+  JobUsage usage;  // its GPU-seconds (src/server/usage.h)
 };
 
 struct NodeRecord {
@@ -115,6 +117,9 @@ class ReadModel {
   void set_config_regions(RegionPolicy p) { config_regions_ = std::move(p); }
   const RegionPolicy& regions() const { return set_regions_ ? *set_regions_ : config_regions_; }
 
+  // GPU usage accounting per tenant and pool (src/server/usage.h).
+  const UsageLedger& usage() const { return usage_; }
+
   void set_summary(std::shared_ptr<const EngineSummary> s) { summary_ = std::move(s); }
   const std::shared_ptr<const EngineSummary>& summary() const { return summary_; }
 
@@ -129,10 +134,15 @@ class ReadModel {
   void EncodeV3(ByteWriter& w) const;
   void EncodeV4(ByteWriter& w) const;
   void EncodeV5(ByteWriter& w) const;
+  void EncodeV7(ByteWriter& w) const;
   static void DecodeV2(ByteReader& r, ReadModel& m);
   static void DecodeV3(ByteReader& r, ReadModel& m);
   static void DecodeV4(ByteReader& r, ReadModel& m);
   static void DecodeV5(ByteReader& r, ReadModel& m);
+  static void DecodeV7(ByteReader& r, ReadModel& m);
+  // A snapshot older than version 7 has no accounting: what the running
+  // jobs hold is set from their placements, and accrues from the next event.
+  void SeedUsage();
   JobRecord* mutable_job(JobId id);
   NodeRecord* mutable_node(NodeIndex n);  // null when out of range
 
@@ -160,9 +170,16 @@ class ReadModel {
   void On(const HotspotDetected& b, Instant at);
   void On(const HotspotCleared& b, Instant at);
   void On(const RegionsSet& b, Instant at);
+  void On(const QuotaLent& b, Instant at);
+  void On(const QuotaRecalled& b, Instant at);
   JobRecord& NewJob(JobId id, const JobSpec& spec, Instant at);
   void End(JobId id, JobState s, Instant at);
   JobRecord* Requeue(JobId id);  // back to pending, as the Engine requeues it
+  // Accounting: the job holds what its placements take from `at` on
+  // (placed or resized), or nothing (released); both accrue it up to `at`.
+  void HoldGpus(JobRecord& j, Instant at);
+  void ReleaseGpus(JobId id, Instant at);
+  int64_t HeldMemoryMib(const JobRecord& j) const;  // GPU memory its placements hold (usage.h's rule)
 
   // Readers lock it shared through mu(), the publisher (Apply, set_summary)
   // uniquely. Before the core's threads start, its Open applies, decodes
@@ -179,6 +196,8 @@ class ReadModel {
   std::map<std::string, NodeIndex> node_ids_;              // GUARDED_BY(mu_)
   RegionPolicy config_regions_;                            // set before the core starts, then read-only
   std::optional<RegionPolicy> set_regions_;                // GUARDED_BY(mu_); the last RegionsSet
+  UsageLedger usage_;                                      // GUARDED_BY(mu_)
+  bool usage_seeded_ = false;  // GUARDED_BY(mu_); a snapshot loaded: StartSeeded at the next event
   std::shared_ptr<const EngineSummary> summary_ = std::make_shared<EngineSummary>();  // GUARDED_BY(mu_)
 };
 
