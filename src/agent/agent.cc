@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "src/agent/cuda_cap_env.h"
+#include "src/agent/jitter.h"
 #include "src/agent/metrics_listener.h"
 #include "src/agent/mps_daemons.h"
 #include "src/agent/oci_runtime.h"
@@ -898,13 +899,7 @@ std::optional<TaskReport> Agent::ReportOf(const LocalTask& t, const std::map<std
   return x;
 }
 
-// `d` less up to a fifth, at random: agents that restarted together (a
-// server restart) spread their registrations and heartbeats out.
-std::chrono::milliseconds Agent::Jittered(std::chrono::milliseconds d) {
-  const int64_t spread = d.count() / 5;
-  if (spread <= 0) return d;
-  return d - std::chrono::milliseconds(static_cast<int64_t>(jitter_() % static_cast<uint64_t>(spread + 1)));
-}
+std::chrono::milliseconds Agent::Jittered(std::chrono::milliseconds d) { return gpupool::Jittered(d, jitter_); }
 
 void Agent::SaveState() const {
   std::vector<const RunningTask*> live;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "src/agent/agent.h"
+#include "src/agent/jitter.h"
 #include "src/base/http_client.h"
 
 namespace gpupool {
@@ -109,6 +110,10 @@ void Agent::StopWatch() {
 
 void Agent::WatchLoop() {
   milliseconds backoff = kWatchBackoffFirst;
+  // This thread's own generator (jitter_ is the main loop's), seeded apart
+  // per node so that agents cut off together do not retry in step.
+  std::minstd_rand jitter(static_cast<uint32_t>(std::hash<std::string>{}(options_.node + "/watch") ^
+                                                static_cast<size_t>(SteadyClock::now().time_since_epoch().count())));
   for (;;) {
     WatchRequest r;
     {
@@ -142,7 +147,7 @@ void Agent::WatchLoop() {
         watch_on_ = false;
       }
     } else {
-      pause = status == 429 || status == 503 ? kRetryAfter : backoff;
+      pause = gpupool::Jittered(status == 429 || status == 503 ? kRetryAfter : backoff, jitter);
       if (status != 429 && status != 503) backoff = std::min(backoff * 2, kWatchBackoffMost);
       if (!stop_) {
         Log("watch_failed", {{"status", std::to_string(status)},

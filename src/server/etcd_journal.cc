@@ -112,118 +112,29 @@ class EtcdJournal final : public Journal {
     if (options_.right) {
       if (std::string lost = options_.right->LostReason(); !lost.empty()) return NotLeader(lost);
     }
-    const std::string base = options_.prefix + "/";
-    std::vector<EtcdCompare> compares;
-    std::vector<EtcdOp> ops;
-    int64_t inline_bytes = 0;
+    TxnPlan plan{options_.prefix + "/"};
     if (options_.right) {
-      compares.push_back(EtcdCompare{options_.right->fence_key(), EtcdCompare::Target::kCreateRevision,
-                                     EtcdCompare::Result::kEqual, options_.right->fence_create_revision(), ""});
+      plan.compares.push_back(EtcdCompare{options_.right->fence_key(), EtcdCompare::Target::kCreateRevision,
+                                          EtcdCompare::Result::kEqual, options_.right->fence_create_revision(), ""});
     }
-    if (!format_written_) ops.push_back(EtcdOp::Put(base + "format", kEtcdJournalFormat));
-    std::string events_key;
-    if (!batch.events.empty()) {
-      const int64_t first = batch.events.front().seq, last = batch.events.back().seq;
-      json events = json::array();
-      for (const JournalEvent& e : batch.events) {
-        json a = json::array({e.seq, e.at_ms, e.type, e.json});
-        if (!e.actor.empty() || !e.request_id.empty()) {
-          a.push_back(e.actor);
-          a.push_back(e.request_id);
-        }
-        events.push_back(std::move(a));
-      }
-      GP_ASSIGN_OR_RETURN(std::string text, Dump(events, "events " + std::to_string(first) + ".." + std::to_string(last)));
-      json header = {{"first", first}, {"last", last}};
-      if (static_cast<int64_t>(text.size()) + inline_bytes <= kEtcdTxnInlineBytes / 2) {
-        header["events"] = std::move(events);
-        inline_bytes += static_cast<int64_t>(text.size());
-      } else {
-        GP_ASSIGN_OR_RETURN(ChunkRef ref, WriteChunks(text));
-        header["chunks"] = ref.ToJson();
-      }
-      events_key = base + "journal/" + Padded(first, 20);
-      compares.push_back(EtcdCompare{events_key, EtcdCompare::Target::kCreateRevision, EtcdCompare::Result::kEqual, 0, ""});
-      GP_ASSIGN_OR_RETURN(std::string value, Dump(header, events_key));
-      ops.push_back(EtcdOp::Put(events_key, std::move(value)));
-    }
-    if (!batch.tokens.empty()) {
-      json tokens = json::array();
-      for (const TokenRecord& t : batch.tokens) {
-        tokens.push_back(json::array({t.hash_hex, t.tenant, t.created_ms, t.id, t.name, t.salt_hex, t.role, t.expires_ms}));
-      }
-      GP_ASSIGN_OR_RETURN(std::string value, Dump(tokens, "tokens"));
-      inline_bytes += static_cast<int64_t>(value.size());
-      if (inline_bytes > kEtcdTxnInlineBytes) {
-        return InvalidArgument("etcd journal: " + std::to_string(batch.tokens.size()) + " tokens in one batch are over " +
-                               std::to_string(kEtcdTxnInlineBytes) + " bytes");
-      }
-      ops.push_back(EtcdOp::Put(base + "tokens/" + batch.tokens.front().hash_hex, std::move(value)));
-    }
-    if (!batch.revocations.empty()) {
-      json revoked = json::array();
-      for (const TokenRevocation& r : batch.revocations) revoked.push_back(json::array({r.hash_hex, r.revoked_ms}));
-      GP_ASSIGN_OR_RETURN(std::string value, Dump(revoked, "revocations"));
-      inline_bytes += static_cast<int64_t>(value.size());
-      if (inline_bytes > kEtcdTxnInlineBytes) {
-        return InvalidArgument("etcd journal: " + std::to_string(batch.revocations.size()) +
-                               " token revocations in one batch are over " + std::to_string(kEtcdTxnInlineBytes) +
-                               " bytes");
-      }
-      // Keyed by its content: a key written twice holds the same value.
-      const std::string key = base + "revocations/" + HashToken(value).substr(0, 32);
-      ops.push_back(EtcdOp::Put(key, std::move(value)));
-    }
-    if (static_cast<int>(batch.meta.size()) > kEtcdMaxMetaPerBatch) {
-      return InvalidArgument("etcd journal: " + std::to_string(batch.meta.size()) + " meta keys in one batch (at most " +
-                             std::to_string(kEtcdMaxMetaPerBatch) + ")");
-    }
-    for (const auto& [key, value] : batch.meta) {
-      if (static_cast<int64_t>(value.size()) + inline_bytes <= kEtcdTxnInlineBytes) {
-        inline_bytes += static_cast<int64_t>(value.size());
-        ops.push_back(EtcdOp::Put(base + "meta/" + key, "i" + value));
-      } else {
-        GP_ASSIGN_OR_RETURN(ChunkRef ref, WriteChunks(value));
-        ops.push_back(EtcdOp::Put(base + "meta/" + key, "c" + ref.ToJson().dump()));
-      }
-    }
-    // Snapshots: parts first, then the header in the transaction; the
-    // oldest beyond two per kind leave in the same transaction.
-    std::map<std::string, std::vector<std::string>> kept = snapshot_keys_;
-    std::vector<std::string> pruned;
-    for (const SnapshotRecord& s : batch.snapshots) {
-      GP_ASSIGN_OR_RETURN(ChunkRef ref, WriteChunks(s.bytes));
-      const std::string key = base + "snapshots/" + s.kind + "/" + Padded(s.seq, 20);
-      const json header = {{"seq", s.seq}, {"created_ms", s.created_ms}, {"bytes", ref.bytes}, {"chunks", ref.ToJson()}};
-      ops.push_back(EtcdOp::Put(key, header.dump()));
-      std::vector<std::string>& keys = kept[s.kind];
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
-      std::sort(keys.begin(), keys.end());
-      while (keys.size() > 2) {
-        pruned.push_back(keys.front());
-        ops.push_back(EtcdOp::Delete(keys.front()));
-        keys.erase(keys.begin());
-      }
-    }
+    if (!format_written_) plan.ops.push_back(EtcdOp::Put(plan.base + "format", kEtcdJournalFormat));
+    GP_TRY(PlanEvents(batch.events, plan));
+    GP_TRY(PlanTokens(batch.tokens, plan));
+    GP_TRY(PlanRevocations(batch.revocations, plan));
+    GP_TRY(PlanMeta(batch.meta, plan));
+    plan.kept = snapshot_keys_;
+    GP_TRY(PlanSnapshots(batch.snapshots, plan));
     // The pruned headers are read in the same transaction (before their
     // deletion) to find their parts.
     std::vector<EtcdOp> success;
-    for (const std::string& key : pruned) success.push_back(EtcdOp::Get(key));
+    for (const std::string& key : plan.pruned) success.push_back(EtcdOp::Get(key));
     const size_t reads = success.size();
-    for (EtcdOp& op : ops) success.push_back(std::move(op));
-    GP_ASSIGN_OR_RETURN(EtcdTxnResult r, client_.Txn(compares, success));
-    if (!r.succeeded) return WhyRefused(events_key);
+    for (EtcdOp& op : plan.ops) success.push_back(std::move(op));
+    GP_ASSIGN_OR_RETURN(EtcdTxnResult r, client_.Txn(plan.compares, success));
+    if (!r.succeeded) return WhyRefused(plan.events_key);
     format_written_ = true;
-    snapshot_keys_ = std::move(kept);
-    for (size_t i = 0; i < reads && i < r.ranges.size(); ++i) {
-      if (r.ranges[i].kvs.empty()) continue;
-      auto header = Parse(r.ranges[i].kvs[0].value, pruned[i]);
-      if (!header || !header->contains("chunks")) continue;
-      auto ref = ChunkRef::FromJson((*header)["chunks"], pruned[i]);
-      if (!ref) continue;
-      const std::string p = base + "chunks/" + ref->id + "/";
-      (void)client_.DeleteRange(p, PrefixEnd(p));  // left behind on failure: never read again
-    }
+    snapshot_keys_ = std::move(plan.kept);
+    DeletePrunedChunks(plan, r, reads);
     return {};
   }
 
@@ -362,6 +273,134 @@ class EtcdJournal final : public Journal {
   }
 
  private:
+  // One batch's transaction as Commit builds it: its conditions, its
+  // operations, the bytes written inline so far (the whole must stay under
+  // kEtcdTxnInlineBytes), and the snapshot headers it keeps and prunes.
+  struct TxnPlan {
+    std::string base;  // options_.prefix + "/"
+    std::vector<EtcdCompare> compares;
+    std::vector<EtcdOp> ops;
+    int64_t inline_bytes = 0;
+    std::string events_key;  // "" when the batch has no events
+    std::map<std::string, std::vector<std::string>> kept;
+    std::vector<std::string> pruned;
+  };
+
+  // The events as one key, inline when small enough, else in chunks; the
+  // key must not exist yet (a second writer's batch is refused).
+  Status PlanEvents(const std::vector<JournalEvent>& batch_events, TxnPlan& plan) {
+    if (batch_events.empty()) return {};
+    const int64_t first = batch_events.front().seq, last = batch_events.back().seq;
+    json events = json::array();
+    for (const JournalEvent& e : batch_events) {
+      json a = json::array({e.seq, e.at_ms, e.type, e.json});
+      if (!e.actor.empty() || !e.request_id.empty()) {
+        a.push_back(e.actor);
+        a.push_back(e.request_id);
+      }
+      events.push_back(std::move(a));
+    }
+    GP_ASSIGN_OR_RETURN(std::string text, Dump(events, "events " + std::to_string(first) + ".." + std::to_string(last)));
+    json header = {{"first", first}, {"last", last}};
+    if (static_cast<int64_t>(text.size()) + plan.inline_bytes <= kEtcdTxnInlineBytes / 2) {
+      header["events"] = std::move(events);
+      plan.inline_bytes += static_cast<int64_t>(text.size());
+    } else {
+      GP_ASSIGN_OR_RETURN(ChunkRef ref, WriteChunks(text));
+      header["chunks"] = ref.ToJson();
+    }
+    plan.events_key = plan.base + "journal/" + Padded(first, 20);
+    plan.compares.push_back(
+        EtcdCompare{plan.events_key, EtcdCompare::Target::kCreateRevision, EtcdCompare::Result::kEqual, 0, ""});
+    GP_ASSIGN_OR_RETURN(std::string value, Dump(header, plan.events_key));
+    plan.ops.push_back(EtcdOp::Put(plan.events_key, std::move(value)));
+    return {};
+  }
+
+  Status PlanTokens(const std::vector<TokenRecord>& batch_tokens, TxnPlan& plan) {
+    if (batch_tokens.empty()) return {};
+    json tokens = json::array();
+    for (const TokenRecord& t : batch_tokens) {
+      tokens.push_back(json::array({t.hash_hex, t.tenant, t.created_ms, t.id, t.name, t.salt_hex, t.role, t.expires_ms}));
+    }
+    GP_ASSIGN_OR_RETURN(std::string value, Dump(tokens, "tokens"));
+    plan.inline_bytes += static_cast<int64_t>(value.size());
+    if (plan.inline_bytes > kEtcdTxnInlineBytes) {
+      return InvalidArgument("etcd journal: " + std::to_string(batch_tokens.size()) + " tokens in one batch are over " +
+                             std::to_string(kEtcdTxnInlineBytes) + " bytes");
+    }
+    plan.ops.push_back(EtcdOp::Put(plan.base + "tokens/" + batch_tokens.front().hash_hex, std::move(value)));
+    return {};
+  }
+
+  Status PlanRevocations(const std::vector<TokenRevocation>& batch_revocations, TxnPlan& plan) {
+    if (batch_revocations.empty()) return {};
+    json revoked = json::array();
+    for (const TokenRevocation& r : batch_revocations) revoked.push_back(json::array({r.hash_hex, r.revoked_ms}));
+    GP_ASSIGN_OR_RETURN(std::string value, Dump(revoked, "revocations"));
+    plan.inline_bytes += static_cast<int64_t>(value.size());
+    if (plan.inline_bytes > kEtcdTxnInlineBytes) {
+      return InvalidArgument("etcd journal: " + std::to_string(batch_revocations.size()) +
+                             " token revocations in one batch are over " + std::to_string(kEtcdTxnInlineBytes) +
+                             " bytes");
+    }
+    // Keyed by its content: a key written twice holds the same value.
+    const std::string key = plan.base + "revocations/" + HashToken(value).substr(0, 32);
+    plan.ops.push_back(EtcdOp::Put(key, std::move(value)));
+    return {};
+  }
+
+  Status PlanMeta(const std::vector<std::pair<std::string, std::string>>& meta, TxnPlan& plan) {
+    if (static_cast<int>(meta.size()) > kEtcdMaxMetaPerBatch) {
+      return InvalidArgument("etcd journal: " + std::to_string(meta.size()) + " meta keys in one batch (at most " +
+                             std::to_string(kEtcdMaxMetaPerBatch) + ")");
+    }
+    for (const auto& [key, value] : meta) {
+      if (static_cast<int64_t>(value.size()) + plan.inline_bytes <= kEtcdTxnInlineBytes) {
+        plan.inline_bytes += static_cast<int64_t>(value.size());
+        plan.ops.push_back(EtcdOp::Put(plan.base + "meta/" + key, "i" + value));
+      } else {
+        GP_ASSIGN_OR_RETURN(ChunkRef ref, WriteChunks(value));
+        plan.ops.push_back(EtcdOp::Put(plan.base + "meta/" + key, "c" + ref.ToJson().dump()));
+      }
+    }
+    return {};
+  }
+
+  // Snapshots: parts first, then the header in the transaction; the oldest
+  // beyond two per kind leave in the same transaction.
+  Status PlanSnapshots(const std::vector<SnapshotRecord>& snapshots, TxnPlan& plan) {
+    for (const SnapshotRecord& s : snapshots) {
+      GP_ASSIGN_OR_RETURN(ChunkRef ref, WriteChunks(s.bytes));
+      const std::string key = plan.base + "snapshots/" + s.kind + "/" + Padded(s.seq, 20);
+      const json header = {{"seq", s.seq}, {"created_ms", s.created_ms}, {"bytes", ref.bytes}, {"chunks", ref.ToJson()}};
+      plan.ops.push_back(EtcdOp::Put(key, header.dump()));
+      std::vector<std::string>& keys = plan.kept[s.kind];
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+      std::sort(keys.begin(), keys.end());
+      while (keys.size() > 2) {
+        plan.pruned.push_back(keys.front());
+        plan.ops.push_back(EtcdOp::Delete(keys.front()));
+        keys.erase(keys.begin());
+      }
+    }
+    return {};
+  }
+
+  // The parts of the snapshots the committed transaction pruned (their
+  // headers are its first `reads` answers).
+  void DeletePrunedChunks(const TxnPlan& plan, const EtcdTxnResult& r, size_t reads) {
+    for (size_t i = 0; i < reads && i < r.ranges.size(); ++i) {
+      if (r.ranges[i].kvs.empty()) continue;
+      auto header = Parse(r.ranges[i].kvs[0].value, plan.pruned[i]);
+      if (!header || !header->contains("chunks")) continue;
+      auto ref = ChunkRef::FromJson((*header)["chunks"], plan.pruned[i]);
+      if (!ref) continue;
+      const std::string p = plan.base + "chunks/" + ref->id + "/";
+      (void)client_.DeleteRange(p, PrefixEnd(p));  // left behind on failure: never read again
+    }
+  }
+
   std::unexpected<Error> NotLeader(const std::string& why) {
     std::string leader = options_.right ? options_.right->CurrentLeader() : "";
     return FailedPrecondition(std::string(kNotLeaderPrefix) + " (" + why + ")" +

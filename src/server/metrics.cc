@@ -50,6 +50,115 @@ prometheus::Histogram::BucketBoundaries LatencyBuckets() {
   return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
 }
 
+// The families Render fills from the read model, in the order they are
+// exported (after the registry's own).
+struct ModelFamilies {
+  MetricFamily queue = Gauge("gpupool_queue_length", "Pending jobs by tenant and priority");
+  MetricFamily guaranteed = Gauge("gpupool_quota_guaranteed_gpus", "Guaranteed GPUs per tenant and pool");
+  MetricFamily limit = Gauge("gpupool_quota_limit_gpus", "Elastic limit in GPUs per tenant and pool");
+  MetricFamily used = Gauge("gpupool_quota_used_gpus", "GPUs in use per tenant and pool");
+  MetricFamily borrowed = Gauge("gpupool_quota_borrowed_gpus", "GPUs used beyond the effective guarantee");
+  MetricFamily lent = Gauge("gpupool_quota_lent_gpus", "Part of the guarantee lent to the elastic pool");
+  MetricFamily capacity = Gauge("gpupool_pool_capacity_gpus", "Capacity model of each pool (POOL-3)");
+  MetricFamily node_up = Gauge("gpupool_node_up", "1 when the node is ready, 0 when cordoned or down");
+  MetricFamily condition = Gauge("gpupool_node_condition",
+                                 "1 for the node's condition (ready, cordoned, down, removed), 0 for the others");
+  MetricFamily hotspot = Gauge("gpupool_node_hotspot", "1 while the node is a hotspot (cordoned until it cools down)");
+  MetricFamily exhausted = Gauge("gpupool_quota_exhausted",
+                                 "1 while a job of the tenant waits because the tenant is at its elastic limit");
+  MetricFamily scale_requested = CounterFamily("gpupool_scale_out_requested_nodes_total",
+                                               "Nodes the autoscaler asked of the node provider since the server started");
+  MetricFamily scale_failed = CounterFamily("gpupool_scale_out_failed_nodes_total",
+                                            "Nodes the node provider failed to create since the server started");
+  MetricFamily unhealthy = Gauge("gpupool_gpu_unhealthy",
+                                 "1 while the node agent reports the GPU unhealthy (a critical XID, a failed query)");
+  // Bookings, not device readings: the device's own memory and utilization
+  // are the agents' to export under the DCGM exporter's names.
+  MetricFamily booked = Gauge("gpupool_gpu_memory_booked_mib",
+                              "GPU memory held by allocations (MiB): a whole GPU is all booked, a share what it asked");
+  MetricFamily unbooked = Gauge("gpupool_gpu_memory_unbooked_mib", "GPU memory no allocation holds (MiB)");
+  MetricFamily util = Gauge("gpupool_gpu_reported_utilization_percent",
+                            "GPU utilization in the node agent's last heartbeat (percent)");
+  MetricFamily alloc = Gauge("gpupool_gpu_allocated_milli", "Compute share of the GPU allocated (thousandths)");
+  std::vector<MetricFamily*> All() {
+    return {&queue, &guaranteed, &limit, &used, &borrowed, &lent, &exhausted, &capacity, &scale_requested,
+            &scale_failed, &node_up, &condition, &hotspot, &booked, &unbooked, &unhealthy, &util, &alloc};
+  }
+};
+
+// Queue lengths and each tenant's quota and use per pool. Requires the
+// read model's lock held (shared).
+void SampleQuotas(const ReadModel& model, const EngineSummary& s, ModelFamilies& f) {
+  const auto& tenants = model.tenants();
+  const auto& pools = model.pools();
+  for (const auto& [key, n] : s.queued) {
+    const std::string tenant = key.first < static_cast<int>(tenants.size()) ? tenants[key.first] : "?";
+    Sample(f.queue, {{"tenant", tenant}, {"priority", std::to_string(key.second)}}, static_cast<double>(n));
+  }
+  for (size_t t = 0; t < tenants.size(); ++t) {
+    for (size_t p = 0; p < pools.size() && p < model.quotas()[t].size(); ++p) {
+      const Quota& q = model.quotas()[t][p];
+      std::vector<ClientMetric::Label> l{{"pool", pools[p].name}, {"tenant", tenants[t]}};
+      Sample(f.guaranteed, l, q.guaranteed_milli / 1000.0);
+      Sample(f.limit, l, q.elastic_limit_milli / 1000.0);
+      if (t < s.usage.size() && p < s.usage[t].size()) {
+        Sample(f.used, l, s.usage[t][p].used_milli / 1000.0);
+        Sample(f.borrowed, l, s.usage[t][p].borrowed_milli / 1000.0);
+        Sample(f.lent, l, s.usage[t][p].lent_milli / 1000.0);
+        Sample(f.exhausted, l, s.usage[t][p].exhausted ? 1 : 0);
+      }
+    }
+  }
+}
+
+// Each pool's capacity model (POOL-3). Requires the read model's lock.
+void SampleCapacity(const ReadModel& model, const EngineSummary& s, ModelFamilies& f) {
+  const auto& pools = model.pools();
+  for (size_t p = 0; p < pools.size() && p < s.capacity.size(); ++p) {
+    const PoolCapacity& c = s.capacity[p];
+    for (auto [kind, v] : {std::pair{"total", c.total_milli}, {"allocated", c.allocated_milli},
+                           {"reserved", c.reserved_milli}, {"fragmented", c.fragmented_milli},
+                           {"available", c.available_milli}}) {
+      Sample(f.capacity, {{"kind", kind}, {"pool", pools[p].name}}, v / 1000.0);
+    }
+  }
+}
+
+// Each node's condition and each GPU's bookings, health and reported
+// utilization (`utils`: node index and GPU to percent). Requires the read
+// model's lock.
+void SampleNodes(const ReadModel& model, const EngineSummary& s, const std::map<std::pair<int32_t, int>, double>& utils,
+                 ModelFamilies& f) {
+  const auto& pools = model.pools();
+  const auto& nodes = model.nodes();
+  for (size_t i = 0; i < nodes.size() && i < s.nodes.size(); ++i) {
+    const Node& n = s.nodes[i];
+    const NodeRecord& rec = nodes[i];
+    const std::string pool = n.pool < pools.size() ? pools[n.pool].name : "?";
+    Sample(f.node_up, {{"node", rec.spec.name}, {"pool", pool}}, n.condition == NodeCondition::kReady ? 1 : 0);
+    for (auto [c, name] : {std::pair{NodeCondition::kReady, "ready"}, {NodeCondition::kCordoned, "cordoned"},
+                           {NodeCondition::kDown, "down"}, {NodeCondition::kRemoved, "removed"}}) {
+      Sample(f.condition, {{"condition", name}, {"node", rec.spec.name}, {"pool", pool}}, n.condition == c ? 1 : 0);
+    }
+    Sample(f.hotspot, {{"node", rec.spec.name}, {"pool", pool}}, rec.hot ? 1 : 0);
+    if (n.gpu_count == 0) continue;
+    const std::string model_name = Catalog::Builtin().Get(n.gpu_model).name;
+    for (int g = 0; g < n.gpu_count; ++g) {
+      std::vector<ClientMetric::Label> l{
+          {"Hostname", rec.spec.name}, {"gpu", std::to_string(g)}, {"modelName", model_name}, {"pool", pool}};
+      // A whole GPU's memory belongs to its job; shares hold what they asked for.
+      const int32_t free_mib = n.gpu_mode[g] == GpuMode::kWhole ? 0 : n.gpu_memory_free_mib[g];
+      Sample(f.booked, l, n.gpu_memory_mib - free_mib);
+      Sample(f.unbooked, l, free_mib);
+      Sample(f.unhealthy, l, (n.gpu_unhealthy >> g & 1) != 0 ? 1 : 0);
+      if (auto it = utils.find({static_cast<int32_t>(i), g}); it != utils.end()) Sample(f.util, l, it->second);
+      auto la = l;
+      la.push_back({"mode", GpuModeName(n.gpu_mode[g])});
+      Sample(f.alloc, la, kMilliPerGpu - n.gpu_free_milli[g]);
+    }
+  }
+}
+
 }  // namespace
 
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
@@ -170,33 +279,7 @@ void Metrics::SetGpuUtilization(int32_t node, int gpu, double pct) {
 
 std::string Metrics::Render(const ReadModel& model) const {
   std::vector<MetricFamily> families = registry_->Collect();
-  MetricFamily queue = Gauge("gpupool_queue_length", "Pending jobs by tenant and priority");
-  MetricFamily guaranteed = Gauge("gpupool_quota_guaranteed_gpus", "Guaranteed GPUs per tenant and pool");
-  MetricFamily limit = Gauge("gpupool_quota_limit_gpus", "Elastic limit in GPUs per tenant and pool");
-  MetricFamily used = Gauge("gpupool_quota_used_gpus", "GPUs in use per tenant and pool");
-  MetricFamily borrowed = Gauge("gpupool_quota_borrowed_gpus", "GPUs used beyond the effective guarantee");
-  MetricFamily lent = Gauge("gpupool_quota_lent_gpus", "Part of the guarantee lent to the elastic pool");
-  MetricFamily capacity = Gauge("gpupool_pool_capacity_gpus", "Capacity model of each pool (POOL-3)");
-  MetricFamily node_up = Gauge("gpupool_node_up", "1 when the node is ready, 0 when cordoned or down");
-  MetricFamily condition = Gauge("gpupool_node_condition",
-                                 "1 for the node's condition (ready, cordoned, down, removed), 0 for the others");
-  MetricFamily hotspot = Gauge("gpupool_node_hotspot", "1 while the node is a hotspot (cordoned until it cools down)");
-  MetricFamily exhausted = Gauge("gpupool_quota_exhausted",
-                                 "1 while a job of the tenant waits because the tenant is at its elastic limit");
-  MetricFamily scale_requested = CounterFamily("gpupool_scale_out_requested_nodes_total",
-                                               "Nodes the autoscaler asked of the node provider since the server started");
-  MetricFamily scale_failed = CounterFamily("gpupool_scale_out_failed_nodes_total",
-                                            "Nodes the node provider failed to create since the server started");
-  MetricFamily unhealthy = Gauge("gpupool_gpu_unhealthy",
-                                 "1 while the node agent reports the GPU unhealthy (a critical XID, a failed query)");
-  // Bookings, not device readings: the device's own memory and utilization
-  // are the agents' to export under the DCGM exporter's names.
-  MetricFamily booked = Gauge("gpupool_gpu_memory_booked_mib",
-                              "GPU memory held by allocations (MiB): a whole GPU is all booked, a share what it asked");
-  MetricFamily unbooked = Gauge("gpupool_gpu_memory_unbooked_mib", "GPU memory no allocation holds (MiB)");
-  MetricFamily util = Gauge("gpupool_gpu_reported_utilization_percent",
-                            "GPU utilization in the node agent's last heartbeat (percent)");
-  MetricFamily alloc = Gauge("gpupool_gpu_allocated_milli", "Compute share of the GPU allocated (thousandths)");
+  ModelFamilies f;
   std::map<std::pair<int32_t, int>, double> utils;
   std::map<PoolId, ScaleOutCounts> scale_out;
   {
@@ -206,74 +289,19 @@ std::string Metrics::Render(const ReadModel& model) const {
   }
   {
     std::shared_lock lock(model.mu());
-    const auto& s = *model.summary();
-    const auto& tenants = model.tenants();
+    const EngineSummary& s = *model.summary();
+    SampleQuotas(model, s, f);
+    SampleCapacity(model, s, f);
     const auto& pools = model.pools();
-    for (const auto& [key, n] : s.queued) {
-      const std::string tenant = key.first < static_cast<int>(tenants.size()) ? tenants[key.first] : "?";
-      Sample(queue, {{"tenant", tenant}, {"priority", std::to_string(key.second)}}, static_cast<double>(n));
-    }
-    for (size_t t = 0; t < tenants.size(); ++t) {
-      for (size_t p = 0; p < pools.size() && p < model.quotas()[t].size(); ++p) {
-        const Quota& q = model.quotas()[t][p];
-        std::vector<ClientMetric::Label> l{{"pool", pools[p].name}, {"tenant", tenants[t]}};
-        Sample(guaranteed, l, q.guaranteed_milli / 1000.0);
-        Sample(limit, l, q.elastic_limit_milli / 1000.0);
-        if (t < s.usage.size() && p < s.usage[t].size()) {
-          Sample(used, l, s.usage[t][p].used_milli / 1000.0);
-          Sample(borrowed, l, s.usage[t][p].borrowed_milli / 1000.0);
-          Sample(lent, l, s.usage[t][p].lent_milli / 1000.0);
-          Sample(exhausted, l, s.usage[t][p].exhausted ? 1 : 0);
-        }
-      }
-    }
-    for (size_t p = 0; p < pools.size() && p < s.capacity.size(); ++p) {
-      const PoolCapacity& c = s.capacity[p];
-      for (auto [kind, v] : {std::pair{"total", c.total_milli}, {"allocated", c.allocated_milli},
-                             {"reserved", c.reserved_milli}, {"fragmented", c.fragmented_milli},
-                             {"available", c.available_milli}}) {
-        Sample(capacity, {{"kind", kind}, {"pool", pools[p].name}}, v / 1000.0);
-      }
-    }
     for (size_t p = 0; p < pools.size(); ++p) {
       const auto it = scale_out.find(static_cast<PoolId>(p));
       const ScaleOutCounts c = it == scale_out.end() ? ScaleOutCounts{} : it->second;
-      CounterSample(scale_requested, {{"pool", pools[p].name}}, static_cast<double>(c.requested_nodes));
-      CounterSample(scale_failed, {{"pool", pools[p].name}}, static_cast<double>(c.failed_nodes));
+      CounterSample(f.scale_requested, {{"pool", pools[p].name}}, static_cast<double>(c.requested_nodes));
+      CounterSample(f.scale_failed, {{"pool", pools[p].name}}, static_cast<double>(c.failed_nodes));
     }
-    const auto& nodes = model.nodes();
-    for (size_t i = 0; i < nodes.size() && i < s.nodes.size(); ++i) {
-      const Node& n = s.nodes[i];
-      const NodeRecord& rec = nodes[i];
-      const std::string pool = n.pool < pools.size() ? pools[n.pool].name : "?";
-      Sample(node_up, {{"node", rec.spec.name}, {"pool", pool}}, n.condition == NodeCondition::kReady ? 1 : 0);
-      for (auto [c, name] : {std::pair{NodeCondition::kReady, "ready"}, {NodeCondition::kCordoned, "cordoned"},
-                             {NodeCondition::kDown, "down"}, {NodeCondition::kRemoved, "removed"}}) {
-        Sample(condition, {{"condition", name}, {"node", rec.spec.name}, {"pool", pool}}, n.condition == c ? 1 : 0);
-      }
-      Sample(hotspot, {{"node", rec.spec.name}, {"pool", pool}}, rec.hot ? 1 : 0);
-      if (n.gpu_count == 0) continue;
-      const std::string model_name = Catalog::Builtin().Get(n.gpu_model).name;
-      for (int g = 0; g < n.gpu_count; ++g) {
-        std::vector<ClientMetric::Label> l{
-            {"Hostname", rec.spec.name}, {"gpu", std::to_string(g)}, {"modelName", model_name}, {"pool", pool}};
-        // A whole GPU's memory belongs to its job; shares hold what they asked for.
-        const int32_t free_mib = n.gpu_mode[g] == GpuMode::kWhole ? 0 : n.gpu_memory_free_mib[g];
-        Sample(booked, l, n.gpu_memory_mib - free_mib);
-        Sample(unbooked, l, free_mib);
-        Sample(unhealthy, l, (n.gpu_unhealthy >> g & 1) != 0 ? 1 : 0);
-        if (auto it = utils.find({static_cast<int32_t>(i), g}); it != utils.end()) Sample(util, l, it->second);
-        auto la = l;
-        la.push_back({"mode", GpuModeName(n.gpu_mode[g])});
-        Sample(alloc, la, kMilliPerGpu - n.gpu_free_milli[g]);
-      }
-    }
+    SampleNodes(model, s, utils, f);
   }
-  for (MetricFamily* f : {&queue, &guaranteed, &limit, &used, &borrowed, &lent, &exhausted, &capacity,
-                          &scale_requested, &scale_failed, &node_up, &condition, &hotspot, &booked, &unbooked,
-                          &unhealthy, &util, &alloc}) {
-    families.push_back(std::move(*f));
-  }
+  for (MetricFamily* family : f.All()) families.push_back(std::move(*family));
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);
   return out.str();
