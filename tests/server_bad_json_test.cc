@@ -36,5 +36,21 @@ TEST_F(ServerBadJsonTest, EveryHostileBodyIsA400NamingTheBody) {
   EXPECT_EQ(Http(*server_, "GET", "/healthz", "").status, 200);
 }
 
+// server.http.max_json_depth is the reader's limit: lowered, a body one
+// level deeper is refused naming `body`, and one within it is read.
+TEST_F(ServerBadJsonTest, TheNestingLimitIsTheConfiguredOne) {
+  ASSERT_NO_FATAL_FAILURE(StartServer("name: bad-json\npools: [{name: default}]\nserver: {http: {max_json_depth: 8}}\n"));
+  auto nested = [](int levels) { return std::string(levels - 1, '[') + std::string(levels - 1, ']'); };
+  auto deep = HttpRaw(*server_, "POST", "/v1/tenants", admin_, R"({"name": "a", "x": )" + nested(9) + "}");
+  EXPECT_EQ(deep.status, 400) << deep.text;
+  EXPECT_EQ(deep.body["error"].value("field", ""), "body") << deep.text;
+  EXPECT_NE(deep.text.find("deeper than 8"), std::string::npos) << deep.text;
+  // Eight levels pass the reader (the unknown key is then the API's 400, naming it).
+  auto within = HttpRaw(*server_, "POST", "/v1/tenants", admin_, R"({"name": "a", "x": )" + nested(8) + "}");
+  EXPECT_EQ(within.status, 400) << within.text;
+  EXPECT_EQ(within.body["error"].value("field", ""), "x") << within.text;
+  EXPECT_EQ(HttpRaw(*server_, "POST", "/v1/tenants", admin_, R"({"name": "a"})").status, 201);
+}
+
 }  // namespace
 }  // namespace gpupool::testing

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/configured_server.h"
+#include "tests/hostile_bodies.h"
 
 namespace gpupool::testing {
 namespace {
@@ -41,22 +42,6 @@ int64_t StatusKiB(pid_t pid, const std::string& field) {
   return -1;
 }
 
-// Bodies of about kBodyBytes that the parser must take whole before a field
-// reader refuses them.
-std::vector<std::string> HostileBodies() {
-  std::vector<std::string> out;
-  out.push_back(R"({"name": ")" + std::string(kBodyBytes - 64, 'x') + R"(", "gpus": 1})");
-  std::string values = R"({"name": "v", "env": {"A": "b"}, "command": [)";
-  while (values.size() < kBodyBytes - 16) values += "1,";
-  values += "1]}";
-  out.push_back(values);
-  std::string keys = R"({"name": "k", "labels": {)";
-  for (int i = 0; keys.size() < kBodyBytes - 32; ++i) keys += "\"" + std::to_string(i) + "\":0,";
-  keys += "\"end\":0}}";
-  out.push_back(keys);
-  return out;
-}
-
 class ServerMemoryTest : public ConfiguredServerTest {};
 
 TEST_F(ServerMemoryTest, SixtyFourClientsSendingTheLargestBodiesStayUnderTheBoundAndTheMemoryIsGivenBack) {
@@ -64,7 +49,7 @@ TEST_F(ServerMemoryTest, SixtyFourClientsSendingTheLargestBodiesStayUnderTheBoun
   auto tenant = Http(*server_, "POST", "/v1/tenants", admin_, json{{"name", "team"}});
   ASSERT_EQ(tenant.status, 201) << tenant.text;
   const std::string token = tenant.body["token"];
-  const std::vector<std::string> bodies = HostileBodies();
+  const std::vector<std::string> bodies = HostileBodies(kBodyBytes);
   for (const std::string& b : bodies) ASSERT_LE(b.size(), kBodyBytes);
   std::this_thread::sleep_for(200ms);
   const int64_t start_kib = StatusKiB(server_->pid(), "VmRSS");

@@ -8,6 +8,10 @@
 //  2. p50/p99 latency of GET /v1/jobs/{id} from one more client during (1);
 //  3. after filling the queue to --queued pending jobs: the server's peak
 //     memory (VmHWM of /proc/PID/status);
+//  3b. then, at that queue, --hostile-clients clients sending the largest
+//     bodies the server takes, shaped to cost the most once parsed
+//     (tests/hostile_bodies.h), for --hostile-seconds: the peak again
+//     (issue 22: memory stays under its bound at 100k jobs and 10k nodes);
 //  4. time to recover after SIGKILL: from the restart to the first answered
 //     /healthz (snapshot load + replay + start), and the server's own figure.
 // Prints a table and, with --json FILE, the figures as JSON.
@@ -36,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/server_child.h"
+#include "tests/hostile_bodies.h"
 
 namespace {
 
@@ -56,6 +61,10 @@ int main(int argc, char** argv) {
   app.add_option("--queued", queued, "pending jobs before the memory and recovery phases")->capture_default_str();
   int64_t snapshot_every = 20000;
   app.add_option("--snapshot-every", snapshot_every, "the server's snapshot interval (events)")->capture_default_str();
+  int hostile_clients = 64, hostile_seconds = 5;
+  app.add_option("--hostile-clients", hostile_clients, "clients sending 1 MiB hostile bodies after the fill (0: none)")
+      ->capture_default_str();
+  app.add_option("--hostile-seconds", hostile_seconds, "length of that phase")->capture_default_str();
   app.add_option("--json", json_path, "also write the figures to this file");
   CLI11_PARSE(app, argc, argv);
 
@@ -69,7 +78,8 @@ int main(int argc, char** argv) {
                                   "    - {count: "
                                << nodes << ", model: H100, gpus: 8, cpu_cores: 96, memory_gib: 1024}\n"
                                << "server:\n  snapshot_every_events: " << snapshot_every << "\n"
-                               << "  max_pending_jobs_per_tenant: 10000000\n";  // the queue grows on purpose
+                               << "  max_pending_jobs_per_tenant: 10000000\n"  // the queue grows on purpose
+                               << "  http: {token_requests_per_s: 0}\n";  // the server is measured, not the rate limit
   std::cout << "==> starting the server with " << nodes << " nodes (" << root << ")" << std::endl;
   if (!server.Start()) {
     std::cerr << "server did not start; see " << server.dir << "/server.log\n";
@@ -149,6 +159,28 @@ int main(int argc, char** argv) {
   const long rss_kib = server.PeakRssKib();
   const int64_t jobs_at_rss = acked.load();
 
+  // --- 3b: hostile bodies at that queue ---------------------------------------------
+  std::cout << "==> " << hostile_clients << " clients send 1 MiB hostile bodies for " << hostile_seconds << " s"
+            << std::endl;
+  const std::vector<std::string> hostile = gpupool::testing::HostileBodies(1 << 20);  // server.max_body_bytes
+  std::atomic<int64_t> hostile_sent{0}, hostile_5xx{0};
+  const auto hostile_until = Clock::now() + std::chrono::seconds(hostile_seconds);
+  for (int i = 0; i < hostile_clients; ++i) {
+    threads.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", server.port);
+      c.set_read_timeout(60);
+      httplib::Headers h{{"Authorization", "Bearer " + token}};
+      for (size_t k = static_cast<size_t>(i); Clock::now() < hostile_until; ++k) {
+        auto r = c.Post("/v1/jobs", h, hostile[k % hostile.size()], "application/json");
+        ++hostile_sent;
+        if (!r || (r->status >= 500 && r->status != 503)) ++hostile_5xx;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  threads.clear();
+  const long hostile_rss_kib = server.PeakRssKib();
+
   // --- 4: recovery after SIGKILL, at the worst point ------------------------------------
   // A clean stop takes a snapshot; then snapshot_every - 1 more events (one
   // per pending job) are only in the journal when the server is killed, so
@@ -200,6 +232,9 @@ int main(int argc, char** argv) {
                  {"get_job_samples", get_ms.size()},
                  {"jobs_at_peak_rss", jobs_at_rss},
                  {"max_rss_mib", rss_kib / 1024.0},
+                 {"hostile_requests", hostile_sent.load()},
+                 {"hostile_unanswered_or_5xx", hostile_5xx.load()},
+                 {"max_rss_with_hostile_bodies_mib", hostile_rss_kib / 1024.0},
                  {"clean_restart_to_healthy_s", clean_start_s},
                  {"jobs_after_snapshot", extra},
                  {"recovery_to_healthy_s", recover_s},
@@ -210,6 +245,12 @@ int main(int argc, char** argv) {
               Percentile(get_ms, 0.99), Percentile(get_ms, 0.5), get_ms.size());
   std::printf("%-44s %12.0f MiB (goal < 1024; %lld jobs, %d nodes)\n", "server max RSS", rss_kib / 1024.0,
               static_cast<long long>(jobs_at_rss), nodes);
+  if (hostile_clients > 0) {
+    std::printf("%-44s %12.0f MiB (goal < 1024; %lld requests of ~1 MiB from %d clients, %lld unanswered or 5xx)\n",
+                "server max RSS, then hostile bodies", hostile_rss_kib / 1024.0,
+                static_cast<long long>(hostile_sent.load()), hostile_clients,
+                static_cast<long long>(hostile_5xx.load()));
+  }
   std::printf("%-44s %12.2f s   (goal < 2; server's own: %.2f s, %lld events replayed after the snapshot)\n",
               "recovery after SIGKILL, to first /healthz", recover_s, server_recover_s,
               static_cast<long long>(replayed));

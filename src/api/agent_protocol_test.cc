@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "src/api/agent_wire.h"
 #include "src/api/tenant_ids.h"
 
 namespace gpupool {
@@ -97,6 +98,13 @@ TEST(AgentProtocolTest, BadMessagesNameTheField) {
   auto util = ParseHeartbeatRequest(json::parse(R"({"node":"n","session":"s","gpus":[{"index":0,"util_pct":140}]})"));
   ASSERT_FALSE(util.ok());
   EXPECT_EQ(util.error.field, "gpus[0].util_pct");
+  // A log chunk holds at most agent_wire::kMaxLogChunkBytes (the upload limit of one heartbeat's chunk).
+  json chunk = {{"node", "n"}, {"session", "s"}, {"logs", json::array({{{"job", 1}, {"data", std::string(agent_wire::kMaxLogChunkBytes, 'x')}}})}};
+  EXPECT_TRUE(ParseHeartbeatRequest(chunk).ok());
+  chunk["logs"][0]["data"] = std::string(agent_wire::kMaxLogChunkBytes + 1, 'x');
+  auto big = ParseHeartbeatRequest(chunk);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error.field, "logs[0].data");
   auto missing = ParseRegisterRequest(json::parse(R"({"node":"n","cpu_milli":1})"));
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error.field, "memory_mib");

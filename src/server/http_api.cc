@@ -466,7 +466,7 @@ std::optional<json> HttpApi::Body(const Request& req, Response& res) {
   // One strict reader (src/base/json_text.h): a malformed, overflowing, repeated-key or too deep body is a 400
   // naming `body`, never a library exception.
   auto j = ParseJsonText(req.body, JsonLimits{.max_bytes = static_cast<size_t>(max_body_bytes),
-                                              .max_depth = 64,
+                                              .max_depth = static_cast<int>(core_.settings().http.max_json_depth),
                                               .max_values = static_cast<size_t>(core_.settings().http.max_json_values)});
   if (!j) {
     SendError(res, MakeApiError(400, "invalid_argument", "body: " + j.error().message, "body"));
@@ -747,7 +747,8 @@ void HttpApi::JobLogs(const Request& req, Response& res) {
   if (id < 0) return;
   ApiError err;
   int64_t tail = 1 << 20;
-  if (!IntParam(req, "tail_bytes", tail, 1, kMaxLogBytes, &err)) return SendError(res, err);
+  const int64_t most = std::max(kDefaultMaxLogBytesPerTask, core_.settings().max_log_bytes_per_task);
+  if (!IntParam(req, "tail_bytes", tail, 1, most, &err)) return SendError(res, err);
   const std::string format = req.HasParam("format") ? req.Param("format") : "text";
   if (format != "text" && format != "json") return SendError(res, BadField("format", "expected text or json"));
   auto parts = core_.logs().Read(id, tail);

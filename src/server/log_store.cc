@@ -27,12 +27,13 @@ Result<int64_t> LogStore::Append(const LogChunk& c) {
   int64_t& held = it->second;
   const int64_t end = c.offset + static_cast<int64_t>(c.data.size());
   if (c.offset > held || end <= held) return held;  // a gap, or nothing new
-  if (held >= kMaxLogBytes) {
+  if (held >= max_bytes_per_task_) {
     held = end;  // counted, not stored
     return held;
   }
   const size_t skip = static_cast<size_t>(held - c.offset);
-  if (auto ok = env_.AppendFile(file, std::string_view(c.data).substr(skip)); !ok) {
+  const size_t room = static_cast<size_t>(max_bytes_per_task_ - held);  // stored up to the limit
+  if (auto ok = env_.AppendFile(file, std::string_view(c.data).substr(skip, room)); !ok) {
     return std::unexpected(Error{ok.error().code, "logs: " + ok.error().message});
   }
   held = end;

@@ -8,7 +8,8 @@
 // held adds only what is new, and a chunk beyond the end (bytes lost in
 // between) adds nothing; either way the answer is the size held, where the
 // agent's next chunk starts. Logs are diagnostics, not acknowledged state:
-// they are written without fsync. A file stops growing at kMaxLogBytes.
+// they are written without fsync. A file stops growing at the store's
+// max_bytes_per_task (server.max_log_bytes_per_task).
 //
 // Files are written through the server's Env (env.h), so that a test can
 // fail them.
@@ -29,16 +30,18 @@
 
 namespace gpupool {
 
-inline constexpr int64_t kMaxLogBytes = int64_t{64} << 20;
+inline constexpr int64_t kDefaultMaxLogBytesPerTask = int64_t{64} << 20;
 
 class LogStore {
  public:
-  // `env` outlives the store.
-  LogStore(Env& env, std::string dir) : env_(env), dir_(std::move(dir)) {}
+  // `env` outlives the store; `max_bytes_per_task` > 0.
+  LogStore(Env& env, std::string dir, int64_t max_bytes_per_task = kDefaultMaxLogBytesPerTask)
+      : env_(env), dir_(std::move(dir)), max_bytes_per_task_(max_bytes_per_task) {}
 
   // Returns the number of bytes held for the chunk's (job, replica,
-  // attempt) afterwards; past kMaxLogBytes, chunks are counted as held
-  // (so the agent moves on) but not stored.
+  // attempt) afterwards. A file takes bytes up to max_bytes_per_task; the
+  // rest of a chunk, and every chunk after, is counted as held (so the
+  // agent moves on) but not stored.
   Result<int64_t> Append(const LogChunk& chunk);
 
   struct Part {
@@ -53,6 +56,7 @@ class LogStore {
   std::string FileOf(JobId job, int32_t replica, int32_t attempt) const;
   Env& env_;
   const std::string dir_;
+  const int64_t max_bytes_per_task_;
   mutable std::mutex mu_;
   // Bytes held (files seen or written).
   std::map<std::tuple<JobId, int32_t, int32_t>, int64_t> sizes_;  // GUARDED_BY(mu_)

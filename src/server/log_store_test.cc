@@ -34,5 +34,21 @@ TEST(LogStoreTest, AppendsAreIdempotentByOffset) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(LogStoreTest, AFileStopsAtTheLimitAndLaterChunksAreCountedNotStored) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("logs-cap-" + std::to_string(getpid()))).string();
+  LogStore s(*Env::Default(), dir, /*max_bytes_per_task=*/10);
+  EXPECT_EQ(*s.Append(LogChunk{3, 0, 1, 0, "0123456"}), 7);
+  EXPECT_EQ(*s.Append(LogChunk{3, 0, 1, 7, "789abcdef"}), 16);  // straddles the limit: stored up to it
+  EXPECT_EQ(*s.Append(LogChunk{3, 0, 1, 16, "ghij"}), 20);      // past it: the agent moves on
+  EXPECT_EQ(*s.Append(LogChunk{3, 1, 1, 0, "other"}), 5);       // each task has its own limit
+  auto parts = s.Read(3, 1 << 20);
+  ASSERT_TRUE(parts.has_value());
+  ASSERT_EQ(parts->size(), 2u);
+  EXPECT_EQ((*parts)[0].text, "0123456789");
+  EXPECT_EQ((*parts)[0].bytes, 10);
+  EXPECT_EQ((*parts)[1].text, "other");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpupool

@@ -57,7 +57,7 @@ Status ServerConfigReader::ParseServer(const YAML::Node& n, const std::string& p
       f,
       Map(n, path,
           {"tick", "snapshot_every_events", "max_body_bytes", "http_threads", "max_pending_jobs_per_tenant", "http",
-           "provider", "default_image"}));
+           "provider", "default_image", "max_log_bytes_per_task"}));
   if (const YAML::Node* i = f.Find("default_image")) {
     // As a job's `image` (src/api/task_request.h, ImageProblem).
     GP_TRY(StringField(f, "default_image", c.default_image));
@@ -72,6 +72,7 @@ Status ServerConfigReader::ParseServer(const YAML::Node& n, const std::string& p
   GP_TRY(IntField(f, "max_body_bytes", c.max_body_bytes, IntRange(1024, 1 << 30)));
   GP_TRY(IntField(f, "http_threads", c.http_threads, IntRange(1, 1024)));
   GP_TRY(IntField(f, "max_pending_jobs_per_tenant", c.max_pending_jobs_per_tenant, IntRange(1, 10'000'000)));
+  GP_TRY(IntField(f, "max_log_bytes_per_task", c.max_log_bytes_per_task, IntRange(4096, int64_t{1} << 40)));
   if (const YAML::Node* h = f.Find("http")) GP_TRY(ParseHttp(*h, f.PathOf("http"), c.http_threads, c.http));
   if (const YAML::Node* p = f.Find("provider")) GP_TRY(ParseProvider(*p, f.PathOf("provider"), c.provider));
   return {};
@@ -85,7 +86,7 @@ Status ServerConfigReader::ParseHttp(const YAML::Node& n, const std::string& pat
                              {"max_connections", "max_connections_per_client", "max_header_bytes", "idle_timeout",
                               "header_timeout", "body_timeout", "request_timeout", "queue_length",
                               "agent_threads", "token_requests_per_s", "token_request_burst", "failed_auth_per_s",
-                              "failed_auth_burst", "max_json_values"}));
+                              "failed_auth_burst", "max_json_values", "max_json_depth"}));
   GP_TRY(IntField(f, "max_connections", c.max_connections, IntRange(1, 1000000)));
   GP_TRY(IntField(f, "max_connections_per_client", c.max_connections_per_client, IntRange(1, 1000000)));
   GP_TRY(IntField(f, "max_header_bytes", c.max_header_bytes, IntRange(1024, 1 << 20)));
@@ -103,6 +104,7 @@ Status ServerConfigReader::ParseHttp(const YAML::Node& n, const std::string& pat
   GP_TRY(IntField(f, "failed_auth_per_s", c.failed_auth_per_s, IntRange(0, 1000000)));
   GP_TRY(IntField(f, "failed_auth_burst", c.failed_auth_burst, IntRange(1, 10000000)));
   GP_TRY(IntField(f, "max_json_values", c.max_json_values, IntRange(100, 100000000)));
+  GP_TRY(IntField(f, "max_json_depth", c.max_json_depth, IntRange(8, 1024)));
   return {};
 }
 

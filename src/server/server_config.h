@@ -52,6 +52,9 @@ struct HttpSettings {
   // Values (objects, arrays, scalars) in one JSON request body; beyond: 400
   // naming `body`. Bounds the memory a parsed body takes, whatever its shape.
   int64_t max_json_values = 20000;
+  // Nesting of objects and arrays in one JSON request body; deeper: 400
+  // naming `body`. The API's own requests nest a few levels.
+  int64_t max_json_depth = 64;
 };
 
 struct ServerSettings {
@@ -64,6 +67,9 @@ struct ServerSettings {
   // everything; one tenant cannot grow the queue, the journal and the
   // server's memory without bound).
   int64_t max_pending_jobs_per_tenant = 10000;
+  // Bytes of one task log (a replica attempt's stdout and stderr) kept in
+  // DIR/logs; the agents' later chunks are counted but not stored.
+  int64_t max_log_bytes_per_task = int64_t{64} << 20;
   HttpSettings http;
   CommandProviderSettings provider;
   // The image of a job that runs a command and names none: "host" or an

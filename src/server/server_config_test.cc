@@ -55,12 +55,26 @@ TEST(ServerConfigTest, ReadsThePendingJobCap) {
   }
 }
 
+TEST(ServerConfigTest, ReadsTheTaskLogLimit) {
+  auto c = ParseServerConfig("name: s\npools: [{name: p}]\nserver: {max_log_bytes_per_task: 1048576}\n", "s.yaml", ".");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->server.max_log_bytes_per_task, 1 << 20);
+  for (const char* bad : {"0", "100", "2000000000000", "big"}) {
+    auto e = ParseServerConfig(std::string("name: s\npools: [{name: p}]\nserver: {max_log_bytes_per_task: ") + bad +
+                                   "}\n",
+                               "s.yaml", ".");
+    ASSERT_FALSE(e) << bad;
+    EXPECT_NE(e.error().message.find("server.max_log_bytes_per_task"), std::string::npos) << e.error().message;
+  }
+}
+
 TEST(ServerConfigTest, ReadsTheHttpLimits) {
   auto c = ParseServerConfig(
       "name: s\npools: [{name: p}]\nserver:\n  http_threads: 8\n  http: {max_connections: 100, "
       "max_connections_per_client: 5, max_header_bytes: 4096, idle_timeout: 5s, header_timeout: 2s, "
       "body_timeout: 3s, request_timeout: 20s, queue_length: 7, agent_threads: 3, token_requests_per_s: 50, "
-      "token_request_burst: 60, failed_auth_per_s: 2, failed_auth_burst: 9, max_json_values: 500}\n",
+      "token_request_burst: 60, failed_auth_per_s: 2, failed_auth_burst: 9, max_json_values: 500, "
+      "max_json_depth: 16}\n",
       "s.yaml", ".");
   ASSERT_TRUE(c) << c.error().message;
   const HttpSettings& h = c->server.http;
@@ -78,6 +92,7 @@ TEST(ServerConfigTest, ReadsTheHttpLimits) {
   EXPECT_EQ(h.failed_auth_per_s, 2);
   EXPECT_EQ(h.failed_auth_burst, 9);
   EXPECT_EQ(h.max_json_values, 500);
+  EXPECT_EQ(h.max_json_depth, 16);
   // Defaults: a quarter of the handler threads for agents (resolved by the API), safe limits.
   auto d = ParseServerConfig("name: s\npools: [{name: p}]\n", "s.yaml", ".");
   ASSERT_TRUE(d);
@@ -86,9 +101,12 @@ TEST(ServerConfigTest, ReadsTheHttpLimits) {
   EXPECT_EQ(d->server.http.max_connections_per_client, 256);
   EXPECT_EQ(d->server.http.token_requests_per_s, 1000);
   EXPECT_EQ(d->server.http.failed_auth_per_s, 10);
+  EXPECT_EQ(d->server.http.max_json_depth, 64);
+  EXPECT_EQ(d->server.max_log_bytes_per_task, int64_t{64} << 20);
   for (const char* bad : {"server: {http: {agent_threads: 16}}", "server: {http: {header_timeout: 500ms}}",
                           "server: {http: {max_header_bytes: 10}}", "server: {http: {nope: 1}}",
-                          "server: {http: {token_request_burst: 0}}", "server: {http: {failed_auth_per_s: -1}}"}) {
+                          "server: {http: {token_request_burst: 0}}", "server: {http: {failed_auth_per_s: -1}}",
+                          "server: {http: {max_json_depth: 2}}", "server: {http: {max_json_depth: 5000}}"}) {
     auto e = ParseServerConfig(std::string("name: s\npools: [{name: p}]\n") + bad + "\n", "s.yaml", ".");
     ASSERT_FALSE(e) << bad;
     EXPECT_NE(e.error().message.find("server.http."), std::string::npos) << e.error().message;

@@ -147,7 +147,7 @@ Status ServerCore::OpenStores() {
   LogInfo("journal integrity checked", {{"check", options_.open_journal ? "none (replicated journal)" : "quick_check"},
                                         {"seconds", std::to_string(integrity_check_seconds_)}});
   GP_TRY(CheckIdentity(others));
-  logs_ = std::make_unique<LogStore>(*env_, dir + "/logs/" + data_dir_id_);
+  logs_ = std::make_unique<LogStore>(*env_, dir + "/logs/" + data_dir_id_, config_.server.max_log_bytes_per_task);
   return {};
 }
 
