@@ -426,8 +426,8 @@ TEST_F(ClientCommandsTest, NodeAddSendsOnlyGivenPlacementLabels) {
       server_.LastBody().dump(),
       R"({"class":"nvlink","cpu_cores":96,"gpus":8,"memory_gib":1024,"model":"H100","name":"h100-0","rack":"rack-1"})");
   EXPECT_EQ(o.out,
-            "NAME     POOL      MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK     CONDITION   UNHEALTHY   ISOLATION\n"
-            "h100-0   default   H100    8      8      96    1024         -        -      rack-1   ready       -           -\n");
+            "NAME     POOL      MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK     CONDITION   CORDONED_BY   UNHEALTHY   ISOLATION\n"
+            "h100-0   default   H100    8      8      96    1024         -        -      rack-1   ready       -             -           -\n");
 }
 
 TEST_F(ClientCommandsTest, RegionsSetSendsTheFileAsJson) {
