@@ -159,6 +159,56 @@ TEST(NodeOpsTest, ADrainMovesCheckpointableWorkAndStopsTheRestAtTheTimeout) {
   EXPECT_EQ(h.Of<NodeDrained>().size(), 2u);
 }
 
+// Elastic work shrinks off the drained node without a restart, stateless
+// online inference moves at once, and neither comes back while it is
+// cordoned: the drain is over as soon as they are gone.
+TEST(NodeOpsTest, ADrainShrinksElasticWorkOffAndMovesStatelessInferenceAtOnce) {
+  EngineConfig config = Config();
+  config.elastic_resize_every = 5min;
+  EngineHarness h(config);
+  const PoolId pool = h.Pool("gpu");
+  const TenantId t = h.Tenant("team", pool, 0, 32);
+  const NodeIndex n0 = h.Node("n0");
+  const NodeIndex n1 = h.Node("n1");
+  JobSpec elastic = h.Spec(t, 6);
+  elastic.replicas = elastic.min_replicas = 1;
+  elastic.max_replicas = 2;
+  const JobId grows = h.Submit(elastic);
+  h.Advance(30s);
+  ASSERT_EQ(h.job(grows).placements.size(), 2u);  // one replica on each node
+  JobSpec serve = h.Spec(t, 2, /*checkpointable=*/false);
+  serve.kind = JobKind::kOnlineInference;
+  const JobId server = h.Submit(serve);
+  ASSERT_EQ(h.state(server), JobState::kRunning);
+  const NodeIndex drained = h.job(server).placements[0].node;
+  const NodeIndex other = drained == n0 ? n1 : n0;
+
+  ASSERT_TRUE(*h.engine->DrainNode(drained, "admin", "", 1h, h.now, h.sink));
+  const auto resized = h.Of<JobResized>();
+  ASSERT_EQ(resized.size(), 2u);  // the growth, then the drain's shrink
+  EXPECT_EQ(resized[1].job, grows);
+  EXPECT_EQ(resized[1].removed.size(), 1u);
+  EXPECT_NE(resized[1].reason.find("drains (operator admin)"), std::string::npos) << resized[1].reason;
+  EXPECT_EQ(h.state(grows), JobState::kRunning);
+  const auto moves = h.Of<PreemptionStarted>();
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].victim, server);
+  EXPECT_FALSE(moves[0].checkpoint);
+  ASSERT_EQ(h.Of<JobPreempted>().size(), 1u);
+  EXPECT_EQ(h.Of<JobPreempted>()[0].lost_work, Duration(0));  // stateless: nothing lost
+  EXPECT_EQ(h.Of<NodeDrained>().size(), 1u);                  // empty at once, well before its hour
+
+  // The inference server runs again beside the elastic job's remaining
+  // replica, and the elastic job does not grow back onto the cordoned node.
+  h.Advance(20min);
+  ASSERT_EQ(h.state(server), JobState::kRunning);
+  EXPECT_EQ(h.job(server).placements[0].node, other);
+  for (const ReplicaPlacement& r : h.job(grows).placements) EXPECT_EQ(r.node, other);
+  EXPECT_EQ(h.engine->state().cluster.node(drained).gpu_milli_free_total, 8 * kMilliPerGpu);
+  EXPECT_EQ(h.Of<JobInterrupted>().size(), 0u);
+  h.ExpectSnapshotRoundTrip();
+}
+
 TEST(NodeOpsTest, RemoveRefusesABusyNodeUnlessForcedAndForceInterruptsAsANodeFailure) {
   EngineHarness h(Config());
   const PoolId pool = h.Pool("gpu");
