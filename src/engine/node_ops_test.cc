@@ -36,8 +36,38 @@ std::vector<GpuTelemetry> Temps(double celsius, int gpus = 2) {
 
 NodeCondition Condition(const EngineHarness& h, NodeIndex n) { return h.engine->state().cluster.node(n).condition; }
 
+// After every event of a test: a node is cordoned exactly while an
+// operator, a hotspot or a scale-in holds it (and it is neither down nor
+// removed), a removed node is held by none, and each pool's unavailable
+// capacity is the sum of its cordoned and down nodes' GPUs.
+void CheckMarksAfterEachEvent(EngineHarness& h) {
+  h.sink = [&h, inner = h.sink](const Event& e) {
+    inner(e);
+    const EngineState& s = h.engine->state();
+    std::vector<int64_t> unavailable(s.pools.size(), 0);
+    for (NodeIndex i = 0; i < s.cluster.node_count(); ++i) {
+      const Node& n = s.cluster.node(i);
+      const bool held = s.cordons.contains(i) || s.hot_nodes.contains(i) || s.draining.contains(i);
+      const std::string at = "node " + std::to_string(i) + " after " + ToJsonLine(e);
+      switch (n.condition) {
+        case NodeCondition::kReady: EXPECT_FALSE(held) << at; break;
+        case NodeCondition::kCordoned: EXPECT_TRUE(held) << at; break;
+        case NodeCondition::kRemoved: EXPECT_FALSE(held) << at; break;
+        case NodeCondition::kDown: break;
+      }
+      if (n.condition == NodeCondition::kCordoned || n.condition == NodeCondition::kDown) {
+        unavailable[n.pool] += n.gpu_milli_total();
+      }
+    }
+    for (size_t p = 0; p < s.pools.size(); ++p) {
+      EXPECT_EQ(s.pool_totals[p].unavailable_gpu_milli, unavailable[p]) << "pool " << p << " after " << ToJsonLine(e);
+    }
+  };
+}
+
 TEST(NodeOpsTest, ACordonedNodeTakesNoNewWorkKeepsWhatRunsAndUncordonRestoresIt) {
   EngineHarness h(Config());
+  CheckMarksAfterEachEvent(h);
   const PoolId pool = h.Pool("gpu");
   const TenantId t = h.Tenant("team", pool, 0, 16);
   const NodeIndex n0 = h.Node("n0", 2);
@@ -81,6 +111,7 @@ TEST(NodeOpsTest, ACordonedNodeTakesNoNewWorkKeepsWhatRunsAndUncordonRestoresIt)
 
 TEST(NodeOpsTest, AnOperatorsCordonAndAHotspotsDoNotUndoEachOther) {
   EngineHarness h(Config());
+  CheckMarksAfterEachEvent(h);
   h.Pool("gpu");
   const NodeIndex n0 = h.Node("n0", 2);
   auto heat = [&](double c) {
@@ -115,6 +146,7 @@ TEST(NodeOpsTest, AnOperatorsCordonAndAHotspotsDoNotUndoEachOther) {
 
 TEST(NodeOpsTest, ADrainMovesCheckpointableWorkAndStopsTheRestAtTheTimeout) {
   EngineHarness h(Config());
+  CheckMarksAfterEachEvent(h);
   const PoolId pool = h.Pool("gpu");
   const TenantId t = h.Tenant("team", pool, 0, 16);
   const NodeIndex n0 = h.Node("n0", 2);
@@ -159,6 +191,44 @@ TEST(NodeOpsTest, ADrainMovesCheckpointableWorkAndStopsTheRestAtTheTimeout) {
   EXPECT_EQ(h.Of<NodeDrained>().size(), 2u);
 }
 
+// A cordoned node that goes down comes back cordoned; one uncordoned while
+// down comes back ready. The failure detector's NodeDown and NodeUp keep
+// the operator's mark.
+TEST(NodeOpsTest, ACordonOutlastsTheNodeGoingDownAndComingBack) {
+  EngineConfig config = Config();
+  config.heartbeat_timeout = 1min;
+  EngineHarness h(config);
+  CheckMarksAfterEachEvent(h);
+  h.Pool("gpu");
+  const NodeIndex n0 = h.Node("n0", 2);
+  const NodeIndex n1 = h.Node("n1", 2);
+  auto beat = [&](bool n0_too, int times) {
+    for (int i = 0; i < times; ++i) {
+      h.now += 20s;
+      if (n0_too) {
+        ASSERT_TRUE(h.engine->Heartbeat(n0, h.now, h.sink).has_value());
+      }
+      ASSERT_TRUE(h.engine->Heartbeat(n1, h.now, h.sink).has_value());
+      h.engine->Tick(h.now, h.sink);
+    }
+  };
+  beat(true, 2);
+  ASSERT_TRUE(*h.engine->CordonNode(n0, "admin", "", h.now, h.sink));
+  beat(false, 6);
+  ASSERT_EQ(Condition(h, n0), NodeCondition::kDown);
+  beat(true, 2);
+  ASSERT_EQ(h.Of<NodeUp>().size(), 1u);
+  EXPECT_EQ(Condition(h, n0), NodeCondition::kCordoned);  // back, and still cordoned
+
+  beat(false, 6);
+  ASSERT_EQ(Condition(h, n0), NodeCondition::kDown);
+  ASSERT_TRUE(*h.engine->UncordonNode(n0, "admin", h.now, h.sink));
+  EXPECT_EQ(Condition(h, n0), NodeCondition::kDown);  // down until it is back
+  beat(true, 2);
+  EXPECT_EQ(Condition(h, n0), NodeCondition::kReady);
+  h.ExpectSnapshotRoundTrip();
+}
+
 // Elastic work shrinks off the drained node without a restart, stateless
 // online inference moves at once, and neither comes back while it is
 // cordoned: the drain is over as soon as they are gone.
@@ -166,6 +236,7 @@ TEST(NodeOpsTest, ADrainShrinksElasticWorkOffAndMovesStatelessInferenceAtOnce) {
   EngineConfig config = Config();
   config.elastic_resize_every = 5min;
   EngineHarness h(config);
+  CheckMarksAfterEachEvent(h);
   const PoolId pool = h.Pool("gpu");
   const TenantId t = h.Tenant("team", pool, 0, 32);
   const NodeIndex n0 = h.Node("n0");
@@ -211,6 +282,7 @@ TEST(NodeOpsTest, ADrainShrinksElasticWorkOffAndMovesStatelessInferenceAtOnce) {
 
 TEST(NodeOpsTest, RemoveRefusesABusyNodeUnlessForcedAndForceInterruptsAsANodeFailure) {
   EngineHarness h(Config());
+  CheckMarksAfterEachEvent(h);
   const PoolId pool = h.Pool("gpu");
   const TenantId t = h.Tenant("team", pool, 0, 16);
   const NodeIndex n0 = h.Node("n0", 2);
@@ -257,6 +329,7 @@ TEST(NodeOpsTest, RemoveRefusesABusyNodeUnlessForcedAndForceInterruptsAsANodeFai
 
 TEST(NodeOpsTest, BadArgumentsAreRefusedNamingTheArgument) {
   EngineHarness h(Config());
+  CheckMarksAfterEachEvent(h);
   h.Pool("gpu");
   const NodeIndex n0 = h.Node("n0", 2);
   auto unknown = h.engine->CordonNode(9, "admin", "", h.now, h.sink);
@@ -276,6 +349,7 @@ TEST(NodeOpsTest, BadArgumentsAreRefusedNamingTheArgument) {
 // A node held for a preemptor is let go when the operator cordons it.
 TEST(NodeOpsTest, ACordonLetsGoOfAHold) {
   EngineHarness h(Config());
+  CheckMarksAfterEachEvent(h);
   const PoolId pool = h.Pool("gpu");
   const TenantId t = h.Tenant("team", pool, 0, 2);
   const NodeIndex n0 = h.Node("n0", 2);
@@ -297,6 +371,7 @@ TEST(NodeOpsTest, ACordonLetsGoOfAHold) {
 // Snapshot version 9 keeps the cordons; version 8 has none and still loads.
 TEST(NodeOpsTest, TheSnapshotKeepsTheCordonsAndAVersion8OneLoads) {
   EngineHarness h(Config());
+  CheckMarksAfterEachEvent(h);
   const PoolId pool = h.Pool("gpu");
   const TenantId t = h.Tenant("team", pool, 0, 16);
   const NodeIndex n0 = h.Node("n0", 2);
@@ -329,6 +404,7 @@ TEST(NodeOpsTest, TheSnapshotKeepsTheCordonsAndAVersion8OneLoads) {
 // from a snapshot taken during a drain decides what the original decides.
 TEST(NodeOpsTest, AReplayAndARestartFromASnapshotDecideAsTheOriginal) {
   EngineHarness h(Config());
+  CheckMarksAfterEachEvent(h);
   const PoolId pool = h.Pool("gpu");
   const TenantId t = h.Tenant("team", pool, 0, 16);
   const NodeIndex n0 = h.Node("n0", 2);
