@@ -229,6 +229,94 @@ TEST(NodeOpsTest, ACordonOutlastsTheNodeGoingDownAndComingBack) {
   h.ExpectSnapshotRoundTrip();
 }
 
+// POOL-3 with an operator: a node cordoned while its lender recalls it
+// goes home still cordoned; a borrowed node removed leaves from the pool
+// it serves, and its lender no longer counts it as lent.
+PoolScalingConfig Scaling(const std::string& pool, const std::string& prefix) {
+  PoolScalingConfig s;
+  s.pool = pool;
+  s.rule.min_nodes = 1;
+  s.rule.max_nodes = 8;
+  s.rule.out_for = 1min;
+  s.rule.in_for = 30min;
+  s.rule.cooldown = 1min;
+  s.rule.safety_window = 30min;
+  s.rule.max_step = 1;
+  s.node = NodeTemplate{prefix, 64000, 1 << 19, 8, *Catalog::Builtin().Find("H100"), 0, "r", "z", 1};
+  s.drain_timeout = 10min;
+  return s;
+}
+
+struct Lending {
+  EngineHarness& h;
+  PoolId serve = 0, train = 0;
+  TenantId trainers = 0, servers = 0;
+  NodeIndex borrowed = -1;
+  JobId waiting = -1;
+};
+
+// "train" borrows one of "serve"'s two nodes for a queued job.
+void Borrow(Lending& l) {
+  EngineHarness& h = l.h;
+  l.serve = h.Pool("serve", PoolSelector{kAnyGpuModel, {"east"}});
+  l.train = h.Pool("train");
+  l.trainers = h.Tenant("trainers", l.train, 0, 32);
+  l.servers = h.Tenant("servers", l.serve, 0, 32);
+  h.Node("t0", 8, "west");
+  h.Node("s0", 8, "east");
+  h.Node("s1", 8, "east");
+  h.Submit(h.Spec(l.trainers, 8));
+  l.waiting = h.Submit(h.Spec(l.trainers, 8));
+  h.Advance(3min);
+  ASSERT_EQ(h.Of<NodeLent>().size(), 1u);
+  l.borrowed = h.Of<NodeLent>()[0].node;
+  ASSERT_EQ(h.job(l.waiting).placements.at(0).node, l.borrowed);
+}
+
+EngineConfig LendingConfig() {
+  EngineConfig config = Config();
+  config.scaling = {Scaling("train", "t"), Scaling("serve", "s")};
+  config.scaling[0].rule.max_nodes = 2;  // one node of its own, one borrowed
+  return config;
+}
+
+TEST(NodeOpsTest, ANodeCordonedWhileItsLenderRecallsItGoesHomeCordoned) {
+  EngineHarness h(LendingConfig());
+  CheckMarksAfterEachEvent(h);
+  Lending l{h};
+  Borrow(l);
+  if (::testing::Test::HasFatalFailure()) return;
+  h.Submit(h.Spec(l.servers, 8));
+  h.Submit(h.Spec(l.servers, 8));
+  h.Advance(3min);
+  ASSERT_EQ(h.Of<NodeDrainStarted>().size(), 1u);  // the lender wants it back
+  ASSERT_TRUE(*h.engine->CordonNode(l.borrowed, "admin", "fan", h.now, h.sink));
+  ASSERT_TRUE(h.engine->CheckpointDone(l.waiting, h.now, h.sink).has_value());
+  h.Advance(1min);
+  ASSERT_EQ(h.Of<NodeReturned>().size(), 1u);
+  EXPECT_EQ(h.engine->state().cluster.node(l.borrowed).pool, l.serve);
+  EXPECT_EQ(Condition(h, l.borrowed), NodeCondition::kCordoned);  // home, and still cordoned
+  h.ExpectSnapshotRoundTrip();
+  ASSERT_TRUE(*h.engine->UncordonNode(l.borrowed, "admin", h.now, h.sink));
+  EXPECT_EQ(Condition(h, l.borrowed), NodeCondition::kReady);
+}
+
+TEST(NodeOpsTest, ABorrowedNodeRemovedLeavesThePoolItServes) {
+  EngineHarness h(LendingConfig());
+  CheckMarksAfterEachEvent(h);
+  Lending l{h};
+  Borrow(l);
+  if (::testing::Test::HasFatalFailure()) return;
+  const int64_t serve_gpus = h.engine->state().pool_totals[l.serve].gpu_milli;
+  const int64_t train_gpus = h.engine->state().pool_totals[l.train].gpu_milli;
+  ASSERT_TRUE(*h.engine->RemoveNode(l.borrowed, "admin", "", /*force=*/true, h.now, h.sink));
+  EXPECT_EQ(h.Of<JobInterrupted>().size(), 1u);
+  EXPECT_TRUE(h.engine->state().lent_nodes.empty());
+  EXPECT_EQ(h.engine->state().pool_totals[l.train].gpu_milli, train_gpus - 8 * kMilliPerGpu);
+  EXPECT_EQ(h.engine->state().pool_totals[l.serve].gpu_milli, serve_gpus);
+  h.ExpectSnapshotRoundTrip();
+}
+
 // Elastic work shrinks off the drained node without a restart, stateless
 // online inference moves at once, and neither comes back while it is
 // cordoned: the drain is over as soon as they are gone.
