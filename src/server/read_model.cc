@@ -16,10 +16,12 @@ constexpr uint32_t kMagic = 0x47505252;  // "GPRR"
 // container fields of tasks that have any away from their defaults, at the
 // end (a version 3 snapshot loads with the defaults); 5: why each job last
 // stopped; 6: the same sections sealed by a checksum, the XXH3-64 of every
-// byte before it in the last 8 bytes (versions 2 to 5 load unchecked); 7:
+// byte before it in the last 8 bytes (versions 2 to 5 load unchecked); 8:
 // the nodes' cordons, an operator's and a scale-in's (issue 19), after
-// the jobs' stops (a version 6 snapshot loads with none).
-constexpr uint32_t kVersion = 7;
+// the sections before it (a version 6 snapshot loads with none). Version 7
+// is the usage accounting's (issue 19's accounting), whose section comes
+// before the cordons once both are in one tree.
+constexpr uint32_t kVersion = 8;
 constexpr uint32_t kFirstChecksummedVersion = 6;
 constexpr size_t kChecksumBytes = 8;
 
@@ -356,7 +358,8 @@ void ReadModel::On(const NodeDrainStarted& b, Instant at) {
 void ReadModel::On(const NodeRemoved& b, Instant) {
   if (NodeRecord* n = mutable_node(b.node)) {
     n->scale_in.reset();
-    n->hot = false;  // as the Engine forgets it
+    n->home_pool = -1;  // a borrowed node removed: no longer lent (as the Engine's lent_nodes)
+    n->hot = false;     // as the Engine forgets it
     n->hot_gpus = 0;
     n->hot_reason.clear();
   }
@@ -371,7 +374,7 @@ std::string ReadModel::Encode() const {
   EncodeV3(w);
   EncodeV4(w);
   EncodeV5(w);
-  EncodeV7(w);
+  EncodeV8(w);
   w.Put<uint64_t>(Checksum(w.bytes()));
   return std::move(w.bytes());
 }
@@ -539,7 +542,7 @@ Status ReadModel::Decode(std::string_view bytes) {
   if (version >= 3 && !r.failed()) DecodeV3(r, m);
   if (version >= 4 && !r.failed()) DecodeV4(r, m);
   if (version >= 5 && !r.failed()) DecodeV5(r, m);
-  if (version >= 7 && !r.failed()) DecodeV7(r, m);
+  if (version >= 8 && !r.failed()) DecodeV8(r, m);
   if (r.failed()) {
     return DataLoss("read-model snapshot: truncated or corrupt: a read failed at byte offset " +
                     std::to_string(r.position()) + " of " + std::to_string(bytes.size()));
@@ -746,10 +749,10 @@ void ReadModel::EncodeV5(ByteWriter& w) const {
   }
 }
 
-// Version 7: the nodes' cordons (issue 19): per node with one, its index,
+// Version 8: the nodes' cordons (issue 19): per node with one, its index,
 // whether it has an operator's cordon (then actor, reason, since, drain,
 // deadline, removing) and a scale-in's (then reason, since).
-void ReadModel::EncodeV7(ByteWriter& w) const {
+void ReadModel::EncodeV8(ByteWriter& w) const {
   auto marked = [](const NodeRecord& n) { return n.cordon.has_value() || n.scale_in.has_value(); };
   w.Put<uint64_t>(std::count_if(nodes_.begin(), nodes_.end(), marked));
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -773,7 +776,7 @@ void ReadModel::EncodeV7(ByteWriter& w) const {
   }
 }
 
-void ReadModel::DecodeV7(ByteReader& r, ReadModel& m) {
+void ReadModel::DecodeV8(ByteReader& r, ReadModel& m) {
   const uint64_t marked = r.GetCount(4 + 1 + 1);
   for (uint64_t i = 0; i < marked && !r.failed(); ++i) {
     const NodeIndex node = r.Get<NodeIndex>();

@@ -143,12 +143,12 @@ class ReadModel {
   void EncodeV3(ByteWriter& w) const;
   void EncodeV4(ByteWriter& w) const;
   void EncodeV5(ByteWriter& w) const;
-  void EncodeV7(ByteWriter& w) const;
+  void EncodeV8(ByteWriter& w) const;
   static void DecodeV2(ByteReader& r, ReadModel& m);
   static void DecodeV3(ByteReader& r, ReadModel& m);
   static void DecodeV4(ByteReader& r, ReadModel& m);
   static void DecodeV5(ByteReader& r, ReadModel& m);
-  static void DecodeV7(ByteReader& r, ReadModel& m);
+  static void DecodeV8(ByteReader& r, ReadModel& m);
   JobRecord* mutable_job(JobId id);
   NodeRecord* mutable_node(NodeIndex n);  // null when out of range
 

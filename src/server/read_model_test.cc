@@ -1,5 +1,5 @@
 // The read model's nodes' cordons (issue 19): who cordoned a node and why,
-// a drain's progress, a scale-in's drain; kept in its snapshot (version 7),
+// a drain's progress, a scale-in's drain; kept in its snapshot (version 8),
 // and a version 6 snapshot still loads (with none).
 #include "src/server/read_model.h"
 
@@ -62,11 +62,11 @@ TEST_F(ReadModelCordonsTest, TheNodeViewSaysWhoCordonedItAndWhyAndItSurvivesTheS
 }
 
 TEST_F(ReadModelCordonsTest, AVersion6SnapshotLoadsWithNoCordons) {
-  // Version 6 is version 7 without the cordons section (here its count, 0)
+  // Version 6 is version 8 without the cordons section (here its count, 0)
   // and with its own checksum.
-  std::string v7 = model_.Encode();
-  ASSERT_EQ(v7[4], 7);
-  std::string v6 = v7.substr(0, v7.size() - 16);
+  std::string v8 = model_.Encode();
+  ASSERT_EQ(v8[4], 8);
+  std::string v6 = v8.substr(0, v8.size() - 16);
   v6[4] = 6;
   const uint64_t sum = XXH3_64bits(v6.data(), v6.size());
   v6.append(reinterpret_cast<const char*>(&sum), 8);
@@ -75,7 +75,7 @@ TEST_F(ReadModelCordonsTest, AVersion6SnapshotLoadsWithNoCordons) {
   ASSERT_TRUE(ok.has_value()) << ok.error().message;
   EXPECT_EQ(old.nodes().size(), 3u);
   EXPECT_FALSE(old.nodes()[0].cordon.has_value());
-  EXPECT_EQ(old.Encode(), v7);
+  EXPECT_EQ(old.Encode(), v8);
 }
 
 }  // namespace
