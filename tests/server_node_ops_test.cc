@@ -218,6 +218,10 @@ TEST_F(ServerNodeOpsTest, OnlyTheAdminMayAndBadInputNamesTheField) {
       {"POST", "/v1/nodes/gpu-0/cordon", json{{"reason", std::string(300, 'x')}}, 400, "reason"},
       {"POST", "/v1/nodes/gpu-0/cordon", json::array(), 400, "body"},
       {"DELETE", "/v1/nodes/gpu-0?force=yes", std::nullopt, 400, "force"},
+      // Not UTF-8: the events could not carry it (this once aborted the server).
+      {"DELETE", "/v1/nodes/gpu-0?force=true&reason=%FF%FE", std::nullopt, 400, "reason"},
+      {"DELETE", "/v1/nodes/gpu-0?reason=" + std::string(300, 'x'), std::nullopt, 400, "reason"},
+      {"POST", "/v1/nodes/%FF/cordon", std::nullopt, 404, "name"},
       {"POST", "/v1/nodes/nope/cordon", std::nullopt, 404, "name"},
       {"POST", "/v1/nodes/nope/drain", json{{"timeout_s", 5}}, 404, "name"},
       {"DELETE", "/v1/nodes/nope", std::nullopt, 404, "name"},
@@ -230,6 +234,7 @@ TEST_F(ServerNodeOpsTest, OnlyTheAdminMayAndBadInputNamesTheField) {
     EXPECT_EQ(r.body["error"].value("field", ""), c.field) << r.text;
   }
   EXPECT_EQ(LastSeq(), seq);  // nothing journaled
+  EXPECT_EQ(Call("GET", "/v1/nodes/gpu-0").body["condition"], "ready");  // and the server still answers
   auto raw = HttpRaw(*server_, "POST", "/v1/nodes/gpu-0/drain", admin_, "{\"timeout_s\":");
   EXPECT_EQ(raw.status, 400);
   EXPECT_EQ(raw.body["error"].value("field", ""), "body") << raw.text;

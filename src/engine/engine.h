@@ -268,8 +268,9 @@ class Engine {
   // a preemptor or a gang is let go first (ReservationReleased). Each fails,
   // deciding nothing, with NotFound for an unknown node, FailedPrecondition
   // for a removed one (RemoveNode excepted) and InvalidArgument naming the
-  // argument (reason, timeout). Each returns whether it decided anything:
-  // false when the node is so already (no event).
+  // argument (reason: over the limit or not UTF-8; timeout). Each returns
+  // whether it decided anything: false when the node is so already (no
+  // event).
   //
   // Cordon: the node takes no new work (NodeCordoned); what runs stays.
   Result<bool> CordonNode(NodeIndex node, std::string actor, std::string reason, Instant now, const Sink& sink);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "src/base/fields_binary.h"
 #include "src/engine/engine.h"
 
 namespace gpupool {
@@ -43,6 +44,8 @@ Status Engine::CheckNodeCommand(NodeIndex node, const std::string& reason) const
     return InvalidArgument("reason: at most " + std::to_string(kMaxOperatorReasonBytes) + " bytes, got " +
                            std::to_string(reason.size()));
   }
+  // The events carry it, and their JSON and binary codecs take only UTF-8.
+  if (!IsValidUtf8(reason)) return InvalidArgument("reason: not valid UTF-8");
   return {};
 }
 

@@ -431,6 +431,9 @@ TEST(NodeOpsTest, BadArgumentsAreRefusedNamingTheArgument) {
   auto wordy = h.engine->CordonNode(n0, "admin", std::string(Engine::kMaxOperatorReasonBytes + 1, 'x'), h.now, h.sink);
   ASSERT_FALSE(wordy.has_value());
   EXPECT_TRUE(wordy.error().message.starts_with("reason: ")) << wordy.error().message;
+  auto garbled = h.engine->DrainNode(n0, "admin", "\xff\xfe", 1min, h.now, h.sink);
+  ASSERT_FALSE(garbled.has_value());
+  EXPECT_EQ(garbled.error().message, "reason: not valid UTF-8");
   EXPECT_TRUE(h.events.size() == 2u);  // PoolAdded, NodeAdded: nothing else
 }
 

@@ -9,6 +9,7 @@
 #include <shared_mutex>
 
 #include "src/api/region_request.h"
+#include "src/base/fields_binary.h"
 #include "src/base/time_text.h"
 #include "src/model/gpu_catalog.h"
 #include "src/server/log.h"
@@ -1097,6 +1098,7 @@ void HttpApi::NodeOp(const ExchangePtr& ex, NodeOpCmd::Op op) {
     if (cmd.reason.size() > max_reason) {
       return fail(BadField("reason", "at most " + std::to_string(max_reason) + " bytes"));
     }
+    if (!IsValidUtf8(cmd.reason)) return fail(BadField("reason", "not valid UTF-8"));
   } else if (!req.body.empty()) {  // the body is optional
     auto j = Body(req, res);
     if (!j) return (void)ex->Respond(std::move(res));
