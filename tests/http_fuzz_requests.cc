@@ -576,9 +576,10 @@ std::string RequestMaker::PathOf(Rng& rng, const FuzzContext& ctx, const Operati
       out += hostile ? Pick(rng, HostileIds())
                      : std::to_string(Pick(rng, std::vector<int64_t>{ctx.tenant_job, ctx.other_job, 1, 2, 3, 1000}));
     } else if (op.path.starts_with("/v1/nodes")) {
-      // Issuing a node's token revokes the node's earlier ones: never the agent's own node.
-      out += hostile ? Pick(rng, HostileNames())
-                     : Pick(rng, std::vector<std::string>{ctx.spare_node, "fz-" + Letters(rng, 6)});
+      // Issuing a node's token revokes the node's earlier ones: never the
+      // agent's own node; a removal takes only the doomed node.
+      const std::string& node = op.method == "DELETE" ? ctx.doomed_node : ctx.spare_node;
+      out += hostile ? Pick(rng, HostileNames()) : Pick(rng, std::vector<std::string>{node, "fz-" + Letters(rng, 6)});
     } else {
       out += hostile ? Pick(rng, HostileNames())
                      : Pick(rng, std::vector<std::string>{ctx.tenant, ctx.other_tenant, "fz-" + Letters(rng, 6)});

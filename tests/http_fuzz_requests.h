@@ -48,6 +48,10 @@ struct FuzzContext {
   // the one before: never the agent's own node).
   std::vector<std::string> spare_token_ids;
   std::string spare_node = "fz-decoy";
+  // A node the fuzzer may remove (DELETE /v1/nodes/{name}), so that the
+  // spare node stays for the other node commands (issue 19), which refuse a
+  // removed node.
+  std::string doomed_node = "fz-doomed";
   // Bodies the server accepts, by "METHOD /path", drawn as often as the schema: a schema rarely draws a
   // registration that matches the registered resources, or a job whose fields all go together.
   std::map<std::string, std::vector<nlohmann::json>> known_bodies;

@@ -402,6 +402,11 @@ class HttpFuzzTest : public ConfiguredServerTest {
     auto n = Http(*server_, "POST", "/v1/nodes", admin_,
                   json{{"name", "fz-static"}, {"model", "H100"}, {"gpus", 8}, {"cpu_cores", 64}, {"memory_gib", 512}});
     ASSERT_EQ(n.status, 201) << n.text;
+    for (const std::string& name : {ctx_.spare_node, ctx_.doomed_node}) {  // for the node commands
+      auto spare = Http(*server_, "POST", "/v1/nodes", admin_,
+                        json{{"name", name}, {"model", "T4"}, {"gpus", 1}, {"cpu_cores", 8}, {"memory_gib", 32}});
+      ASSERT_EQ(spare.status, 201) << spare.text;
+    }
     auto t = Http(*server_, "POST", "/v1/nodes/" + ctx_.node + "/token", admin_, json::object());
     ASSERT_EQ(t.status, 201) << t.text;
     ctx_.node_token = t.body["token"].get<std::string>();

@@ -15,6 +15,7 @@
 #include <thread>
 #include <sstream>
 
+#include "src/base/time_text.h"
 #include "src/client/api_client.h"
 #include "src/client/client_config.h"
 #include "src/client/job_file.h"
@@ -694,9 +695,108 @@ void AddUsageCommand(CLI::App& app) {
 
 // --- nodes and pools --------------------------------------------------------
 
+std::string NodePath(const std::string& name) { return "/v1/nodes/" + UrlEncode(name); }
+
+// One node, as `node get` and the operators' commands print it: the table
+// row, then who holds it cordoned and why.
+std::string FormatNode(const json& n) {
+  std::string out = FormatNodesTable(json::array({n}));
+  const std::string cordons = FormatCordons(n);
+  if (!cordons.empty()) out += cordons;
+  return out;
+}
+
+// `node cordon|uncordon|drain|remove` and `node get` (issue 19).
+void AddNodeOpCommands(CLI::App& node) {
+  {
+    struct Flags {
+      GlobalFlags g;
+      std::string name;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* cmd = node.add_subcommand("get", "Show one node: its GPUs, condition, and who cordoned it and why (admin)");
+    cmd->add_option("name", f->name, "node name")->required();
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f] {
+      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+        GP_ASSIGN_OR_RETURN(auto n, api.Get(NodePath(f->name)));
+        Print(n, out, [&] { return FormatNode(n); });
+        return 0;
+      });
+    });
+  }
+  struct Flags {
+    GlobalFlags g;
+    std::string name, reason, timeout;
+    bool force = false;
+  };
+  struct Op {
+    const char* name;
+    const char* help;
+    const char* verb;  // the table output's first line: "node n1 VERB"
+  };
+  static constexpr Op kOps[] = {
+      {"cordon", "Cordon a node: it takes no new work; what runs there stays (admin)", "cordoned"},
+      {"uncordon", "Uncordon a node: it takes new work again (a hotspot's or a scale-in's cordon stays) (admin)",
+       "uncordoned"},
+      {"drain",
+       "Drain a node: cordon it, move checkpointable, elastic and stateless work off it, stop the rest at --timeout "
+       "(admin)",
+       "draining"},
+      {"remove",
+       "Remove a node from its pool (refused while work runs there, unless --force interrupts it as a node "
+       "failure would) and revoke its agent's tokens (admin)",
+       "removed"},
+  };
+  for (const Op& op : kOps) {
+    auto f = std::make_shared<Flags>();
+    const std::string name = op.name;
+    CLI::App* cmd = node.add_subcommand(name, op.help);
+    cmd->add_option("name", f->name, "node name")->required();
+    if (name != "uncordon") cmd->add_option("--reason", f->reason, "why, kept with the cordon and in the events");
+    if (name == "drain") {
+      cmd->add_option("--timeout", f->timeout,
+                      "how long work that cannot move may still run before it is stopped, e.g. 10m, 2h "
+                      "(0s to 168h; default 1h)");
+    }
+    if (name == "remove") cmd->add_flag("--force", f->force, "interrupt the work still on the node (queued again)");
+    AddGlobalFlags(cmd, f->g);
+    cmd->callback([f, name, verb = std::string(op.verb)] {
+      Run(f->g, [f, name, verb](ApiClient& api, Output out) -> Result<int> {
+        json body = json::object();
+        if (!f->reason.empty()) body["reason"] = f->reason;
+        if (!f->timeout.empty()) {
+          auto d = ParseDurationText(f->timeout);
+          if (!d) return InvalidArgument("--timeout: " + d.error().message);
+          if (*d < Duration(0) || *d > std::chrono::hours(168) || *d % std::chrono::seconds(1) != Duration(0)) {
+            return InvalidArgument("--timeout: whole seconds from 0s to 168h, got " + f->timeout);
+          }
+          body["timeout_s"] = std::chrono::duration_cast<std::chrono::seconds>(*d).count();
+        }
+        json n;
+        if (name == "remove") {
+          std::string path = NodePath(f->name) + "?force=" + (f->force ? "true" : "false");
+          if (!f->reason.empty()) path += "&reason=" + UrlEncode(f->reason);
+          GP_ASSIGN_OR_RETURN(n, api.Delete(path));
+        } else {
+          GP_ASSIGN_OR_RETURN(n, api.Post(NodePath(f->name) + "/" + name, body));
+        }
+        Print(n, out, [&] {
+          const bool changed = n.value("changed", false);
+          return "node " + f->name + (changed ? " " + verb : " unchanged (already " + verb + ")") + "\n" +
+                 FormatNode(n);
+        });
+        return 0;
+      });
+    });
+  }
+}
+
 void AddNodeCommands(CLI::App& app) {
-  CLI::App* node = app.add_subcommand("node", "Add and list nodes, issue agent tokens (REST API client, admin)");
+  CLI::App* node = app.add_subcommand(
+      "node", "Add, list, cordon, drain and remove nodes, issue agent tokens (REST API client, admin)");
   node->require_subcommand(1);
+  AddNodeOpCommands(*node);
 
   {
     struct Flags {

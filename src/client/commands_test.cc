@@ -140,6 +140,43 @@ class FakeServer {
       node.erase("class");
       reply(res, 201, node);
     });
+    // The operators' node commands (issue 19): node n1 answers with an
+    // operator's cordon; "busy" refuses a removal without force.
+    auto node_view = [](const std::string& name, const std::string& drain) {
+      json c = {{"by", "operator"}, {"actor", "admin"}, {"reason", "fan"}, {"since", "2026-11-29T12:00:00.000Z"}};
+      if (!drain.empty()) {
+        c["drain"] = drain;
+        c["drain_deadline"] = "2026-11-29T12:10:00.000Z";
+      }
+      return json{{"name", name},     {"pool", "default"},   {"model", "H100"},      {"gpus", 8},
+                  {"free_gpus", 8},   {"cpu_cores", 96},     {"memory_gib", 1024},   {"condition", "cordoned"},
+                  {"gpu", json::array()}, {"cordons", json::array({c})}, {"changed", true}};
+    };
+    server_.Post(R"(/v1/nodes/([a-z0-9-]+)/(cordon|uncordon|drain))",
+                 [this, reply, node_view](const httplib::Request& req, httplib::Response& res) {
+                   Record(req);
+                   const std::string name = req.matches[1], op = req.matches[2];
+                   if (name == "nope") return reply(res, 404, ErrorBody("not_found", "no node 'nope'", "name"));
+                   json n = node_view(name, op == "drain" ? "draining" : "");
+                   if (op == "uncordon") {
+                     n["condition"] = "ready";
+                     n["cordons"] = json::array();
+                     n["changed"] = false;
+                   }
+                   reply(res, 200, n);
+                 });
+    server_.Delete(R"(/v1/nodes/([a-z0-9-]+))", [this, reply, node_view](const httplib::Request& req,
+                                                                           httplib::Response& res) {
+      Record(req);
+      const std::string name = req.matches[1];
+      if (name == "busy" && req.get_param_value("force") != "true") {
+        return reply(res, 409, ErrorBody("conflict", "node 'busy' runs job 4 (tenant a, replica 0): drain it first, "
+                                                     "or remove it with force to interrupt them", "name"));
+      }
+      json n = node_view(name, "");
+      n["condition"] = "removed";
+      reply(res, 200, n);
+    });
     server_.Get("/v1/pools", [this, reply](const httplib::Request& req, httplib::Response& res) {
       Record(req);
       reply(res, 200,
@@ -191,7 +228,7 @@ class FakeServer {
 
   static std::string Query(const httplib::Request& req) {
     std::string q;
-    for (const char* key : {"state", "tenant", "order", "limit", "after", "before"}) {
+    for (const char* key : {"state", "tenant", "order", "limit", "after", "before", "force", "reason"}) {
       if (req.has_param(key)) q += std::string(q.empty() ? "" : "&") + key + "=" + req.get_param_value(key);
     }
     return q;
@@ -426,8 +463,58 @@ TEST_F(ClientCommandsTest, NodeAddSendsOnlyGivenPlacementLabels) {
       server_.LastBody().dump(),
       R"({"class":"nvlink","cpu_cores":96,"gpus":8,"memory_gib":1024,"model":"H100","name":"h100-0","rack":"rack-1"})");
   EXPECT_EQ(o.out,
-            "NAME     POOL      MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK     CONDITION   UNHEALTHY   ISOLATION\n"
-            "h100-0   default   H100    8      8      96    1024         -        -      rack-1   ready       -           -\n");
+            "NAME     POOL      MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK     CONDITION   CORDONED_BY   UNHEALTHY   ISOLATION\n"
+            "h100-0   default   H100    8      8      96    1024         -        -      rack-1   ready       -             -           -\n");
+}
+
+TEST_F(ClientCommandsTest, NodeCordonDrainUncordonAndRemoveSendTheirRequestsAndPrintTheNode) {
+  const Outcome cordon = Admin({"node", "cordon", "n1", "--reason", "fan"});
+  ASSERT_EQ(cordon.exit_code, 0) << cordon.err;
+  EXPECT_EQ(server_.Log().back(), "POST /v1/nodes/n1/cordon");
+  EXPECT_EQ(server_.LastBody().dump(), R"({"reason":"fan"})");
+  EXPECT_TRUE(cordon.out.starts_with("node n1 cordoned\nNAME ")) << cordon.out;
+  EXPECT_NE(cordon.out.find("cordoned by operator (admin) since 2026-11-29T12:00:00.000Z: fan\n"), std::string::npos)
+      << cordon.out;
+
+  const Outcome drain = Admin({"node", "drain", "n1", "--timeout", "10m", "-o", "json"});
+  ASSERT_EQ(drain.exit_code, 0) << drain.err;
+  EXPECT_EQ(server_.Log().back(), "POST /v1/nodes/n1/drain");
+  EXPECT_EQ(server_.LastBody().dump(), R"({"timeout_s":600})");
+  EXPECT_EQ(json::parse(drain.out)["cordons"][0]["drain"], "draining");
+
+  const Outcome uncordon = Admin({"node", "uncordon", "n1"});
+  ASSERT_EQ(uncordon.exit_code, 0) << uncordon.err;
+  EXPECT_EQ(server_.Log().back(), "POST /v1/nodes/n1/uncordon");
+  EXPECT_EQ(server_.LastBody().dump(), "{}");
+  EXPECT_TRUE(uncordon.out.starts_with("node n1 unchanged (already uncordoned)\n")) << uncordon.out;
+
+  const Outcome refused = Admin({"node", "remove", "busy"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.err,
+            "error: node 'busy' runs job 4 (tenant a, replica 0): drain it first, or remove it with force to "
+            "interrupt them (field: name)\n");
+  EXPECT_EQ(server_.Log().back(), "DELETE /v1/nodes/busy?force=false");
+  const Outcome forced = Admin({"node", "remove", "busy", "--force", "--reason", "rma 12"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_EQ(server_.Log().back(), "DELETE /v1/nodes/busy?force=true&reason=rma 12");
+  EXPECT_TRUE(forced.out.starts_with("node busy removed\n")) << forced.out;
+
+  const Outcome missing = Admin({"node", "cordon", "nope"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "error: no node 'nope' (field: name)\n");
+}
+
+TEST_F(ClientCommandsTest, NodeDrainRefusesABadTimeoutBeforeSending) {
+  for (const char* bad : {"soon", "-5m", "169h", "1500ms"}) {
+    const Outcome o = Admin({"node", "drain", "n1", std::string("--timeout=") + bad});
+    EXPECT_NE(o.exit_code, 0) << bad;
+    EXPECT_TRUE(o.err.starts_with("error: --timeout: ")) << bad << ": " << o.err;
+  }
+  EXPECT_TRUE(server_.Log().empty());
+  // Only drain takes a timeout, only remove --force.
+  EXPECT_NE(Admin({"node", "cordon", "n1", "--timeout", "5m"}).exit_code, 0);
+  EXPECT_NE(Admin({"node", "drain", "n1", "--force"}).exit_code, 0);
+  EXPECT_TRUE(server_.Log().empty());
 }
 
 TEST_F(ClientCommandsTest, RegionsSetSendsTheFileAsJson) {

@@ -182,19 +182,48 @@ std::string FormatJobDetail(const json& job, int64_t now_unix_ms) {
   return out;
 }
 
+namespace {
+// "operator:draining,hotspot", or - when nothing holds the node.
+std::string CordonedBy(const json& node) {
+  std::string out;
+  for (const auto& c : Items(Field(node, "cordons"))) {
+    if (!out.empty()) out += ",";
+    out += Text(c, "by");
+    if (c.contains("drain")) out += ":" + Text(c, "drain");
+  }
+  return out.empty() ? "-" : out;
+}
+}  // namespace
+
 std::string FormatNodesTable(const json& nodes) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& n : Items(nodes)) {
     rows.push_back({Text(n, "name"), Text(n, "pool"), Text(n, "model"), Text(n, "gpus"), Text(n, "free_gpus"),
                     Text(n, "cpu_cores"), Text(n, "memory_gib"), Text(n, "region"), Text(n, "zone"), Text(n, "rack"),
-                    Text(n, "condition"), Text(n, "unhealthy_gpus"), Text(Field(n, "agent"), "isolation")});
+                    Text(n, "condition"), CordonedBy(n), Text(n, "unhealthy_gpus"),
+                    Text(Field(n, "agent"), "isolation")});
   }
-  // UNHEALTHY: the GPUs that take no new work (EXEC-11; `node get` shows
-  // the agent's reason). ISOLATION: how the node's agent runs tasks
-  // (container or none); - until an agent registers after the server starts.
+  // CORDONED_BY: who holds the node cordoned (issue 19: operator, with a
+  // drain's progress; hotspot; scale-in). UNHEALTHY: the GPUs that take no
+  // new work (EXEC-11; `node get` shows the agent's reason). ISOLATION: how
+  // the node's agent runs tasks (container or none); - until an agent
+  // registers after the server starts.
   return FormatTable({"NAME", "POOL", "MODEL", "GPUS", "FREE", "CPU", "MEMORY_GIB", "REGION", "ZONE", "RACK",
-                      "CONDITION", "UNHEALTHY", "ISOLATION"},
+                      "CONDITION", "CORDONED_BY", "UNHEALTHY", "ISOLATION"},
                      rows);
+}
+
+std::string FormatCordons(const json& node) {
+  std::string out;
+  for (const auto& c : Items(Field(node, "cordons"))) {
+    out += "cordoned by " + Text(c, "by");
+    if (c.contains("actor")) out += " (" + Text(c, "actor") + ")";
+    out += " since " + Text(c, "since");
+    if (c.contains("drain")) out += ", " + Text(c, "drain") + " (deadline " + Text(c, "drain_deadline") + ")";
+    const std::string reason = c.value("reason", "");
+    out += reason.empty() ? "\n" : ": " + reason + "\n";
+  }
+  return out;
 }
 
 std::string FormatPoolsTable(const json& pools) {

@@ -24,8 +24,12 @@ std::string FormatJobDetail(const nlohmann::json& job, int64_t now_unix_ms);
 // The GPUS cell of a job (see FormatJobsTable), from its request.
 std::string JobGpus(const nlohmann::json& job);
 
-// NAME POOL MODEL GPUS FREE CPU MEMORY_GIB REGION ZONE RACK CONDITION.
+// NAME POOL MODEL GPUS FREE CPU MEMORY_GIB REGION ZONE RACK CONDITION
+// CORDONED_BY UNHEALTHY ISOLATION.
 std::string FormatNodesTable(const nlohmann::json& nodes);
+// A node's `cordons`, one line each ("cordoned by operator (admin) since
+// T, draining (deadline T): REASON"); "" when none holds it.
+std::string FormatCordons(const nlohmann::json& node);
 
 // NAME MODELS REGIONS NODES TOTAL ALLOCATED RESERVED FRAGMENTED AVAILABLE
 // DEDICATED_TO; GPU counts from each pool's capacity.

@@ -98,12 +98,24 @@ TEST(ResourceTablesTest, NodesTable) {
      "region": "r1", "zone": "z1", "rack": "rack-1", "condition": "ready", "free_gpus": 3.5, "gpu": [],
      "agent": {"backend": "nvml", "isolation": "container", "gpus": []}},
     {"name": "t4-9", "pool": "inference", "model": "T4", "gpus": 1, "cpu_cores": 7.5, "memory_gib": 30,
-     "region": "r2", "zone": "z3", "rack": "", "condition": "cordoned", "free_gpus": 0, "unhealthy_gpus": [0]}
+     "region": "r2", "zone": "z3", "rack": "", "condition": "cordoned", "free_gpus": 0, "unhealthy_gpus": [0],
+     "cordons": [{"by": "operator", "actor": "admin", "reason": "fan", "since": "2026-11-29T12:00:00.000Z",
+                  "drain": "draining", "drain_deadline": "2026-11-29T13:00:00.000Z"},
+                 {"by": "hotspot", "reason": "GPU 0 temperature 95 C above 85 C for 300 s",
+                  "since": "2026-11-29T12:05:00.000Z"}]}
   ])");
   EXPECT_EQ(FormatNodesTable(nodes),
-            "NAME     POOL        MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK     CONDITION   UNHEALTHY   ISOLATION\n"
-            "h100-0   default     H100    8      3.5    96    1024         r1       z1     rack-1   ready       -           container\n"
-            "t4-9     inference   T4      1      0      7.5   30           r2       z3     -        cordoned    0           -\n");
+            "NAME     POOL        MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK     CONDITION   "
+            "CORDONED_BY                 UNHEALTHY   ISOLATION\n"
+            "h100-0   default     H100    8      3.5    96    1024         r1       z1     rack-1   ready       "
+            "-                           -           container\n"
+            "t4-9     inference   T4      1      0      7.5   30           r2       z3     -        cordoned    "
+            "operator:draining,hotspot   0           -\n");
+  EXPECT_EQ(FormatCordons(nodes[1]),
+            "cordoned by operator (admin) since 2026-11-29T12:00:00.000Z, draining (deadline 2026-11-29T13:00:00.000Z): "
+            "fan\n"
+            "cordoned by hotspot since 2026-11-29T12:05:00.000Z: GPU 0 temperature 95 C above 85 C for 300 s\n");
+  EXPECT_EQ(FormatCordons(nodes[0]), "");
 }
 
 TEST(ResourceTablesTest, PoolsTableShowsCapacity) {
@@ -160,7 +172,8 @@ TEST(ResourceTablesTest, MalformedInputPrintsDashesInsteadOfFailing) {
             "x    -      -        -       -          -      -     -\n"
             "-    -      -        -       -          -      -     -\n");
   EXPECT_EQ(FormatNodesTable(json("not a list")),
-            "NAME   POOL   MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK   CONDITION   UNHEALTHY   ISOLATION\n");
+            "NAME   POOL   MODEL   GPUS   FREE   CPU   MEMORY_GIB   REGION   ZONE   RACK   CONDITION   CORDONED_BY   UNHEALTHY   "
+            "ISOLATION\n");
 }
 
 }  // namespace

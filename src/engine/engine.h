@@ -58,7 +58,8 @@
 //    first replica's node among them), else anywhere.
 //
 // Control loops (src/engine/control_loop.h; the components are in
-// src/control): each Tick runs quota lending, deadline eviction, idle
+// src/control): each Tick first carries operators' drains on (past their
+// deadline, see DrainNode), then runs quota lending, deadline eviction, idle
 // reclamation, failure detection, pool autoscaling and defragmentation,
 // then a scheduling pass, then elastic growth. The commands that feed a
 // loop (Submit for lending, ReportUtilization, Heartbeat,
@@ -258,6 +259,45 @@ class Engine {
   // FRAG-3: gpupool::FragmentedRack (src/engine/queries.h) of this state.
   std::string FragmentedRack(PoolId pool) const { return gpupool::FragmentedRack(state_, pool); }
 
+  // --- operators' node commands (issue 19, src/engine/node_ops.cc) ----------
+  // An operator's cordon is a mark of its own (EngineState::cordons) beside
+  // a hotspot's (hot_nodes) and a scale-in's (draining): the node takes no
+  // new work while any holds it, and each one's end clears only its own.
+  // `actor` names who asks and `reason` their words (at most
+  // kMaxOperatorReasonBytes; ""), both kept in the events. A node held for
+  // a preemptor or a gang is let go first (ReservationReleased). Each fails,
+  // deciding nothing, with NotFound for an unknown node, FailedPrecondition
+  // for a removed one (RemoveNode excepted) and InvalidArgument naming the
+  // argument (reason: over the limit or not UTF-8; timeout). Each returns
+  // whether it decided anything: false when the node is so already (no
+  // event).
+  //
+  // Cordon: the node takes no new work (NodeCordoned); what runs stays.
+  Result<bool> CordonNode(NodeIndex node, std::string actor, std::string reason, Instant now, const Sink& sink);
+  // Ends the operator's cordon and a drain under way (NodeUncordoned), then
+  // a scheduling pass. False when the operator had not cordoned it (a
+  // hotspot's or scale-in's cordon is theirs to end).
+  Result<bool> UncordonNode(NodeIndex node, std::string actor, Instant now, const Sink& sink);
+  // Cordons the node and drains it (NodeDrainRequested): what can move
+  // moves as for a scale-in (elastic jobs shrink off, checkpointable ones
+  // checkpoint then queue again, stateless online inference at once); the
+  // rest may run until `timeout` (0 .. kMaxDrainTimeout) from now, when
+  // the next Tick stops it (PreemptionStarted + JobPreempted, its work since
+  // its last checkpoint lost). NodeDrained once empty (at once when it is);
+  // the node stays cordoned. False while a drain is under way.
+  Result<bool> DrainNode(NodeIndex node, std::string actor, std::string reason, Duration timeout, Instant now,
+                         const Sink& sink);
+  // The node leaves its pool for good (NodeRemovalRequested, NodeRemoved;
+  // the node provider's delete runs for it). A node with work on it is
+  // refused (FailedPrecondition naming each job, its tenant and replicas)
+  // unless `force`: then that work is interrupted as by a node failure
+  // (JobInterrupted: queued again, nothing before its last checkpoint
+  // lost), then a scheduling pass. False for a node removed already.
+  Result<bool> RemoveNode(NodeIndex node, std::string actor, std::string reason, bool force, Instant now,
+                          const Sink& sink);
+  static constexpr size_t kMaxOperatorReasonBytes = 256;
+  static constexpr Duration kMaxDrainTimeout = std::chrono::hours(24 * 7);
+
   // Applies an event decided earlier (recovery by replay). Requires the
   // event to be the next one (seq) and to fit the state.
   void Replay(const Event& e);
@@ -409,6 +449,14 @@ class Engine {
   // EXEC-11 (src/engine/node_reports.cc): moves what can move off node n's
   // GPUs `gpus`, which just turned unhealthy.
   void MoveOffUnhealthyGpus(NodeIndex n, GpuMask gpus, Instant now, const Sink& sink);
+  // Operators' node commands (src/engine/node_ops.cc): the checks they
+  // share; the hold on a node let go; one drain's progress (past its
+  // deadline what runs is stopped; empty: NodeDrained), and every drain's,
+  // at each Tick (nothing when no operator cordoned a node).
+  Status CheckNodeCommand(NodeIndex node, const std::string& reason) const;
+  void ReleaseHoldOn(NodeIndex node, Instant now, const Sink& sink);
+  void ProgressOperatorDrain(NodeIndex node, Instant now, const Sink& sink);
+  void ProgressOperatorDrains(Instant now, const Sink& sink);
   // EngineView::PlaceTentatively (src/engine/engine_loops.cc).
   std::vector<PlacedReplica> PlaceTentatively(const Demand& d, int32_t count,
                                               const std::function<bool(NodeIndex)>& prefer);

@@ -8,6 +8,7 @@
 namespace gpupool {
 
 void Engine::Tick(Instant now, const Sink& sink) {
+  ProgressOperatorDrains(now, sink);  // issue 19; nothing unless an operator drains a node
   LoopContext ctx(*this, now, sink);
   loops_.lending->Tick(ctx, ctx);
   loops_.deadlines->Tick(ctx, ctx);

@@ -569,6 +569,79 @@ struct RegionsSet {
   GP_EVENT_FIELDS("RegionsSet", e) { v("policy", e.policy); }
 };
 
+// --- operators' node commands (issue 19: node cordon|uncordon|drain|remove) ------
+// `actor` (in the journal's JSON "operator", as the audit's own "actor"
+// is added beside an event's fields) names who asked (the API's principal,
+// "admin"; a scenario's "scenario"), `reason` their words ("" when none
+// was given). An
+// operator's cordon is its own mark beside a hotspot's and a scale-in's:
+// the node takes no new work while any of them holds it, and each one's
+// end clears only its own mark.
+//
+// The node takes no new work until NodeUncordoned; what runs there stays.
+struct NodeCordoned {
+  NodeIndex node = -1;
+  std::string actor;
+  std::string reason;
+  GP_EVENT_FIELDS("NodeCordoned", e) {
+    v("node", e.node);
+    v("operator", e.actor);
+    v("reason", e.reason);
+  }
+};
+// The operator's cordon (and a drain under way) ends; the node takes new
+// work again unless a hotspot or a scale-in still holds it.
+struct NodeUncordoned {
+  NodeIndex node = -1;
+  std::string actor;
+  GP_EVENT_FIELDS("NodeUncordoned", e) {
+    v("node", e.node);
+    v("operator", e.actor);
+  }
+};
+// The operator drains the node: it is cordoned (as NodeCordoned), and its
+// running work moves as a scale-in drain moves it: elastic jobs shrink off
+// it, checkpointable ones checkpoint and queue again, stateless online
+// inference moves at once (those follow as PreemptionStarted, reason
+// kDrain, and JobResized); what cannot move may finish until `timeout`
+// after this event, when it is stopped (PreemptionStarted and
+// JobPreempted with its lost work). NodeDrained follows once it is empty.
+struct NodeDrainRequested {
+  NodeIndex node = -1;
+  std::string actor;
+  std::string reason;
+  Duration timeout{0};
+  GP_EVENT_FIELDS("NodeDrainRequested", e) {
+    v("node", e.node);
+    v("operator", e.actor);
+    v("reason", e.reason);
+    v("timeout_ms", e.timeout);
+  }
+};
+// The operator's drain is over: nothing runs on the node. It stays
+// cordoned until NodeUncordoned (or removed).
+struct NodeDrained {
+  NodeIndex node = -1;
+  GP_EVENT_FIELDS("NodeDrained", e) { v("node", e.node); }
+};
+// The operator removes the node: it is cordoned and, with `force`, the
+// work still on it is interrupted as by a node failure (JobInterrupted,
+// each job queued again with its work since its last checkpoint lost;
+// elastic jobs that keep their minimum elsewhere shrink instead); then
+// NodeRemoved follows (the node provider's delete runs for it).
+struct NodeRemovalRequested {
+  NodeIndex node = -1;
+  std::string actor;
+  std::string reason;
+  bool force = false;
+  GP_EVENT_FIELDS("NodeRemovalRequested", e) {
+    v("node", e.node);
+    v("operator", e.actor);
+    v("reason", e.reason);
+    v("force", e.force);
+  }
+};
+
 using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobSubmitted, JobRejected, JobPlaced,
                                JobFinished, JobCancelled, PreemptionStarted, JobPreempted, QuotaLent, QuotaRecalled,
                                QuotaExhausted, NodesReserved, ReservationReleased, GpusScrubbed, JobIdleSuspected,
@@ -576,7 +649,8 @@ using EventBody = std::variant<PoolAdded, NodeAdded, TenantAdded, QuotaSet, JobS
                                MigRecutStarted, ScaleOutRequested, ScaleOutFailed, NodeDrainStarted, NodeRemoved,
                                WarmPoolSized, MigrationStarted, JobResized, HotspotDetected, HotspotCleared,
                                NodeLent, NodeReturned, RegionsSet, GpuHealthChanged, TaskMemoryObserved,
-                               MigLayoutReported, MigLayoutMismatch>;
+                               MigLayoutReported, MigLayoutMismatch, NodeCordoned, NodeUncordoned,
+                               NodeDrainRequested, NodeDrained, NodeRemovalRequested>;
 
 struct Event {
   int64_t seq = 0;  // 1, 2, 3, ... in the order applied

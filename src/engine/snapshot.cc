@@ -26,6 +26,7 @@
 //   workload (version 8) S reference_ms, S arrivals, S arrivals_since_build, [shape, F weight],
 //            S built_at_ms, S built_cpu_milli, S built_gpu_milli, U builds, [shape, F weight];
 //            shape: S cpu_milli, S gpu_milli, S gpu_count, U allowed_models
+//   cordons  (version 9) [S node, T actor, T reason, S since_ms, B draining, S drain_deadline_ms]
 #include "src/engine/snapshot.h"
 
 #include <algorithm>
@@ -893,6 +894,34 @@ Status ReadWorkload(Reader& r, EngineState& s) {
   return {};
 }
 
+// Issue 19: operators' cordons. Version 8 and older: none.
+Status ReadCordons(Reader& r, EngineState& s) {
+  if (r.version() < 9) return {};
+  r.At("cordons");
+  const size_t count = r.Count("cordons", 6);
+  for (size_t i = 0; i < count && r.ok(); ++i) {
+    const int64_t n = r.S("node");
+    EngineState::OperatorCordon c;
+    c.actor = r.T("actor");
+    c.reason = r.T("reason");
+    c.since = r.Time("since");
+    c.draining = r.Bool("draining");
+    c.drain_deadline = r.Time("drain_deadline");
+    if (!r.ok()) break;
+    if (n < 0 || n >= s.cluster.node_count() || s.cordons.contains(static_cast<NodeIndex>(n))) {
+      r.Fail("node", "cordoned node " + std::to_string(n) + " unknown or listed twice");
+      break;
+    }
+    const NodeCondition cond = s.cluster.node(static_cast<NodeIndex>(n)).condition;
+    if (cond != NodeCondition::kCordoned && cond != NodeCondition::kDown) {
+      r.Fail("node", "cordoned node " + std::to_string(n) + " is neither cordoned nor down");
+      break;
+    }
+    s.cordons.emplace(static_cast<NodeIndex>(n), std::move(c));
+  }
+  return ReaderStatus(r);
+}
+
 Status ReadState(Reader& r, EngineState& s) {
   r.At("state");
   s.next_job_id = r.S("next_job_id");
@@ -910,6 +939,7 @@ Status ReadState(Reader& r, EngineState& s) {
   GP_TRY(ReadScalingState(r, s));
   GP_TRY(ReadRegions(r, s));
   GP_TRY(ReadWorkload(r, s));
+  GP_TRY(ReadCordons(r, s));
   for (const Node& n : s.cluster.nodes()) s.removed_nodes += n.condition == NodeCondition::kRemoved;
   if (!r.at_end()) return SnapshotFail("bytes left after the last section");
   return {};
@@ -1128,10 +1158,23 @@ void WriteWorkload(Writer& w, const EngineState& s) {
   WriteLearnedShapes(w, image.built);
 }
 
+void WriteCordons(Writer& w, const EngineState& s) {
+  if (w.version() < 9) return;
+  w.U(s.cordons.size());
+  for (const auto& [n, c] : s.cordons) {
+    w.S(n);
+    w.T(c.actor);
+    w.T(c.reason);
+    w.Time(c.since);
+    w.Bool(c.draining);
+    w.Time(c.drain_deadline);
+  }
+}
+
 std::string EncodeSnapshot(const EngineState& s) { return EncodeSnapshotAs(s, kSnapshotVersion); }
 
 std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
-  GP_CHECK(version == 6 || version == 7 || version == kSnapshotVersion) << "snapshot version " << version;
+  GP_CHECK(version >= 6 && version <= kSnapshotVersion) << "snapshot version " << version;
   const Cluster& c = s.cluster;
   Writer w(kSnapshotHeaderBytes + 256 + c.nodes().size() * 160 + c.allocation_slots().size() * 32 +
                s.jobs.size() * 96,
@@ -1152,6 +1195,7 @@ std::string EncodeSnapshotAs(const EngineState& s, uint32_t version) {
   WriteScalingState(w, s);
   WriteRegions(w, s);
   WriteWorkload(w, s);
+  WriteCordons(w, s);
 
   std::string& out = w.out();
   const std::string_view payload(out.data() + kSnapshotHeaderBytes, out.size() - kSnapshotHeaderBytes);

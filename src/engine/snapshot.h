@@ -52,12 +52,13 @@ namespace gpupool {
 // node's unhealthy GPUs and reported MIG modes and instances, and each
 // allocation's observed memory beyond its booking (issue 15); 8: the
 // workload learned from arrivals (WorkloadLearner) and stable replica ids
-// (ReplicaPlacement::id, Job::next_replica_id), issue 16.
+// (ReplicaPlacement::id, Job::next_replica_id), issue 16; 9: operators'
+// cordons and drains (EngineState::cordons), issue 19.
 // DecodeSnapshot also reads versions 4 (the container fields take their
 // defaults), 5 (the legacy checksum), 6 (every GPU healthy, nothing
 // observed beyond bookings) and 7 (nothing learned: the prior alone until
-// the next arrivals).
-inline constexpr uint32_t kSnapshotVersion = 8;
+// the next arrivals) and 8 (no operator's cordon).
+inline constexpr uint32_t kSnapshotVersion = 9;
 inline constexpr uint32_t kOldestSnapshotVersion = 4;
 inline constexpr size_t kSnapshotHeaderBytes = 28;  // magic, version, length, checksum
 
@@ -67,7 +68,7 @@ std::string EncodeSnapshot(const EngineState& s);
 // The same in an older version's format, for tests of the readers of older
 // releases' snapshots: 6 (without version 7's fields: they must be at their
 // defaults for the result to load as `s`), 7 (without the learned
-// workload) or kSnapshotVersion.
+// workload), 8 (without operators' cordons) or kSnapshotVersion.
 std::string EncodeSnapshotAs(const EngineState& s, uint32_t version);
 
 // The state a snapshot holds, with `lending` as its configuration. Every

@@ -166,7 +166,10 @@ TEST(JournalTest, EveryEventOfTheExampleScenariosRoundTripsAndTheyCoverEveryType
                                                       "MigRecutStarted", "ScaleOutFailed", "HotspotDetected",
                                                       "HotspotCleared",  "NodeLent",       "NodeReturned",
                                                       "RegionsSet",      "GpuHealthChanged", "TaskMemoryObserved",
-                                                      "MigLayoutReported", "MigLayoutMismatch"};
+                                                      "MigLayoutReported", "MigLayoutMismatch",
+                                                      // operators' node commands: node_ops_test.cc
+                                                      "NodeCordoned",    "NodeUncordoned", "NodeDrainRequested",
+                                                      "NodeDrained",     "NodeRemovalRequested"};
   for (const std::string& m : missing) {
     EXPECT_NE(std::find(expected_missing.begin(), expected_missing.end(), m), expected_missing.end())
         << m << " no longer appears in the example scenarios";

@@ -315,7 +315,7 @@ struct ApplyVisitor {
     const Node& n = s.cluster.node(e.node);
     GP_CHECK(n.condition == NodeCondition::kDown) << "node " << e.node << " is not down";
     s.cluster.Scrub(e.node, static_cast<GpuMask>((1u << n.gpu_count) - 1));
-    if (s.draining.contains(e.node)) {  // back, and still leaving
+    if (s.draining.contains(e.node) || s.cordons.contains(e.node)) {  // back, and still leaving or cordoned
       s.cluster.SetCondition(e.node, NodeCondition::kCordoned);
       return;
     }
@@ -336,7 +336,7 @@ struct ApplyVisitor {
     const Node& n = s.cluster.node(e.node);
     const bool hot = s.hot_nodes.erase(e.node) > 0;  // the drain keeps the hotspot's cordon
     GP_CHECK(n.condition == NodeCondition::kReady || n.condition == NodeCondition::kDown ||
-             (hot && n.condition == NodeCondition::kCordoned))
+             ((hot || s.cordons.contains(e.node)) && n.condition == NodeCondition::kCordoned))
         << "node " << e.node << " drained while cordoned or removed";
     GP_CHECK(n.reserved_for < 0) << "node " << e.node << " drained while held for job " << n.reserved_for;
     if (n.condition == NodeCondition::kReady) {
@@ -347,7 +347,8 @@ struct ApplyVisitor {
   }
   void operator()(const NodeRemoved& e) {
     const Node& n = s.cluster.node(e.node);
-    GP_CHECK(s.draining.contains(e.node)) << "node " << e.node << " removed without a drain";
+    GP_CHECK(s.draining.contains(e.node) || s.cordons.contains(e.node))
+        << "node " << e.node << " removed without a drain or an operator's cordon";
     GP_CHECK(n.gpu_milli_free_total == n.gpu_milli_total() && n.cpu_milli_free == n.cpu_milli_total &&
              n.gpu_kinds_present == 0 && n.cpu_only_residents == 0)
         << "node " << e.node << " removed while running work";
@@ -357,6 +358,9 @@ struct ApplyVisitor {
     totals.cpu_milli -= n.cpu_milli_total;
     totals.memory_mib -= n.memory_mib_total;
     s.draining.erase(e.node);
+    s.cordons.erase(e.node);
+    s.hot_nodes.erase(e.node);
+    s.lent_nodes.erase(e.node);  // an operator's removal of a borrowed node: it leaves from where it is
     s.cluster.SetCondition(e.node, NodeCondition::kRemoved);
     ++s.removed_nodes;
   }
@@ -432,6 +436,49 @@ struct ApplyVisitor {
     ++s.capacity_epoch;  // what the GPU takes changed
   }
   void operator()(const MigLayoutMismatch&) {}  // a fact for operators; the state keeps the plan
+  // Issue 19: an operator's cordon; see EngineState::cordons.
+  EngineState::OperatorCordon& Cordon(NodeIndex node, const std::string& actor, const std::string& reason) {
+    const Node& n = s.cluster.node(node);
+    GP_CHECK(n.condition != NodeCondition::kRemoved) << "node " << node << " cordoned after its removal";
+    GP_CHECK(n.reserved_for < 0) << "node " << node << " cordoned while held for job " << n.reserved_for;
+    auto [it, fresh] = s.cordons.try_emplace(node);
+    if (fresh) {
+      it->second.since = s.now;
+      if (n.condition == NodeCondition::kReady) {
+        s.pool_totals[n.pool].unavailable_gpu_milli += n.gpu_milli_total();
+        s.cluster.SetCondition(node, NodeCondition::kCordoned);
+      }
+    }
+    it->second.actor = actor;
+    it->second.reason = reason;
+    return it->second;
+  }
+  void operator()(const NodeCordoned& e) {
+    GP_CHECK(!s.cordons.contains(e.node)) << "node " << e.node << " cordoned twice";
+    Cordon(e.node, e.actor, e.reason);
+  }
+  void operator()(const NodeUncordoned& e) {
+    GP_CHECK(s.cordons.erase(e.node) > 0) << "node " << e.node << " uncordoned while not cordoned";
+    const Node& n = s.cluster.node(e.node);
+    // A hotspot's or a scale-in's cordon stays until its own end.
+    if (n.condition != NodeCondition::kCordoned || s.hot_nodes.contains(e.node) || s.draining.contains(e.node)) return;
+    s.pool_totals[n.pool].unavailable_gpu_milli -= n.gpu_milli_total();
+    s.cluster.SetCondition(e.node, NodeCondition::kReady);
+    ++s.capacity_epoch;
+  }
+  void operator()(const NodeDrainRequested& e) {
+    GP_CHECK(e.timeout >= Duration(0)) << "node " << e.node << " drained with a negative timeout";
+    EngineState::OperatorCordon& c = Cordon(e.node, e.actor, e.reason);
+    GP_CHECK(!c.draining) << "node " << e.node << " drained twice";
+    c.draining = true;
+    c.drain_deadline = s.now + e.timeout;
+  }
+  void operator()(const NodeDrained& e) {
+    auto it = s.cordons.find(e.node);
+    GP_CHECK(it != s.cordons.end() && it->second.draining) << "node " << e.node << " drained without a drain";
+    it->second.draining = false;
+  }
+  void operator()(const NodeRemovalRequested& e) { Cordon(e.node, e.actor, e.reason); }
   void operator()(const TaskMemoryObserved& e) {
     const Job& j = s.job(e.job);
     GP_CHECK(e.replica >= 0 && e.replica < static_cast<int32_t>(j.placements.size())) << "job " << e.job;
@@ -441,6 +488,7 @@ struct ApplyVisitor {
     GP_CHECK(s.hot_nodes.erase(e.node) > 0) << "node " << e.node << " is not hot";
     const Node& n = s.cluster.node(e.node);
     GP_CHECK(n.condition == NodeCondition::kCordoned) << "hot node " << e.node << " is not cordoned";
+    if (s.cordons.contains(e.node)) return;  // the operator's cordon stays
     s.pool_totals[n.pool].unavailable_gpu_milli -= n.gpu_milli_total();
     s.cluster.SetCondition(e.node, NodeCondition::kReady);
     ++s.capacity_epoch;
@@ -477,12 +525,13 @@ struct ApplyVisitor {
         << "node " << e.node << " returned while running work";
     const PoolId home = it->second;
     const bool down = n.condition == NodeCondition::kDown;
+    const bool cordoned = s.cordons.contains(e.node);  // home, and still cordoned by an operator
     MoveTotals(n, n.pool, home, true);
-    if (down) s.pool_totals[home].unavailable_gpu_milli += n.gpu_milli_total();
+    if (down || cordoned) s.pool_totals[home].unavailable_gpu_milli += n.gpu_milli_total();
     s.lent_nodes.erase(it);
     s.draining.erase(e.node);
     s.cluster.SetPool(e.node, static_cast<uint8_t>(home));
-    if (!down) s.cluster.SetCondition(e.node, NodeCondition::kReady);
+    if (!down && !cordoned) s.cluster.SetCondition(e.node, NodeCondition::kReady);
     ++s.capacity_epoch;
   }
   void operator()(const RegionsSet& e) {

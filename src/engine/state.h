@@ -99,6 +99,18 @@ struct EngineState {
   std::set<NodeIndex> draining;
   // OPS-2: nodes found hot (cordoned until HotspotCleared).
   std::set<NodeIndex> hot_nodes;
+  // Issue 19: nodes an operator cordoned (NodeCordoned, NodeDrainRequested,
+  // NodeRemovalRequested), until NodeUncordoned or NodeRemoved. A node is
+  // kCordoned while it is here, hot, or draining, and not down or removed.
+  struct OperatorCordon {
+    std::string actor, reason;
+    Instant since{};
+    // A drain under way (NodeDrainRequested until NodeDrained): what still
+    // runs at drain_deadline is stopped.
+    bool draining = false;
+    Instant drain_deadline{};
+  };
+  std::map<NodeIndex, OperatorCordon> cordons;
   // POOL-3: nodes lent to another pool -> their home pool.
   std::map<NodeIndex, PoolId> lent_nodes;
   // TOPO-2: the region table set at runtime (RegionsSet); unset: the

@@ -9,6 +9,7 @@
 #include <shared_mutex>
 
 #include "src/api/region_request.h"
+#include "src/base/fields_binary.h"
 #include "src/base/time_text.h"
 #include "src/model/gpu_catalog.h"
 #include "src/server/log.h"
@@ -320,6 +321,11 @@ void HttpApi::Routes() {
       {Method::kPost, "/v1/agent/watch", L::kReserved, nullptr, &HttpApi::AgentWatch},
       {Method::kPost, "/v1/agent/report", L::kReserved, nullptr, &HttpApi::AgentReport},
       {Method::kGet, "/v1/nodes", L::kApi, &HttpApi::ListNodes, nullptr},
+      {Method::kGet, "/v1/nodes/{name}", L::kApi, &HttpApi::GetNode, nullptr},
+      {Method::kPost, "/v1/nodes/{name}/cordon", L::kApi, nullptr, &HttpApi::CordonNode},
+      {Method::kPost, "/v1/nodes/{name}/uncordon", L::kApi, nullptr, &HttpApi::UncordonNode},
+      {Method::kPost, "/v1/nodes/{name}/drain", L::kApi, nullptr, &HttpApi::DrainNode},
+      {Method::kDelete, "/v1/nodes/{name}", L::kApi, nullptr, &HttpApi::RemoveNode},
       {Method::kGet, "/v1/pools", L::kApi, &HttpApi::ListPools, nullptr},
       {Method::kGet, "/v1/regions", L::kApi, &HttpApi::GetRegions, nullptr},
       {Method::kPut, "/v1/regions", L::kApi, nullptr, &HttpApi::SetRegions},
@@ -1052,6 +1058,75 @@ void HttpApi::ListNodes(const Request& req, Response& res) {
     list.push_back(std::move(v));
   }
   SendJson(res, 200, json{{"nodes", list}});
+}
+
+void HttpApi::GetNode(const Request& req, Response& res) {
+  if (!Auth(req, res, true)) return;
+  std::shared_lock lock(core_.read_model().mu());
+  const auto& m = core_.read_model();
+  const std::string& name = req.captures[0];
+  const auto id = m.node_id(name);
+  if (!id) return SendError(res, MakeApiError(404, "not_found", "no node '" + name + "'", "name"));
+  json v = NodeView(*id, m);
+  if (auto a = core_.agent_status().Json(name)) v["agent"] = std::move(*a);
+  SendJson(res, 200, v);
+}
+
+void HttpApi::CordonNode(const ExchangePtr& ex) { NodeOp(ex, NodeOpCmd::Op::kCordon); }
+void HttpApi::UncordonNode(const ExchangePtr& ex) { NodeOp(ex, NodeOpCmd::Op::kUncordon); }
+void HttpApi::DrainNode(const ExchangePtr& ex) { NodeOp(ex, NodeOpCmd::Op::kDrain); }
+void HttpApi::RemoveNode(const ExchangePtr& ex) { NodeOp(ex, NodeOpCmd::Op::kRemove); }
+
+void HttpApi::NodeOp(const ExchangePtr& ex, NodeOpCmd::Op op) {
+  const Request& req = ex->request();
+  Response res;
+  auto fail = [&](const ApiError& e) {
+    SendError(res, e);
+    ex->Respond(std::move(res));
+  };
+  auto p = Auth(req, res, true);
+  if (!p) return (void)ex->Respond(std::move(res));
+  NodeOpCmd cmd;
+  cmd.op = op;
+  cmd.node = req.captures[0];
+  const Origin origin = OriginOf(req, *p);
+  cmd.actor = origin.actor;
+  const size_t max_reason = Engine::kMaxOperatorReasonBytes;
+  if (op == NodeOpCmd::Op::kRemove) {
+    // DELETE takes its options in the query: force=true|false, reason.
+    if (req.HasParam("force")) {
+      const std::string v = req.Param("force");
+      if (v != "true" && v != "false") return fail(BadField("force", "expected true or false (got \"" + v.substr(0, 32) + "\")"));
+      cmd.force = v == "true";
+    }
+    cmd.reason = req.Param("reason");
+    if (cmd.reason.size() > max_reason) {
+      return fail(BadField("reason", "at most " + std::to_string(max_reason) + " bytes"));
+    }
+    if (!IsValidUtf8(cmd.reason)) return fail(BadField("reason", "not valid UTF-8"));
+  } else if (!req.body.empty()) {  // the body is optional
+    auto j = Body(req, res);
+    if (!j) return (void)ex->Respond(std::move(res));
+    ApiError err;
+    FieldReader f;
+    int64_t timeout_s = 3600;
+    const bool drain = op == NodeOpCmd::Op::kDrain;
+    const bool ok = drain ? FieldReader::Open(*j, "", {"reason", "timeout_s"}, &f, &err)
+                    : op == NodeOpCmd::Op::kCordon ? FieldReader::Open(*j, "", {"reason"}, &f, &err)
+                                                   : FieldReader::Open(*j, "", {}, &f, &err);  // uncordon: {}
+    if (!ok || !f.String("reason", cmd.reason, max_reason, &err) ||
+        (drain && !f.Int("timeout_s", timeout_s, 0, ToMillis(Engine::kMaxDrainTimeout) / 1000, &err))) {
+      return fail(err);
+    }
+    cmd.timeout = std::chrono::seconds(timeout_s);
+  }
+  Await(ex, origin, std::move(cmd), [this](const Reply& r, Response& res) {
+    if (ReplyFailed(res, r)) return;
+    std::shared_lock lock(core_.read_model().mu());
+    json v = NodeView(static_cast<NodeIndex>(r.id), core_.read_model());
+    v["changed"] = r.detail.value("changed", false);
+    SendJson(res, 200, v);
+  });
 }
 
 void HttpApi::ListPools(const Request& req, Response& res) {

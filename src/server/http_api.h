@@ -119,6 +119,16 @@ class HttpApi {
   void AgentWatch(const ExchangePtr& ex);                  // POST /v1/agent/watch (node token; held)
   void AgentReport(const ExchangePtr& ex);                 // POST /v1/agent/report (node token)
   void ListNodes(const Request& req, Response& res);       // GET /v1/nodes (admin)
+  void GetNode(const Request& req, Response& res);         // GET /v1/nodes/{name} (admin)
+  void CordonNode(const ExchangePtr& ex);                  // POST /v1/nodes/{name}/cordon (admin)
+  void UncordonNode(const ExchangePtr& ex);                // POST /v1/nodes/{name}/uncordon (admin)
+  void DrainNode(const ExchangePtr& ex);                   // POST /v1/nodes/{name}/drain (admin)
+  void RemoveNode(const ExchangePtr& ex);                  // DELETE /v1/nodes/{name} (admin)
+  // The four above: checks the caller (admin) and the body (optional:
+  // reason for a cordon, reason and timeout_s for a drain, {} for an
+  // uncordon) or the query (force, reason for a remove), runs the command,
+  // answers with the node's view and `changed`.
+  void NodeOp(const ExchangePtr& ex, NodeOpCmd::Op op);
   void ListPools(const Request& req, Response& res);       // GET /v1/pools
   void GetRegions(const Request& req, Response& res);      // GET /v1/regions
   void SetRegions(const ExchangePtr& ex);                  // PUT /v1/regions (admin)

@@ -19,8 +19,10 @@ constexpr uint32_t kMagic = 0x47505252;  // "GPRR"
 // stopped; 6: the same sections sealed by a checksum, the XXH3-64 of every
 // byte before it in the last 8 bytes (versions 2 to 5 load unchecked); 7:
 // GPU usage accounting (src/server/usage.h) and each job's usage, before the
-// checksum (a version 2 to 6 snapshot loads with none: SeedUsage).
-constexpr uint32_t kVersion = 7;
+// checksum (a version 2 to 6 snapshot loads with none: SeedUsage); 8: the
+// nodes' cordons, an operator's and a scale-in's (issue 19), after the
+// accounting (an earlier snapshot loads with none).
+constexpr uint32_t kVersion = 8;
 constexpr uint32_t kFirstChecksummedVersion = 6;
 constexpr size_t kChecksumBytes = 8;
 
@@ -330,7 +332,9 @@ void ReadModel::On(const JobInterrupted& b, Instant at) {
   ++j->interruptions;
   const std::string node =
       b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size() ? nodes_[b.node].spec.name : std::to_string(b.node);
-  j->last_stop = JobStop{JobStopCause::kInterrupted, "node " + node + " down", at, -1};
+  const bool removing = b.node >= 0 && static_cast<size_t>(b.node) < nodes_.size() && nodes_[b.node].cordon &&
+                        nodes_[b.node].cordon->removing;
+  j->last_stop = JobStop{JobStopCause::kInterrupted, "node " + node + (removing ? " removed" : " down"), at, -1};
 }
 
 void ReadModel::On(const JobResized& b, Instant at) {
@@ -357,6 +361,7 @@ void ReadModel::On(const NodeReturned& b, Instant) {
   if (NodeRecord* n = mutable_node(b.node)) {
     n->spec.pool = static_cast<uint8_t>(n->home_pool);
     n->home_pool = -1;
+    n->scale_in.reset();
   }
 }
 
@@ -380,6 +385,52 @@ void ReadModel::On(const HotspotCleared& b, Instant) {
 
 void ReadModel::On(const RegionsSet& b, Instant) { set_regions_ = b.policy; }
 
+NodeRecord::OperatorCordon* ReadModel::CordonOf(NodeIndex node, const std::string& actor, const std::string& reason,
+                                                Instant at) {
+  NodeRecord* n = mutable_node(node);
+  if (!n) return nullptr;
+  if (!n->cordon) n->cordon = NodeRecord::OperatorCordon{.since = at};
+  n->cordon->actor = actor;
+  n->cordon->reason = reason;
+  return &*n->cordon;
+}
+
+void ReadModel::On(const NodeCordoned& b, Instant at) { CordonOf(b.node, b.actor, b.reason, at); }
+
+void ReadModel::On(const NodeUncordoned& b, Instant) {
+  if (NodeRecord* n = mutable_node(b.node)) n->cordon.reset();
+}
+
+void ReadModel::On(const NodeDrainRequested& b, Instant at) {
+  if (NodeRecord::OperatorCordon* c = CordonOf(b.node, b.actor, b.reason, at)) {
+    c->drain = NodeRecord::OperatorCordon::Drain::kDraining;
+    c->drain_deadline = at + b.timeout;
+  }
+}
+
+void ReadModel::On(const NodeDrained& b, Instant) {
+  NodeRecord* n = mutable_node(b.node);
+  if (n && n->cordon) n->cordon->drain = NodeRecord::OperatorCordon::Drain::kDrained;
+}
+
+void ReadModel::On(const NodeRemovalRequested& b, Instant at) {
+  if (NodeRecord::OperatorCordon* c = CordonOf(b.node, b.actor, b.reason, at)) c->removing = true;
+}
+
+void ReadModel::On(const NodeDrainStarted& b, Instant at) {
+  if (NodeRecord* n = mutable_node(b.node)) n->scale_in = std::pair{b.reason, at};
+}
+
+void ReadModel::On(const NodeRemoved& b, Instant) {
+  if (NodeRecord* n = mutable_node(b.node)) {
+    n->scale_in.reset();
+    n->home_pool = -1;  // a borrowed node removed: no longer lent (as the Engine's lent_nodes)
+    n->hot = false;     // as the Engine forgets it
+    n->hot_gpus = 0;
+    n->hot_reason.clear();
+  }
+}
+
 std::string ReadModel::Encode() const {
   ByteWriter w;
   w.Put(kMagic);
@@ -390,6 +441,7 @@ std::string ReadModel::Encode() const {
   EncodeV4(w);
   EncodeV5(w);
   EncodeV7(w);
+  EncodeV8(w);
   w.Put<uint64_t>(Checksum(w.bytes()));
   return std::move(w.bytes());
 }
@@ -559,6 +611,7 @@ Status ReadModel::Decode(std::string_view bytes) {
   if (version >= 5 && !r.failed()) DecodeV5(r, m);
   if (version >= 7 && !r.failed()) DecodeV7(r, m);
   if (version < 7 && !r.failed()) m.SeedUsage();
+  if (version >= 8 && !r.failed()) DecodeV8(r, m);
   if (r.failed()) {
     return DataLoss("read-model snapshot: truncated or corrupt: a read failed at byte offset " +
                     std::to_string(r.position()) + " of " + std::to_string(bytes.size()));
@@ -764,6 +817,61 @@ void ReadModel::EncodeV5(ByteWriter& w) const {
     w.PutString(j.last_stop->reason);
     w.Put<int64_t>(ToMillis(j.last_stop->at));
     w.Put(j.last_stop->by_job);
+  }
+}
+
+// Version 8: the nodes' cordons (issue 19): per node with one, its index,
+// whether it has an operator's cordon (then actor, reason, since, drain,
+// deadline, removing) and a scale-in's (then reason, since).
+void ReadModel::EncodeV8(ByteWriter& w) const {
+  auto marked = [](const NodeRecord& n) { return n.cordon.has_value() || n.scale_in.has_value(); };
+  w.Put<uint64_t>(std::count_if(nodes_.begin(), nodes_.end(), marked));
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const NodeRecord& n = nodes_[i];
+    if (!marked(n)) continue;
+    w.Put(static_cast<NodeIndex>(i));
+    w.Put<uint8_t>(n.cordon.has_value());
+    if (n.cordon) {
+      w.PutString(n.cordon->actor);
+      w.PutString(n.cordon->reason);
+      w.Put<int64_t>(ToMillis(n.cordon->since));
+      w.Put(static_cast<uint8_t>(n.cordon->drain));
+      w.Put<int64_t>(ToMillis(n.cordon->drain_deadline));
+      w.Put<uint8_t>(n.cordon->removing);
+    }
+    w.Put<uint8_t>(n.scale_in.has_value());
+    if (n.scale_in) {
+      w.PutString(n.scale_in->first);
+      w.Put<int64_t>(ToMillis(n.scale_in->second));
+    }
+  }
+}
+
+void ReadModel::DecodeV8(ByteReader& r, ReadModel& m) {
+  const uint64_t marked = r.GetCount(4 + 1 + 1);
+  for (uint64_t i = 0; i < marked && !r.failed(); ++i) {
+    const NodeIndex node = r.Get<NodeIndex>();
+    if (node < 0 || static_cast<size_t>(node) >= m.nodes_.size()) {
+      r.Fail();
+      break;
+    }
+    NodeRecord& n = m.nodes_[node];
+    if (r.Get<uint8_t>()) {
+      NodeRecord::OperatorCordon c;
+      c.actor = r.GetString();
+      c.reason = r.GetString();
+      c.since = InstantFromMillis(r.Get<int64_t>());
+      const uint8_t drain = r.Get<uint8_t>();
+      if (drain > static_cast<uint8_t>(NodeRecord::OperatorCordon::Drain::kDrained)) r.Fail();
+      c.drain = static_cast<NodeRecord::OperatorCordon::Drain>(drain);
+      c.drain_deadline = InstantFromMillis(r.Get<int64_t>());
+      c.removing = r.Get<uint8_t>() != 0;
+      n.cordon = std::move(c);
+    }
+    if (r.Get<uint8_t>()) {
+      std::string reason = r.GetString();
+      n.scale_in = std::pair{std::move(reason), InstantFromMillis(r.Get<int64_t>())};
+    }
   }
 }
 

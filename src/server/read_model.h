@@ -68,6 +68,20 @@ struct NodeRecord {
   Instant hot_since{};
   // POOL-3: while lent to another pool (spec.pool), its home pool; else -1.
   int32_t home_pool = -1;
+  // Issue 19: an operator's cordon (NodeCordoned, NodeDrainRequested or
+  // NodeRemovalRequested until NodeUncordoned), as EngineState::cordons
+  // has it; kept on a removed node, to show who removed it and why.
+  struct OperatorCordon {
+    std::string actor, reason;
+    Instant since{};
+    enum class Drain : uint8_t { kNone, kDraining, kDrained } drain = Drain::kNone;
+    Instant drain_deadline{};
+    bool removing = false;  // NodeRemovalRequested: what is interrupted next is by the removal
+  };
+  std::optional<OperatorCordon> cordon;
+  // A scale-in's drain (or a lender's recall, POOL-3): NodeDrainStarted's
+  // reason and time, until NodeRemoved or NodeReturned.
+  std::optional<std::pair<std::string, Instant>> scale_in;
 };
 
 // Published by the engine thread (every tick and after set-up commands).
@@ -135,6 +149,7 @@ class ReadModel {
   void EncodeV4(ByteWriter& w) const;
   void EncodeV5(ByteWriter& w) const;
   void EncodeV7(ByteWriter& w) const;
+  void EncodeV8(ByteWriter& w) const;
   static void DecodeV2(ByteReader& r, ReadModel& m);
   static void DecodeV3(ByteReader& r, ReadModel& m);
   static void DecodeV4(ByteReader& r, ReadModel& m);
@@ -143,6 +158,7 @@ class ReadModel {
   // A snapshot older than version 7 has no accounting: what the running
   // jobs hold is set from their placements, and accrues from the next event.
   void SeedUsage();
+  static void DecodeV8(ByteReader& r, ReadModel& m);
   JobRecord* mutable_job(JobId id);
   NodeRecord* mutable_node(NodeIndex n);  // null when out of range
 
@@ -172,6 +188,15 @@ class ReadModel {
   void On(const RegionsSet& b, Instant at);
   void On(const QuotaLent& b, Instant at);
   void On(const QuotaRecalled& b, Instant at);
+  void On(const NodeCordoned& b, Instant at);
+  void On(const NodeUncordoned& b, Instant at);
+  void On(const NodeDrainRequested& b, Instant at);
+  void On(const NodeDrained& b, Instant at);
+  void On(const NodeRemovalRequested& b, Instant at);
+  void On(const NodeDrainStarted& b, Instant at);
+  void On(const NodeRemoved& b, Instant at);
+  // The operator's cordon of node n, made when new (since `at`).
+  NodeRecord::OperatorCordon* CordonOf(NodeIndex n, const std::string& actor, const std::string& reason, Instant at);
   JobRecord& NewJob(JobId id, const JobSpec& spec, Instant at);
   void End(JobId id, JobState s, Instant at);
   JobRecord* Requeue(JobId id);  // back to pending, as the Engine requeues it

@@ -961,6 +961,44 @@ Reply ServerCore::Do(SetRegionsCmd& cmd, Step& step) {
 
 Reply ServerCore::Do(SyncCmd&, Step&) { return Reply{}; }
 
+Reply ServerCore::Do(NodeOpCmd& cmd, Step& step) {
+  step.setup = true;  // the node's condition and the pools' capacity show at once
+  const EngineState& st = engine_->state();
+  NodeIndex node = -1;
+  for (NodeIndex i = 0; i < st.cluster.node_count() && node < 0; ++i) {
+    if (st.cluster.node_name(i) == cmd.node) node = i;
+  }
+  if (node < 0) return ApiErrorReply(404, "not_found", "no node '" + cmd.node + "'", "name");
+  Engine& e = *engine_;
+  Result<bool> changed = false;
+  switch (cmd.op) {
+    case NodeOpCmd::Op::kCordon: changed = e.CordonNode(node, cmd.actor, cmd.reason, step.now, step.sink); break;
+    case NodeOpCmd::Op::kUncordon: changed = e.UncordonNode(node, cmd.actor, step.now, step.sink); break;
+    case NodeOpCmd::Op::kDrain:
+      changed = e.DrainNode(node, cmd.actor, cmd.reason, cmd.timeout, step.now, step.sink);
+      break;
+    case NodeOpCmd::Op::kRemove:
+      changed = e.RemoveNode(node, cmd.actor, cmd.reason, cmd.force, step.now, step.sink);
+      break;
+  }
+  if (!changed) {
+    const Error& err = changed.error();
+    if (err.code == ErrorCode::kFailedPrecondition) return ApiErrorReply(409, "conflict", err.message, "name");
+    const bool timeout = err.message.starts_with("timeout");
+    return EngineError(err, err.code == ErrorCode::kNotFound ? "name" : timeout ? "timeout_s" : "reason");
+  }
+  if (cmd.op == NodeOpCmd::Op::kRemove && *changed) {
+    // Its agent's credential ends with it (as a newly issued one ends the old).
+    const int64_t now_ms = ToMillis(step.now);
+    for (const TokenRecord& t : auth_.List(std::string(kNodeTokenPrefix) + cmd.node)) {
+      if (t.revoked_ms == 0) step.item.batch.revocations.push_back(TokenRevocation{t.hash_hex, now_ms});
+    }
+  }
+  Reply r{std::nullopt, node};
+  r.detail = nlohmann::json{{"changed", *changed}};
+  return r;
+}
+
 // --- the writer thread ---------------------------------------------------------------
 
 void ServerCore::WriterLoop() {

@@ -148,9 +148,25 @@ struct FailScaleOutCmd {
 struct SetRegionsCmd {
   RegionPolicy policy;
 };
+// Issue 19: an operator's node command (POST /v1/nodes/{name}/cordon,
+// /uncordon, /drain; DELETE /v1/nodes/{name}), the Engine's CordonNode,
+// UncordonNode, DrainNode or RemoveNode. The reply's id is the node, its
+// detail {"changed": bool} (false: it was so already, nothing journaled).
+// 404 naming `name` for an unknown node; 409 for a removed node, and for a
+// remove without force of a node with work on it (the message names each
+// job); a removal also revokes the node's tokens (its agent is refused from
+// then on).
+struct NodeOpCmd {
+  enum class Op : uint8_t { kCordon, kUncordon, kDrain, kRemove } op = Op::kCordon;
+  std::string node;
+  std::string actor;   // the caller (Origin::actor), kept in the events
+  std::string reason;  // at most Engine::kMaxOperatorReasonBytes
+  Duration timeout{std::chrono::hours(1)};  // kDrain
+  bool force = false;                       // kRemove
+};
 using Command = std::variant<CreateTenantCmd, SetQuotaCmd, SubmitJobCmd, CancelJobCmd, AddNodeCmd, ExplainCmd,
                              SnapshotCmd, IssueNodeTokenCmd, CreateTokenCmd, RevokeTokenCmd, RegisterAgentCmd, AgentHeartbeatCmd, ProvisionedNodeCmd,
-                             FailScaleOutCmd, SetRegionsCmd, SyncCmd>;
+                             FailScaleOutCmd, SetRegionsCmd, SyncCmd, NodeOpCmd>;
 
 // Who asked for a command (the audit, docs/security.md): stamped on every
 // event the command causes (JournalEvent::actor, request_id). Empty for the
@@ -311,6 +327,7 @@ class ServerCore {
   Reply Do(FailScaleOutCmd& cmd, Step& step);
   Reply Do(SetRegionsCmd& cmd, Step& step);
   Reply Do(SyncCmd& cmd, Step& step);
+  Reply Do(NodeOpCmd& cmd, Step& step);
   std::optional<TenantId> TenantNamed(const std::string& name) const;
 
   // The writer thread.

@@ -94,6 +94,33 @@ json TenantView(TenantId t, const ReadModel& m) {
   return json{{"name", m.tenants()[t]}, {"quota", std::move(quota)}, {"usage", std::move(usage)}};
 }
 
+namespace {
+
+// Who holds the node cordoned and why, each holder on its own (issue 19):
+// an operator (with the drain's progress), a hotspot (OPS-2), a scale-in.
+json CordonsView(const NodeRecord& r) {
+  json out = json::array();
+  if (r.cordon) {
+    const NodeRecord::OperatorCordon& c = *r.cordon;
+    json o{{"by", "operator"}, {"actor", c.actor}, {"reason", c.reason}, {"since", FormatRfc3339(c.since)}};
+    using Drain = NodeRecord::OperatorCordon::Drain;
+    if (c.drain != Drain::kNone) {
+      o["drain"] = c.drain == Drain::kDraining ? "draining" : "drained";
+      o["drain_deadline"] = FormatRfc3339(c.drain_deadline);
+    }
+    if (c.removing) o["removed"] = true;
+    out.push_back(std::move(o));
+  }
+  if (r.hot) out.push_back(json{{"by", "hotspot"}, {"reason", r.hot_reason}, {"since", FormatRfc3339(r.hot_since)}});
+  if (r.scale_in) {
+    out.push_back(
+        json{{"by", "scale-in"}, {"reason", r.scale_in->first}, {"since", FormatRfc3339(r.scale_in->second)}});
+  }
+  return out;
+}
+
+}  // namespace
+
 json NodeView(NodeIndex i, const ReadModel& m) {
   const NodeRecord& r = m.nodes()[i];
   json v{{"name", r.spec.name},
@@ -135,6 +162,9 @@ json NodeView(NodeIndex i, const ReadModel& m) {
     v["condition"] = "cordoned";
     v["hotspot"] = json{{"gpus", GpuList(r.hot_gpus)}, {"reason", r.hot_reason}, {"since", FormatRfc3339(r.hot_since)}};
   }
+  v["cordons"] = CordonsView(r);
+  // Issue 19: an operator's cordon shows at once, before the next summary.
+  if (r.cordon && v["condition"] == "ready") v["condition"] = "cordoned";
   return v;
 }
 

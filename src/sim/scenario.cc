@@ -42,6 +42,7 @@ class ScenarioReader : public ClusterReader {
   Status ParseFaults(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseHotSpells(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseGpuFaults(const YAML::Node& n, const std::string& path, Scenario& s) const;
+  Status ParseNodeOps(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseTrace(const YAML::Node& n, const std::string& path, Scenario& s) const;
   Status ParseProvider(const YAML::Node& n, const std::string& path, Scenario& s) const;
 };
@@ -53,7 +54,7 @@ Result<Scenario> ScenarioReader::Parse(const YAML::Node& root) {
   GP_ASSIGN_OR_RETURN(f, Map(root, "",
                              {"name", "description", "seed", "horizon", "engine", "priorities", "node_classes",
                               "requirements", "job_labels", "cluster", "pools", "tenants", "workload", "trace", "faults", "scaling",
-                              "provider", "regions", "hot_spells", "gpu_faults", "think_time"}));
+                              "provider", "regions", "hot_spells", "gpu_faults", "node_ops", "think_time"}));
   GP_TRY(ReadSections(f, s));
   GP_TRY(DurationField(f, "horizon", s.horizon, PositiveDuration));
   if (auto* n = f.Find("engine")) GP_TRY(ParseSimEngineKeys(*n, s));
@@ -62,6 +63,7 @@ Result<Scenario> ScenarioReader::Parse(const YAML::Node& root) {
   if (auto* n = f.Find("faults")) GP_TRY(ParseFaults(*n, "faults", s));
   if (auto* n = f.Find("hot_spells")) GP_TRY(ParseHotSpells(*n, "hot_spells", s));
   if (auto* n = f.Find("gpu_faults")) GP_TRY(ParseGpuFaults(*n, "gpu_faults", s));
+  if (auto* n = f.Find("node_ops")) GP_TRY(ParseNodeOps(*n, "node_ops", s));
   if (auto* n = f.Find("scaling")) GP_TRY(ReadScaling(*n, "scaling", s));
   if (auto* n = f.Find("provider")) GP_TRY(ParseProvider(*n, "provider", s));
   if (auto* n = f.Find("think_time")) {
@@ -478,6 +480,54 @@ Status ScenarioReader::ParseGpuFaults(const YAML::Node& n, const std::string& pa
       }
     }
     s.gpu_faults.push_back(std::move(x));
+  }
+  return {};
+}
+
+Status ScenarioReader::ParseNodeOps(const YAML::Node& n, const std::string& path, Scenario& s) const {
+  if (n.IsNull()) return {};
+  if (!n.IsSequence()) return Fail(n, path, "expected a list of node commands");
+  for (size_t i = 0; i < n.size(); ++i) {
+    YamlFields f;
+    GP_ASSIGN_OR_RETURN(f, Map(n[i], ItemPath(path, i), {"node", "at", "action", "timeout", "force", "reason"}));
+    NodeOpSpec x;
+    GP_TRY(Require(f, "node"));
+    GP_TRY(StringField(f, "node", x.node));
+    if (s.trace_nodes_path.empty() && !NodeGroupsName(s, x.node)) {
+      return Fail(*f.Find("node"), f.PathOf("node"), "unknown node '" + x.node + "'");
+    }
+    GP_TRY(Require(f, "at"));
+    GP_TRY(DurationField(f, "at", x.at, AnyDuration));
+    GP_TRY(Require(f, "action"));
+    std::string action;
+    GP_TRY(StringField(f, "action", action));
+    static constexpr std::pair<const char*, NodeOpSpec::Action> kActions[] = {
+        {"cordon", NodeOpSpec::Action::kCordon},
+        {"uncordon", NodeOpSpec::Action::kUncordon},
+        {"drain", NodeOpSpec::Action::kDrain},
+        {"remove", NodeOpSpec::Action::kRemove}};
+    bool known = false;
+    for (const auto& [name, a] : kActions) {
+      if (action == name) x.action = a, known = true;
+    }
+    if (!known) {
+      return Fail(*f.Find("action"), f.PathOf("action"),
+                  "unknown action '" + action + "' (known: cordon, uncordon, drain, remove)");
+    }
+    if (f.Has("timeout") && x.action != NodeOpSpec::Action::kDrain) {
+      return Fail(*f.Find("timeout"), f.PathOf("timeout"), "only for action: drain");
+    }
+    if (f.Has("force") && x.action != NodeOpSpec::Action::kRemove) {
+      return Fail(*f.Find("force"), f.PathOf("force"), "only for action: remove");
+    }
+    GP_TRY(DurationField(f, "timeout", x.timeout, AnyDuration));
+    if (x.timeout < Duration(0) || x.timeout > std::chrono::hours(24 * 7)) {
+      return Fail(*f.Find("timeout"), f.PathOf("timeout"), "must be between 0s and 168h");
+    }
+    GP_TRY(BoolField(f, "force", x.force));
+    GP_TRY(StringField(f, "reason", x.reason, /*allow_empty=*/true));
+    if (x.reason.size() > 256) return Fail(*f.Find("reason"), f.PathOf("reason"), "at most 256 bytes");
+    s.node_ops.push_back(std::move(x));
   }
   return {};
 }

@@ -192,6 +192,19 @@ struct GpuFaultSpec {
   int xid = 79;  // "GPU has fallen off the bus"
 };
 
+// An operator's node command at `at` (issue 19): the Engine's CordonNode,
+// UncordonNode, DrainNode (with `timeout`) or RemoveNode (with `force`),
+// as the API's POST /v1/nodes/{name}/cordon ... would run it, with actor
+// "scenario".
+struct NodeOpSpec {
+  enum class Action : uint8_t { kCordon, kUncordon, kDrain, kRemove } action = Action::kCordon;
+  std::string node;  // a node name
+  Duration at{0};
+  Duration timeout{std::chrono::hours(1)};  // kDrain
+  bool force = false;                       // kRemove
+  std::string reason;
+};
+
 // A node that runs hot for a while (OPS-2): its GPUs report
 // `temperature_c` from `at` for `hot_for`; other nodes report a
 // temperature that follows their GPUs' allocation (40 C idle, 80 C full).
@@ -243,6 +256,7 @@ struct Scenario : ClusterConfig {
   std::vector<FaultSpec> faults;
   std::vector<HotSpell> hot_spells;  // needs engine.hotspots
   std::vector<GpuFaultSpec> gpu_faults;
+  std::vector<NodeOpSpec> node_ops;  // in the file's order (same-time commands run in it)
   SharingCosts costs;
   ProviderModel provider;  // for engine.scaling
   // How long the owner of a job reclaimed while idle takes to come back and

@@ -133,6 +133,7 @@ Result<SimReport> RunScenario(const Scenario& s, const RunOptions& options) {
   sim_options.faults = s.faults;
   sim_options.hot_spells = s.hot_spells;
   sim_options.gpu_faults = s.gpu_faults;
+  sim_options.node_ops = s.node_ops;
   sim_options.provider = s.provider;
   sim_options.think_time = s.think_time;
   sim_options.seed = s.seed;

@@ -602,6 +602,36 @@ Status Simulator::OnGpuFault(const Item& item, Instant now) {
   return engine_->ReportGpuHealth(node, mask, reason, now, sink_);
 }
 
+Status Simulator::ScheduleNodeOps() {
+  const Cluster& cluster = engine_->state().cluster;
+  for (size_t i = 0; i < options_.node_ops.size(); ++i) {
+    const NodeOpSpec& op = options_.node_ops[i];
+    if (NodeNamed(cluster, op.node) < 0) return NotFound("node_ops: unknown node '" + op.node + "'");
+    Push(kTimeOrigin + op.at, Kind::kNodeOp, static_cast<int64_t>(i));
+  }
+  return {};
+}
+
+Status Simulator::OnNodeOp(size_t index, Instant now) {
+  const NodeOpSpec& op = options_.node_ops[index];
+  const NodeIndex node = NodeNamed(engine_->state().cluster, op.node);
+  Result<bool> done = false;
+  switch (op.action) {
+    case NodeOpSpec::Action::kCordon: done = engine_->CordonNode(node, "scenario", op.reason, now, sink_); break;
+    case NodeOpSpec::Action::kUncordon: done = engine_->UncordonNode(node, "scenario", now, sink_); break;
+    case NodeOpSpec::Action::kDrain:
+      done = engine_->DrainNode(node, "scenario", op.reason, op.timeout, now, sink_);
+      break;
+    case NodeOpSpec::Action::kRemove:
+      done = engine_->RemoveNode(node, "scenario", op.reason, op.force, now, sink_);
+      break;
+  }
+  if (!done) {
+    return std::unexpected(Error{done.error().code, "node_ops[" + std::to_string(index) + "]: " + done.error().message});
+  }
+  return {};
+}
+
 Status Simulator::Resubmit(size_t index, Instant now) {
   parked_.at(index).wants_back = now;
   resubmitting_ = true;
@@ -634,6 +664,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     Push(kTimeOrigin + f.at + f.down_for, Kind::kRecover, node);
   }
   GP_TRY(ScheduleGpuFaults());
+  GP_TRY(ScheduleNodeOps());
   struct Spell {
     NodeIndex node;
     Instant from, to;
@@ -680,6 +711,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
           break;
         case Kind::kGpuFault:
         case Kind::kGpuRecover: ok = OnGpuFault(item, now); break;
+        case Kind::kNodeOp: ok = OnNodeOp(static_cast<size_t>(item.id), now); break;
         case Kind::kPoll: ok = OnPoll(item.id, item.token, now); break;
         case Kind::kResubmit: ok = Resubmit(static_cast<size_t>(item.id), now); break;
         case Kind::kProvision: {

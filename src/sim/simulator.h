@@ -75,6 +75,9 @@ struct SimOptions {
   std::vector<FaultSpec> faults;  // by node name
   std::vector<HotSpell> hot_spells;  // by node name; reported at each tick with engine.hotspots
   std::vector<GpuFaultSpec> gpu_faults;  // by node name: reported as the node's agent would (EXEC-11)
+  // Operators' node commands (issue 19), by node name; one the Engine
+  // refuses (a remove without force of a node with work on it) fails the run.
+  std::vector<NodeOpSpec> node_ops;
   // When set, also handed every event as it arrives (tests that need the
   // events themselves, not their log lines).
   std::function<void(const Event&)> on_event;
@@ -115,7 +118,8 @@ class Simulator {
     kResubmit = 7,
     kProvision = 8,  // a requested node is ready to join (id: pool)
     kWarmReady = 9,  // a warm-pool node finished initialising (id: pool)
-    kTick = 10,
+    kNodeOp = 10,    // an operator's node command (id: index into node_ops)
+    kTick = 11,
   };
   struct Item {
     Instant at;
@@ -176,6 +180,9 @@ class Simulator {
   // proportion to its replicas over its minimum.
   void OnResized(const JobResized& e, Instant now);
   Status OnPoll(JobId id, uint64_t token, Instant now);
+  // Issue 19: options_.node_ops as heap items, and one of them coming due.
+  Status ScheduleNodeOps();
+  Status OnNodeOp(size_t index, Instant now);
   // EXEC-11: options_.gpu_faults as heap items, and one of them coming due.
   Status ScheduleGpuFaults();
   Status OnGpuFault(const Item& item, Instant now);

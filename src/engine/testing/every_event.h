@@ -112,6 +112,11 @@ inline std::vector<Event> EveryEventType() {
       TaskMemoryObserved{33, 1, 20736},
       MigLayoutReported{2, 1, true, {{"4g.40gb", 1}, {"3g.40gb", 4}}},
       MigLayoutMismatch{2, 1, "4g.40gb@0", "3g.40gb@0 (job 7)"},
+      NodeCordoned{6, "admin", "replacing a fan"},
+      NodeUncordoned{6, "reader:ops"},
+      NodeDrainRequested{6, "admin", "kernel upgrade", 600s},
+      NodeDrained{6},
+      NodeRemovalRequested{6, "admin", "decommissioned", true},
   };
   std::vector<Event> events;
   for (size_t i = 0; i < bodies.size(); ++i) {
