@@ -28,9 +28,12 @@ PACKAGES=(
   curl                      # scripts/fetch-traces.sh downloads the public traces (resumable)
   help2man lintian          # make package: man pages from the CLI's help; the package test lints the .deb
   python3                   # the FGD summary derived from the published results; the tests' loopback mirror
+  chromium nodejs           # the web console's browser tests: playwright-core (npm ci in tests/browser) drives this Chromium
 )
 
 missing=()
+# npm: Debian's own package, unless the installed nodejs brings npm with it (NodeSource's does, and conflicts with it).
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")

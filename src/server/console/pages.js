@@ -1,0 +1,228 @@
+// The console's pages. Each renders into `out` from the API (api.js) with
+// DOM nodes only (dom.js): no value is ever parsed as HTML. Numbers that the
+// browser tests compare with the API carry data-field attributes.
+import {allJobs, ApiError, get} from './api.js';
+import {badge, duration, gpus, h, link, section, table, when} from './dom.js';
+import {heatClass, stackedBar, tierBar} from './chart.js';
+
+const num = (v, field) => ({v, attrs: {class: 'num', 'data-field': field}});
+
+// --- overview ---------------------------------------------------------------------------
+export async function overviewPage(out, who) {
+  const [pools, pending] = await Promise.all([get('/v1/pools'), allJobs('state=pending', 1000)]);
+  out.append(h('h1', {}, 'Overview'));
+  const queued = pending.more ? `${pending.jobs.length}+` : String(pending.jobs.length);
+  out.append(h('div', {class: 'tiles'},
+    tile('Pools', String(pools.pools.length), 'pools'),
+    tile(who.admin ? 'Pending jobs' : `Pending jobs of ${who.tenant}`, queued, 'queue_length'),
+    tile('GPUs in all pools', gpus(sum(pools.pools, (p) => p.capacity?.total_gpus)), 'total_gpus'),
+    tile('GPUs available', gpus(sum(pools.pools, (p) => p.capacity?.available_gpus)), 'available_gpus')));
+  const rows = pools.pools.map((p) => {
+    const c = p.capacity || {};
+    const k = (f) => `pool:${p.name}:${f}`;
+    return {attrs: {'data-pool': p.name}, cells: [p.name, num(String(p.nodes), k('nodes')),
+      num(gpus(c.total_gpus), k('total_gpus')), num(gpus(c.allocated_gpus), k('allocated_gpus')),
+      num(gpus(c.reserved_gpus), k('reserved_gpus')), num(gpus(c.fragmented_gpus), k('fragmented_gpus')),
+      num(gpus(c.available_gpus), k('available_gpus')),
+      stackedBar([{label: 'allocated', value: c.allocated_gpus || 0, cls: 'allocated'},
+        {label: 'reserved', value: c.reserved_gpus || 0, cls: 'reserved'},
+        {label: 'fragmented', value: c.fragmented_gpus || 0, cls: 'fragmented'},
+        {label: 'available', value: c.available_gpus || 0, cls: 'available'}], c.total_gpus || 0, {format: gpus}),
+      (p.dedicated_to || []).join(', ') || '–']};
+  });
+  out.append(section('Pools: capacity in GPUs',
+    table(['Pool', ['Nodes', {class: 'num'}], ['Total', {class: 'num'}], ['Allocated', {class: 'num'}],
+      ['Reserved', {class: 'num'}], ['Fragmented', {class: 'num'}], ['Available', {class: 'num'}], 'Split', 'Dedicated to'],
+    rows, {id: 'pools'}),
+    legend([['allocated', 'allocated'], ['reserved', 'reserved for a tenant'],
+      ['fragmented', 'free but too small for a pending request'], ['available', 'available']])));
+  if (who.admin) out.append(await recentEvents(12));
+}
+
+function tile(label, value, field) {
+  return h('div', {class: 'tile'}, h('div', {class: 'tile-value', 'data-field': field}, value), h('div', {class: 'tile-label'}, label));
+}
+
+function legend(items) {
+  return h('p', {class: 'legend-row'}, items.map(([cls, text]) => h('span', {class: 'key'}, h('i', {class: `sw ${cls}`}), text)));
+}
+
+function sum(list, f) { return list.reduce((a, x) => a + (Number(f(x)) || 0), 0); }
+
+async function recentEvents(n) {
+  const health = await get('/healthz');
+  const since = Math.max(0, health.last_seq - n);
+  const ev = await get(`/v1/events?since=${since}&limit=${n}`);
+  const rows = ev.events.slice().reverse().map((e) => ({attrs: {'data-seq': e.seq},
+    cells: [num(String(e.seq), `event:${e.seq}`), when(e.at), e.type, eventSummary(e), e.actor || '–']}));
+  return section('Recent events', table([['Seq', {class: 'num'}], 'At', 'Type', 'Details', 'Actor'], rows, {id: 'events'}));
+}
+
+function eventSummary(e) {
+  const skip = new Set(['seq', 'at', 'type', 'actor', 'request_id', 'spec']);
+  return Object.entries(e).filter(([k]) => !skip.has(k))
+    .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ').slice(0, 120);
+}
+
+// --- tenants ----------------------------------------------------------------------------
+export async function tenantsPage(out, who) {
+  const list = who.admin ? (await get('/v1/tenants')).tenants : [await get(`/v1/tenants/${encodeURIComponent(who.tenant)}`)];
+  out.append(h('h1', {}, who.admin ? 'Tenants' : `Tenant ${who.tenant}`));
+  const rows = [];
+  for (const t of list) {
+    const pools = new Set([...Object.keys(t.quota || {}), ...Object.keys(t.usage || {})]);
+    for (const pool of [...pools].sort()) {
+      const q = t.quota[pool] || {guaranteed_gpus: 0, limit_gpus: 0, weight: 1, reserved: false};
+      const u = t.usage[pool] || {used_gpus: 0, borrowed_gpus: 0, lent_gpus: 0};
+      const k = (f) => `tenant:${t.name}:${pool}:${f}`;
+      rows.push({attrs: {'data-tenant': t.name, 'data-pool': pool}, cells: [t.name, pool,
+        num(gpus(q.guaranteed_gpus), k('guaranteed_gpus')), num(gpus(q.limit_gpus), k('limit_gpus')),
+        num(gpus(u.used_gpus), k('used_gpus')), num(gpus(u.borrowed_gpus), k('borrowed_gpus')),
+        num(gpus(u.lent_gpus), k('lent_gpus')),
+        tierBar(q.guaranteed_gpus, q.limit_gpus, u.used_gpus, {format: gpus}),
+        [q.reserved ? badge('reserved', 'info') : null, u.used_gpus >= q.limit_gpus && q.limit_gpus > 0 ? badge('at limit', 'warn') : null]]});
+    }
+  }
+  out.append(section('Quota tiers against usage (GPUs)',
+    table(['Tenant', 'Pool', ['Guaranteed', {class: 'num'}], ['Elastic limit', {class: 'num'}], ['Used', {class: 'num'}],
+      ['Borrowed (preemptible)', {class: 'num'}], ['Lent', {class: 'num'}], 'Tiers', ''], rows, {id: 'tenants'}),
+    legend([['tier-guaranteed', 'guaranteed'], ['tier-elastic', 'elastic (up to the limit)'], ['tier-used', 'used'],
+      ['tier-used over', 'used beyond the guarantee: borrowed, preemptible']])));
+}
+
+// --- queue ------------------------------------------------------------------------------
+const kDetails = 25;  // pending jobs whose structured reasons are fetched (one GET each)
+
+export async function queuePage(out, who) {
+  const pending = await allJobs('state=pending', 1000);
+  const jobs = pending.jobs.slice().sort((a, b) => b.priority - a.priority || a.id - b.id);
+  const details = await Promise.all(jobs.slice(0, kDetails).map((j) => get(`/v1/jobs/${j.id}`).catch(() => j)));
+  const now = Date.now();
+  out.append(h('h1', {}, who.admin ? 'Queue' : `Queue of ${who.tenant}`));
+  const rows = jobs.map((j, i) => {
+    const d = details[i] || j;
+    const deadline = j.request?.deadline;
+    return {attrs: {'data-job': j.id}, cells: [link(`#/job/${j.id}`, String(j.id), {'data-field': `job:${j.id}:id`}),
+      j.name, j.tenant, num(String(j.priority), `job:${j.id}:priority`), gpusOf(j.request),
+      duration((now - Date.parse(j.submitted_at)) / 1000), deadline ? when(deadline) : '–',
+      d.waiting_reasons ? reasons(d.waiting_reasons) : h('span', {class: 'muted'}, d.waiting || (i >= kDetails ? 'open the job' : 'queued'))]};
+  });
+  out.append(section(`Pending jobs (${pending.more ? `${jobs.length}+` : jobs.length}), highest priority first`,
+    rows.length ? table([['Job', {class: 'num'}], 'Name', 'Tenant', ['Priority', {class: 'num'}], 'Asks', 'Waiting', 'Deadline', 'Why it waits'], rows, {id: 'queue'})
+      : h('p', {class: 'muted', id: 'queue-empty'}, 'Nothing is waiting.')));
+  const recent = await get('/v1/jobs?order=newest&limit=30');
+  out.append(section('Recent jobs', table([['Job', {class: 'num'}], 'Name', 'Tenant', 'State', 'Pool', 'Submitted'],
+    recent.jobs.map((j) => ({attrs: {'data-job': j.id}, cells: [link(`#/job/${j.id}`, String(j.id)), j.name, j.tenant,
+      badge(j.state), j.pool || '–', when(j.submitted_at)]})), {id: 'recent'})));
+}
+
+function gpusOf(r) {
+  if (!r) return '–';
+  const per = r.gpus ? `${r.gpus} GPU` : r.gpu_fraction ? `${r.gpu_fraction} GPU` : 'CPU only';
+  return (r.replicas && r.replicas > 1 ? `${r.replicas} × ` : '') + per + (r.gpu_models?.length ? ` ${r.gpu_models.join('|')}` : '');
+}
+
+function reasons(w) {
+  const items = (w.pools || []).map((p) => {
+    let text = `${p.pool}: ${p.reason.replaceAll('_', ' ')}`;
+    if (p.reason === 'quota_exhausted') text += ` (uses ${gpus(p.used_gpus)} of ${gpus(p.limit_gpus)})`;
+    const checks = Object.entries(p.nodes_by_check || {}).filter(([, n]) => n > 0).map(([c, n]) => `${n} ${c.replaceAll('_', ' ')}`);
+    if (checks.length) text += ` — nodes: ${checks.join(', ')}`;
+    return h('li', {'data-reason': p.reason}, text);
+  });
+  if (w.victims_pending) items.push(h('li', {}, `${w.victims_pending} preempted job(s) still checkpointing`));
+  return h('ul', {class: 'reasons'}, items);
+}
+
+// --- nodes ------------------------------------------------------------------------------
+export async function nodesPage(out) {
+  const {nodes} = await get('/v1/nodes');
+  out.append(h('h1', {}, 'Nodes'));
+  const rows = nodes.map((n) => {
+    const k = (f) => `node:${n.name}:${f}`;
+    return {attrs: {'data-node': n.name}, cells: [n.name, n.pool + (n.lent_from ? ` (lent by ${n.lent_from})` : ''), n.model,
+      badge(n.condition), num(String(n.gpus), k('gpus')), num(gpus(n.free_gpus), k('free_gpus')),
+      [n.region, n.zone, n.rack].filter(Boolean).join(' / ') || '–', gpuCells(n),
+      n.hotspot ? h('span', {class: 'warn-text'}, `hotspot: ${n.hotspot.reason}`) : n.agent ? `agent ${when(n.agent.last_heartbeat_at)}` : 'no agent']};
+  });
+  out.append(section('Nodes and their GPUs',
+    table(['Node', 'Pool', 'Model', 'Condition', ['GPUs', {class: 'num'}], ['Free', {class: 'num'}], 'Region / zone / rack',
+      'Per GPU (colour: utilization, else booked share)', 'Agent'], rows, {id: 'nodes'}),
+    legend([['heat-0', '0–20 %'], ['heat-1', '20–40 %'], ['heat-2', '40–60 %'], ['heat-3', '60–80 %'], ['heat-4', '80–100 %'],
+      ['heat-na', 'unknown'], ['unhealthy', 'unhealthy']]),
+    h('p', {class: 'legend-row'}, 'Marks: T time-sliced, P MPS, M MIG (the instances in the GPU\'s tooltip); no mark: whole or idle.')));
+}
+
+// The sharing mode's mark in a GPU's cell (idle and whole GPUs have none).
+const MODE_MARK = {'time-slice': 'T', mps: 'P', mig: 'M'};
+
+function gpuCells(n) {
+  const agent = new Map((n.agent?.gpus || []).map((g) => [g.index, g]));
+  return h('div', {class: 'gpus'}, (n.gpu || []).map((g) => {
+    const a = agent.get(g.index) || {};
+    const booked = 1 - g.free_milli / 1000;
+    const f = a.util_pct !== undefined ? a.util_pct / 100 : booked;
+    const lines = [`GPU ${g.index}: ${g.mode}`, `booked ${Math.round(booked * 100)} %`];
+    if (a.util_pct !== undefined) lines.push(`utilization ${a.util_pct} %`);
+    if (a.memory_used_mib !== undefined) lines.push(`memory used ${a.memory_used_mib} MiB`);
+    if (a.temperature_c !== undefined && a.temperature_c >= 0) lines.push(`${a.temperature_c} °C`);
+    if (a.mig?.length) lines.push(`MIG: ${a.mig.map((m) => m.profile).join(', ')}`);
+    if (!g.healthy) lines.push(`unhealthy${a.health_detail ? `: ${a.health_detail}` : ''}`);
+    return h('span', {class: `gpu ${g.healthy ? heatClass(f) : 'unhealthy'}`, title: lines.join('\n'),
+      'data-gpu': g.index, 'data-mode': g.mode}, `${g.index}`, h('small', {}, MODE_MARK[g.mode] || ''));
+  }));
+}
+
+// --- one job ----------------------------------------------------------------------------
+export async function jobPage(out, who, id) {
+  if (!/^\d{1,18}$/.test(id)) throw new ApiError(404, 'not_found', `no job ${id}`);
+  const j = await get(`/v1/jobs/${id}`);
+  out.append(h('h1', {}, `Job ${j.id}: `, j.name, ' ', badge(j.state)));
+  out.append(h('dl', {class: 'facts', id: 'job-facts'},
+    fact('Tenant', j.tenant, 'tenant'), fact('Kind', j.kind, 'kind'), fact('Priority', String(j.priority), 'priority'),
+    fact('Replicas', String(j.replicas), 'replicas'), fact('Pool', j.pool || '–', 'pool'),
+    fact('Borrowed capacity', j.borrowed ? 'yes (preemptible)' : 'no', 'borrowed'),
+    fact('Preemptions', String(j.preemptions), 'preemptions'), fact('Interruptions', String(j.interruptions), 'interruptions')));
+  if (j.state === 'pending') {
+    out.append(section('Why it waits', h('p', {}, j.waiting || 'queued'), j.waiting_reasons ? reasons(j.waiting_reasons) : null));
+  }
+  out.append(section('Placements', j.placements.length
+    ? table(['Node', 'GPUs'], j.placements.map((p) => [p.node, p.gpus.join(', ') || 'CPU only']), {id: 'placements'})
+    : h('p', {class: 'muted'}, 'Not placed.')));
+  out.append(section('State history', table(['When', 'What', 'Why'], history(j), {id: 'history'})));
+  out.append(section('Request', h('pre', {class: 'json'}, JSON.stringify(j.request, null, 2))));
+  let logs = '';
+  try { logs = await get(`/v1/jobs/${j.id}/logs?tail_bytes=16384`, {text: true}); } catch (e) { logs = `(logs unavailable: ${e.message})`; }
+  out.append(section('Log tail (last 16 KiB)', h('pre', {class: 'log', id: 'log'}, logs || '(no output yet)')));
+}
+
+function fact(k, v, field) { return [h('dt', {}, k), h('dd', {'data-field': `job:${field}`}, v)]; }
+
+function history(j) {
+  const rows = [[when(j.submitted_at), 'submitted', `priority ${j.priority}`]];
+  if (j.started_at) rows.push([when(j.started_at), 'started', j.pool ? `in pool ${j.pool}` : '']);
+  if (j.last_stop) {
+    rows.push([when(j.last_stop.at), `last stopped: ${j.last_stop.cause}`,
+      j.last_stop.reason + (j.last_stop.by_job ? ` (by job ${j.last_stop.by_job})` : '')]);
+  }
+  if (j.ended_at) rows.push([when(j.ended_at), j.state, j.reason || '']);
+  else if (j.state === 'rejected') rows.push(['–', 'rejected', j.reason || '']);
+  return rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+// --- regions ----------------------------------------------------------------------------
+export async function regionsPage(out) {
+  const r = await get('/v1/regions');
+  const locations = [...new Set(r.regions.flatMap((x) => Object.keys(x.latency_ms || {})))].sort();
+  out.append(h('h1', {}, 'Regions'), h('p', {}, 'Placement policy: ', h('strong', {'data-field': 'policy'}, r.policy)));
+  out.append(section('Region table',
+    r.regions.length ? table(['Region', ['Price per GPU-hour', {class: 'num'}], ...locations.map((l) => [`Latency from ${l} (ms)`, {class: 'num'}])],
+      r.regions.map((x) => ({attrs: {'data-region': x.name}, cells: [x.name,
+        num(String(x.price_per_gpu_hour), `region:${x.name}:price_per_gpu_hour`),
+        ...locations.map((l) => (x.latency_ms && l in x.latency_ms ? String(x.latency_ms[l]) : '–'))]})), {id: 'regions'})
+      : h('p', {class: 'muted'}, 'No regions: placement ignores regions.')));
+  if (r.users.length) {
+    out.append(section('Where tenants\' users are', table(['Tenant', 'Location', ['Latency budget (ms)', {class: 'num'}]],
+      r.users.map((u) => [u.tenant, u.location, String(u.latency_budget_ms || 0)]), {id: 'users'})));
+  }
+}

@@ -1,0 +1,245 @@
+// Browser tests of the web console (src/server/console/, issue 19): the real
+// server binary on a quiescent fixture (tenants, nodes and jobs made through
+// the API; no agents, so nothing moves once the first placements are made),
+// headless Chromium (the system's, driven by playwright-core):
+//   - the console's answers carry the CSP and nosniff headers, and the page
+//     runs under the CSP without a violation;
+//   - signed in as the admin, each page shows the numbers the API returns
+//     for the same moment (the API read before and after the page must agree,
+//     else the fixture was not quiescent and the test says so);
+//   - signed in as a tenant, the pages show only its own jobs and tenant, and
+//     #/job/ID of another tenant's job shows a not-found error and none of
+//     that job's data; the admin-only pages answer forbidden;
+//   - a screenshot of every page under OUT_DIR (build/console-screenshots).
+//   node console_test.mjs GPUPOOL_BINARY OUT_DIR CHROMIUM
+import {spawn} from 'node:child_process';
+import {mkdirSync, mkdtempSync, readFileSync, rmSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import {join} from 'node:path';
+import {chromium} from 'playwright-core';
+
+const [bin, outDir, chromiumPath] = process.argv.slice(2);
+mkdirSync(outDir, {recursive: true});
+const data = mkdtempSync(join(tmpdir(), 'gpupool-console-'));
+let server, browser, failures = 0;
+
+function check(ok, what) {
+  if (ok) { console.log(`ok: ${what}`); return; }
+  failures++;
+  console.log(`FAIL: ${what}`);
+}
+function eq(actual, expected, what) {
+  const a = JSON.stringify(actual), e = JSON.stringify(expected);
+  check(a === e, a === e ? what : `${what}: page shows ${a}, the API says ${e}`);
+}
+// GPUs as the console writes them (at most three decimals, no trailing zeros).
+const gpus = (x) => String(Number(Number(x).toFixed(3)));
+
+async function startServer() {
+  server = spawn(bin, ['server', '--data', data, '--listen', '127.0.0.1:0'],
+    {stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, GPUPOOL_LOG_REQUESTS: '0'}});
+  let text = '';
+  server.stderr.on('data', (d) => { text += d; });
+  server.stdout.on('data', (d) => { text += d; });
+  for (let i = 0; i < 200; i++) {
+    const m = text.match(/http:\/\/127\.0\.0\.1:(\d+)/);
+    if (m) return `http://127.0.0.1:${m[1]}`;
+    if (server.exitCode !== null) throw new Error(`gpupool server exited: ${text}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`gpupool server printed no address: ${text}`);
+}
+
+async function api(base, method, path, tok, body) {
+  const res = await fetch(base + path, {method, headers: {Authorization: `Bearer ${tok}`, 'Content-Type': 'application/json'},
+    body: body === undefined ? undefined : JSON.stringify(body)});
+  const text = await res.text();
+  if (!res.ok && method !== 'GET') throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return {status: res.status, headers: res.headers, json: text && res.headers.get('content-type')?.startsWith('application/json') ? JSON.parse(text) : text};
+}
+
+async function fixture(base, admin) {
+  const q = (g, l) => ({default: {guaranteed_gpus: g, limit_gpus: l}});
+  for (let i = 1; i <= 3; i++) {
+    await api(base, 'POST', '/v1/nodes', admin, {name: `gpu-node-${i}`, model: 'H100', gpus: 8, cpu_cores: 96, memory_gib: 1024, rack: `rack-${i}`});
+  }
+  await api(base, 'POST', '/v1/nodes', admin, {name: 'a100-node', model: 'A100-80GB', gpus: 4, cpu_cores: 64, memory_gib: 512});
+  const a = (await api(base, 'POST', '/v1/tenants', admin, {name: 'team-a', quota: q(4, 12)})).json.token;
+  const b = (await api(base, 'POST', '/v1/tenants', admin, {name: 'team-b', quota: q(2, 4)})).json.token;
+  const job = (tok, body) => api(base, 'POST', '/v1/jobs', tok, {cpu_cores: 4, memory_gib: 16, command: ['sleep', '3600'], image: 'host', ...body});
+  const ids = {a: [], b: []};
+  ids.a.push((await job(a, {name: 'train-llm', gpus: 4, replicas: 2, priority: 10})).json.id);
+  ids.a.push((await job(a, {name: 'notebook', gpu_fraction: 0.5})).json.id);
+  ids.a.push((await job(a, {name: 'too-big', gpus: 16, priority: 5})).json.id);  // no node has 16 GPUs: rejected
+  ids.b.push((await job(b, {name: 'b-secret-eval', gpus: 2})).json.id);
+  ids.b.push((await job(b, {name: 'b-secret-sweep', gpus: 4, priority: 3})).json.id);  // over team-b's limit
+  return {a, b, ids};
+}
+
+// The API's view of a moment: everything the pages show.
+async function snapshot(base, tok) {
+  const get = async (p) => (await api(base, 'GET', p, tok)).json;
+  return {pools: await get('/v1/pools'), tenants: await get('/v1/tenants'), nodes: await get('/v1/nodes'),
+    pending: await get('/v1/jobs?state=pending&limit=1000'), regions: await get('/v1/regions')};
+}
+
+// Waits until the jobs that fit are placed (only `pendingNames` wait) and the
+// API's answers are the same for a whole second.
+async function waitQuiet(base, admin, pendingNames) {
+  let prev = '', same = 0;
+  for (let i = 0; i < 60; i++) {
+    const snap = await snapshot(base, admin);
+    const s = JSON.stringify(snap);
+    const waiting = snap.pending.jobs.map((j) => j.name).sort();
+    same = s === prev && JSON.stringify(waiting) === JSON.stringify(pendingNames) ? same + 1 : 0;
+    if (same >= 4) return snap;
+    prev = s;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`the fixture does not settle in 15 s (pending: ${prev && JSON.parse(prev).pending.jobs.map((j) => j.name)})`);
+}
+
+async function open(page, hash) {
+  await page.evaluate((h) => { location.hash = h; }, hash);
+  await page.waitForSelector(`body[data-ready="${hash.split('/')[1]}"]`, {timeout: 10000});
+}
+const fields = (page) => page.$$eval('[data-field]', (els) => Object.fromEntries(els.map((e) => [e.dataset.field, e.textContent.trim()])));
+
+async function signIn(page, base, tok) {
+  await page.goto(base + '/');
+  await page.fill('#token', tok);
+  await page.click('#signin button[type=submit]');
+  await page.waitForSelector('body[data-ready]', {timeout: 10000});
+}
+
+async function adminPages(page, base, admin, before) {
+  await signIn(page, base, admin);
+  check((await page.textContent('#who')).includes('admin'), 'the admin signs in');
+  let f = await fields(page);
+  for (const p of before.pools.pools) {
+    for (const k of ['total_gpus', 'allocated_gpus', 'reserved_gpus', 'fragmented_gpus', 'available_gpus']) {
+      eq(f[`pool:${p.name}:${k}`], gpus(p.capacity[k]), `overview: pool ${p.name} ${k}`);
+    }
+    eq(f[`pool:${p.name}:nodes`], String(p.nodes), `overview: pool ${p.name} nodes`);
+  }
+  eq(f.queue_length, String(before.pending.jobs.length), 'overview: queue length');
+  check(await page.locator('#events tbody tr').count() > 0, 'overview: recent events listed');
+  await page.screenshot({path: join(outDir, 'overview-admin.png'), fullPage: true});
+
+  await open(page, '#/tenants');
+  f = await fields(page);
+  for (const t of before.tenants.tenants) {
+    for (const [pool, q] of Object.entries(t.quota)) {
+      eq(f[`tenant:${t.name}:${pool}:guaranteed_gpus`], gpus(q.guaranteed_gpus), `tenants: ${t.name} guaranteed`);
+      eq(f[`tenant:${t.name}:${pool}:limit_gpus`], gpus(q.limit_gpus), `tenants: ${t.name} limit`);
+      const u = t.usage[pool];
+      for (const k of ['used_gpus', 'borrowed_gpus', 'lent_gpus']) eq(f[`tenant:${t.name}:${pool}:${k}`], gpus(u[k]), `tenants: ${t.name} ${k}`);
+    }
+  }
+  await page.screenshot({path: join(outDir, 'tenants-admin.png'), fullPage: true});
+
+  await open(page, '#/queue');
+  const shown = await page.$$eval('#queue tbody tr', (rows) => rows.map((r) => Number(r.dataset.job)).sort((x, y) => x - y));
+  eq(shown, before.pending.jobs.map((j) => j.id).sort((x, y) => x - y), 'queue: the pending jobs');
+  f = await fields(page);
+  for (const j of before.pending.jobs) eq(f[`job:${j.id}:priority`], String(j.priority), `queue: job ${j.id} priority`);
+  const reasons = await page.$$eval('#queue [data-reason]', (els) => els.map((e) => e.dataset.reason));
+  check(reasons.includes('quota_exhausted'), `queue: structured reasons shown (${reasons.join(', ')})`);
+  await page.screenshot({path: join(outDir, 'queue-admin.png'), fullPage: true});
+
+  await open(page, '#/nodes');
+  f = await fields(page);
+  for (const n of before.nodes.nodes) {
+    eq(f[`node:${n.name}:free_gpus`], gpus(n.free_gpus), `nodes: ${n.name} free GPUs`);
+    eq(await page.locator(`tr[data-node="${n.name}"] .gpu`).count(), n.gpu.length, `nodes: ${n.name} per-GPU cells`);
+  }
+  await page.screenshot({path: join(outDir, 'nodes-admin.png'), fullPage: true});
+
+  await open(page, '#/regions');
+  eq((await fields(page)).policy, before.regions.policy, 'regions: policy');
+  await page.screenshot({path: join(outDir, 'regions-admin.png'), fullPage: true});
+}
+
+async function jobPage(page, base, tok, id, name) {
+  await open(page, `#/job/${id}`);
+  const j = (await api(base, 'GET', `/v1/jobs/${id}`, tok)).json;
+  const f = await fields(page);
+  eq([f['job:tenant'], f['job:priority'], f['job:replicas']], [j.tenant, String(j.priority), String(j.replicas)], `job ${id}: facts`);
+  check((await page.textContent('h1')).includes(j.name), `job ${id}: its name`);
+  await page.screenshot({path: join(outDir, `${name}.png`), fullPage: true});
+}
+
+async function tenantPages(page, base, fx, before) {
+  await page.evaluate(() => sessionStorage.clear());
+  await signIn(page, base, fx.a);
+  check((await page.textContent('#who')).includes('team-a'), 'a tenant signs in as itself');
+  check(!(await page.locator('#nav a[href="#/nodes"]').count()), 'tenant: no Nodes page in the navigation');
+  await page.screenshot({path: join(outDir, 'overview-tenant.png'), fullPage: true});
+  await open(page, '#/tenants');
+  const tenants = await page.$$eval('#tenants tbody tr', (rows) => [...new Set(rows.map((r) => r.dataset.tenant))]);
+  eq(tenants, ['team-a'], 'tenant: sees only its own tenant');
+  await page.screenshot({path: join(outDir, 'tenants-tenant.png'), fullPage: true});
+  await open(page, '#/queue');
+  const jobs = await page.$$eval('[data-job]', (rows) => [...new Set(rows.map((r) => Number(r.dataset.job)))].sort((x, y) => x - y));
+  check(jobs.length > 0 && jobs.every((id) => fx.ids.a.includes(id)), `tenant: queue and recent jobs are its own (${jobs})`);
+  const body = await page.textContent('body');
+  check(!body.includes('b-secret') && !body.includes('team-b'), 'tenant: no other tenant\'s job names on the queue page');
+  await page.screenshot({path: join(outDir, 'queue-tenant.png'), fullPage: true});
+  await jobPage(page, base, fx.a, fx.ids.a[0], 'job-tenant');
+  await open(page, `#/job/${fx.ids.b[0]}`);
+  const err = await page.textContent('[data-error]').catch(() => '');
+  check(/not found/i.test(err), `tenant: another tenant's job by URL shows not found (${err})`);
+  const text = await page.textContent('main');
+  check(!text.includes('b-secret') && !text.includes('team-b') && !(await page.locator('#job-facts').count()),
+    'tenant: another tenant\'s job by URL shows none of its data');
+  await page.screenshot({path: join(outDir, 'job-other-tenant.png'), fullPage: true});
+  await open(page, '#/nodes');
+  check(/forbidden/i.test(await page.textContent('main')), 'tenant: #/nodes answers forbidden');
+  check(before.pools.pools.length > 0, 'fixture has pools');
+}
+
+async function main() {
+  const base = await startServer();
+  const admin = readFileSync(join(data, 'admin.token'), 'utf8').trim();
+  const root = await fetch(base + '/');
+  const csp = root.headers.get('content-security-policy') || '';
+  check(root.status === 200 && root.headers.get('content-type').startsWith('text/html'), 'GET / is the console page');
+  check(csp.includes("default-src 'self'") && csp.includes("script-src 'self'") && !csp.includes('unsafe'), `CSP: ${csp}`);
+  check(root.headers.get('x-content-type-options') === 'nosniff', 'X-Content-Type-Options: nosniff');
+  const js = await fetch(base + '/console/app.js');
+  check(js.headers.get('content-type').startsWith('text/javascript'), 'app.js is served as JavaScript');
+  const etag = js.headers.get('etag');
+  check((await fetch(base + '/console/app.js', {headers: {'If-None-Match': etag}})).status === 304, 'a matching ETag gets 304');
+  check((await fetch(base + '/console/no-such.js')).status === 404, 'an unknown console file is 404');
+
+  const fx = await fixture(base, admin);
+  const before = await waitQuiet(base, admin, ['b-secret-sweep']);
+  browser = await chromium.launch({executablePath: chromiumPath, args: ['--no-sandbox']});
+  const page = await browser.newPage({viewport: {width: 1440, height: 900}});
+  const violations = [];
+  page.on('console', (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) violations.push(m.text()); });
+  page.on('pageerror', (e) => violations.push(`page error: ${e.message}`));
+  await page.goto(base + '/');
+  await page.waitForSelector('#signin');
+  await page.screenshot({path: join(outDir, 'signin.png')});
+  await adminPages(page, base, admin, before);
+  await jobPage(page, base, admin, fx.ids.a[0], 'job-admin');
+  await tenantPages(page, base, fx, before);
+  eq(JSON.stringify(await snapshot(base, admin)) === JSON.stringify(before), true, 'the fixture stayed quiescent while the pages were read');
+  check(violations.length === 0, `no CSP violation or script error (${violations.join(' | ')})`);
+  const stored = await page.evaluate(() => document.cookie);
+  check(stored === '', 'no cookie is set');
+}
+
+try {
+  await main();
+} catch (e) {
+  failures++;
+  console.log(`FAIL: ${e.stack || e}`);
+} finally {
+  if (browser) await browser.close();
+  if (server) server.kill('SIGTERM');
+  rmSync(data, {recursive: true, force: true});
+}
+console.log(failures ? `console_test: ${failures} failure(s)` : `console_test: all passed; screenshots in ${outDir}`);
+process.exit(failures ? 1 : 0);
