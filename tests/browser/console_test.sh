@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# The web console's browser tests (tests/browser/console_test.mjs): installs playwright-core from
-# tests/browser/package-lock.json with `npm ci` when node_modules is missing or older than the lock file,
-# then runs the test against the real binary with the system Chromium (Debian package `chromium`;
-# playwright-core downloads no browser). Screenshots land in BUILD_DIR/console-screenshots.
+# The web console's browser tests (tests/browser/console_test.mjs), run against the real binary
+# in the system Chromium (Debian package `chromium`) through playwright-core, which
+# scripts/install-deps.sh installs from tests/browser/package-lock.json into
+# tests/browser/node_modules (`npm ci`; playwright-core downloads no browser). The test itself
+# never reaches the network. Screenshots land in BUILD_DIR/console-screenshots.
 #   console_test.sh GPUPOOL_BINARY SOURCE_DIR BUILD_DIR
-# Exits 77 (skipped) without node, npm or chromium, as the other tool-dependent tests do
-# (scripts/install-deps.sh installs all three).
+# Exits 77 (skipped, with the reason) without node, chromium or the locked playwright-core,
+# as the other tool-dependent tests do. GPUPOOL_CHROMIUM names another Chromium binary.
 set -uo pipefail
 bin=$1
 dir=$(cd "$2/tests/browser" && pwd)
 out=$3/console-screenshots
 skip() { echo "console_browser: skipped: $*"; exit 77; }
-command -v node >/dev/null || skip "needs node (apt-get install nodejs npm)"
-command -v npm >/dev/null || skip "needs npm (apt-get install npm)"
+command -v node >/dev/null || skip "needs node (scripts/install-deps.sh installs Debian's nodejs)"
 browser=${GPUPOOL_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
-[ -n "$browser" ] || skip "needs chromium (apt-get install chromium)"
-if [ ! -f "$dir/node_modules/playwright-core/package.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || { echo "console_browser: FAIL: npm ci in $dir" >&2; exit 1; }
-fi
+[ -n "$browser" ] && [ -x "$browser" ] || skip "needs chromium (scripts/install-deps.sh installs Debian's chromium)"
+source "$dir/playwright-deps.sh"
+playwright_ready "$dir" ||
+  skip "needs playwright-core $(playwright_locked "$dir") in $dir/node_modules (run scripts/install-deps.sh)"
 exec timeout 120 node "$dir/console_test.mjs" "$bin" "$out" "$browser"

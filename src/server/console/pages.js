@@ -102,7 +102,7 @@ export async function queuePage(out, who) {
   const rows = jobs.map((j, i) => {
     const d = details[i] || j;
     const deadline = j.request?.deadline;
-    return {attrs: {'data-job': j.id}, cells: [link(`#/job/${j.id}`, String(j.id), {'data-field': `job:${j.id}:id`}),
+    return {attrs: {'data-job': j.id}, cells: [{v: link(`#/job/${j.id}`, String(j.id), {'data-field': `job:${j.id}:id`}), attrs: {class: 'num'}},
       j.name, j.tenant, num(String(j.priority), `job:${j.id}:priority`), gpusOf(j.request),
       duration((now - Date.parse(j.submitted_at)) / 1000), deadline ? when(deadline) : '–',
       d.waiting_reasons ? reasons(d.waiting_reasons) : h('span', {class: 'muted'}, d.waiting || (i >= kDetails ? 'open the job' : 'queued'))]};
@@ -112,7 +112,7 @@ export async function queuePage(out, who) {
       : h('p', {class: 'muted', id: 'queue-empty'}, 'Nothing is waiting.')));
   const recent = await get('/v1/jobs?order=newest&limit=30');
   out.append(section('Recent jobs', table([['Job', {class: 'num'}], 'Name', 'Tenant', 'State', 'Pool', 'Submitted'],
-    recent.jobs.map((j) => ({attrs: {'data-job': j.id}, cells: [link(`#/job/${j.id}`, String(j.id)), j.name, j.tenant,
+    recent.jobs.map((j) => ({attrs: {'data-job': j.id}, cells: [{v: link(`#/job/${j.id}`, String(j.id)), attrs: {class: 'num'}}, j.name, j.tenant,
       badge(j.state), j.pool || '–', when(j.submitted_at)]})), {id: 'recent'})));
 }
 
