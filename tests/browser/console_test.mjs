@@ -71,6 +71,10 @@ async function fixture(base, admin) {
   ids.a.push((await job(a, {name: 'train-llm', gpus: 4, replicas: 2, priority: 10})).json.id);
   ids.a.push((await job(a, {name: 'notebook', gpu_fraction: 0.5})).json.id);
   ids.a.push((await job(a, {name: 'too-big', gpus: 16, priority: 5})).json.id);  // no node has 16 GPUs: rejected
+  // Reclaimed at their deadline: one ends at once; the checkpointable one stays checkpointing (no agent reports
+  // its checkpoint), a reclaim in progress on the reclamation page.
+  ids.a.push((await job(a, {name: 'deadline-run', gpus: 1, deadline_after: '2s'})).json.id);
+  ids.a.push((await job(a, {name: 'deadline-ckpt', gpus: 1, deadline_after: '2s', checkpointable: true, checkpoint_timeout: '10m'})).json.id);
   ids.b.push((await job(b, {name: 'b-secret-eval', gpus: 2})).json.id);
   ids.b.push((await job(b, {name: 'b-secret-sweep', gpus: 4, priority: 3})).json.id);  // over team-b's limit
   return {a, b, ids};
@@ -97,6 +101,17 @@ async function waitQuiet(base, admin, pendingNames) {
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`the fixture does not settle in 15 s (pending: ${prev && JSON.parse(prev).pending.jobs.map((j) => j.name)})`);
+}
+
+// Waits (at most 15 s) until each job {id: state} is in its state.
+async function waitStates(base, admin, want) {
+  let got = {};
+  for (let i = 0; i < 60; i++) {
+    for (const id of Object.keys(want)) got[id] = (await api(base, 'GET', `/v1/jobs/${id}`, admin)).json.state;
+    if (Object.keys(want).every((id) => got[id] === want[id])) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`jobs not in their states in 15 s: want ${JSON.stringify(want)}, have ${JSON.stringify(got)}`);
 }
 
 async function open(page, hash) {
@@ -155,9 +170,33 @@ async function adminPages(page, base, admin, before) {
   }
   await page.screenshot({path: join(outDir, 'nodes-admin.png'), fullPage: true});
 
+  await open(page, '#/reclamation');
+  await reclamationPage(page, base, admin, before);
+
   await open(page, '#/regions');
   eq((await fields(page)).policy, before.regions.policy, 'regions: policy');
   await page.screenshot({path: join(outDir, 'regions-admin.png'), fullPage: true});
+}
+
+// The reclamation page against /v1/nodes and /v1/events: idle GPUs per node, and each reclaim's outcome as the
+// events tell it (the fixture's two deadline reclaims: one ended, one checkpointing).
+async function reclamationPage(page, base, admin, before) {
+  const f = await fields(page);
+  const idle = (n) => n.gpu.filter((g) => g.healthy && g.mode === 'idle').length;
+  eq(f.idle_gpus, String(before.nodes.nodes.reduce((a, n) => a + idle(n), 0)), 'reclamation: GPUs with nothing on them');
+  for (const n of before.nodes.nodes) if (idle(n)) eq(f[`idle:${n.name}:gpus`], String(idle(n)), `reclamation: ${n.name} idle GPUs`);
+  const ev = (await api(base, 'GET', '/v1/events?since=0&limit=5000', admin)).json.events;
+  const started = ev.filter((e) => e.type === 'ReclaimStarted');
+  const ended = new Set(ev.filter((e) => e.type === 'JobReclaimed').map((e) => e.job));
+  check(started.length === 2, `reclamation: the fixture's two deadline reclaims are in the journal (${started.length})`);
+  for (const e of started) {
+    eq(f[`reclaim:${e.job}:outcome`], ended.has(e.job) ? 'reclaimed' : e.checkpoint ? 'checkpointing' : 'stopping', `reclamation: job ${e.job}'s outcome`);
+  }
+  eq(f.reclaims_in_progress, String(started.filter((e) => !ended.has(e.job)).length), 'reclamation: reclaims in progress');
+  eq(await page.locator('svg.timeline .seg.reclaim').count(), started.length, 'reclamation: one timeline segment per reclaim');
+  eq(await page.locator('svg.timeline .seg.checkpoint').count(), started.filter((e) => e.checkpoint).length,
+    'reclamation: checkpointing reclaims drawn as such');
+  await page.screenshot({path: join(outDir, 'reclamation-admin.png'), fullPage: true});
 }
 
 async function jobPage(page, base, tok, id, name) {
@@ -195,6 +234,8 @@ async function tenantPages(page, base, fx, before) {
   await page.screenshot({path: join(outDir, 'job-other-tenant.png'), fullPage: true});
   await open(page, '#/nodes');
   check(/forbidden/i.test(await page.textContent('main')), 'tenant: #/nodes answers forbidden');
+  await open(page, '#/reclamation');
+  check(/forbidden/i.test(await page.textContent('main')), 'tenant: #/reclamation answers forbidden');
   check(before.pools.pools.length > 0, 'fixture has pools');
 }
 
@@ -213,6 +254,7 @@ async function main() {
   check((await fetch(base + '/console/no-such.js')).status === 404, 'an unknown console file is 404');
 
   const fx = await fixture(base, admin);
+  await waitStates(base, admin, {[fx.ids.a[3]]: 'evicted', [fx.ids.a[4]]: 'checkpointing'});
   const before = await waitQuiet(base, admin, ['b-secret-sweep']);
   browser = await chromium.launch({executablePath: chromiumPath, args: ['--no-sandbox']});
   const page = await browser.newPage({viewport: {width: 1440, height: 900}});

@@ -1,14 +1,15 @@
 // The console's shell: sign-in, navigation and hash routing
-// (#/overview, #/tenants, #/queue, #/nodes, #/job/ID, #/regions).
+// (#/overview, #/tenants, #/queue, #/nodes, #/reclamation, #/job/ID, #/regions).
 import {ApiError, setToken, signOut, token, whoami} from './api.js';
 import {clear, h} from './dom.js';
-import {jobPage, nodesPage, overviewPage, queuePage, regionsPage, tenantsPage} from './pages.js';
+import {jobPage, nodesPage, overviewPage, queuePage, reclamationPage, regionsPage, tenantsPage} from './pages.js';
 
 const PAGES = [
   {path: 'overview', title: 'Overview', render: overviewPage},
   {path: 'tenants', title: 'Tenants', render: tenantsPage},
   {path: 'queue', title: 'Queue', render: queuePage},
   {path: 'nodes', title: 'Nodes', render: nodesPage, admin: true},
+  {path: 'reclamation', title: 'Reclamation', render: reclamationPage, admin: true},
   {path: 'regions', title: 'Regions', render: regionsPage},
 ];
 

@@ -98,3 +98,43 @@ export function heatClass(f) {
   if (f === null || f === undefined || Number.isNaN(f)) return 'heat-na';
   return `heat-${Math.max(0, Math.min(5, Math.floor(f * 5.0001)))}`;
 }
+
+// A timeline: one lane per row over [from, to] (unix ms), each with labelled
+// segments ({from, to, cls, title}) and point marks ({at, cls, title}); the
+// row's label on the left, UTC clock times along the bottom.
+export function timeline(rows, {from, to, width = 900, label = 150, lane = 22} = {}) {
+  const pad = {l: label, r: 16, t: 6, b: 22};
+  const w = width - pad.l - pad.r, height = pad.t + rows.length * lane + pad.b;
+  const X = (t) => pad.l + ((Math.min(Math.max(t, from), to) - from) / Math.max(1, to - from)) * w;
+  const svg = s('svg', {class: 'chart timeline', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img',
+    'aria-label': `timeline of ${rows.length} rows`});
+  rows.forEach((r, i) => {
+    const y = pad.t + i * lane;
+    svg.append(s('text', {class: 'legend', x: pad.l - 8, y: y + lane / 2 + 4, 'text-anchor': 'end'}, r.label));
+    svg.append(s('line', {class: 'grid', x1: pad.l, x2: pad.l + w, y1: y + lane / 2, y2: y + lane / 2}));
+    for (const g of r.segments || []) {
+      svg.append(s('rect', {class: `seg ${g.cls}`, x: X(g.from), y: y + 4, width: Math.max(2, X(g.to) - X(g.from)),
+        height: lane - 8, rx: 2}, s('title', {}, g.title)));
+    }
+    for (const m of r.marks || []) {
+      svg.append(s('circle', {class: `mark ${m.cls}`, cx: X(m.at), cy: y + lane / 2, r: 5}, s('title', {}, m.title)));
+    }
+  });
+  const base = pad.t + rows.length * lane;
+  svg.append(s('line', {class: 'axis-line', x1: pad.l, x2: pad.l + w, y1: base, y2: base}));
+  for (const t of timeTicks(from, to, 6)) {
+    const d = new Date(t);
+    const hhmmss = [d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()].map((x) => String(x).padStart(2, '0')).join(':');
+    svg.append(s('text', {class: 'axis', x: X(t), y: base + 15, 'text-anchor': 'middle'}, hhmmss));
+  }
+  return svg;
+}
+
+// About n clock times in [from, to] (unix ms) on a round step (1 s ... 12 h).
+function timeTicks(from, to, n) {
+  const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200].map((x) => x * 1000);
+  const step = steps.find((v) => v >= (to - from) / n) || steps[steps.length - 1];
+  const out = [];
+  for (let t = Math.ceil(from / step) * step; t <= to; t += step) out.push(t);
+  return out;
+}

@@ -3,7 +3,7 @@
 // browser tests compare with the API carry data-field attributes.
 import {allJobs, ApiError, get} from './api.js';
 import {badge, duration, gpus, h, link, section, table, when} from './dom.js';
-import {heatClass, stackedBar, tierBar} from './chart.js';
+import {heatClass, stackedBar, tierBar, timeline} from './chart.js';
 
 const num = (v, field) => ({v, attrs: {class: 'num', 'data-field': field}});
 
@@ -225,4 +225,108 @@ export async function regionsPage(out) {
     out.append(section('Where tenants\' users are', table(['Tenant', 'Location', ['Latency budget (ms)', {class: 'num'}]],
       r.users.map((u) => [u.tenant, u.location, String(u.latency_budget_ms || 0)]), {id: 'users'})));
   }
+}
+
+// --- reclamation ------------------------------------------------------------------------
+const kReclaimEvents = 5000;  // the newest journal events scanned for notices, reclaims and scrubs
+const kReclaimRows = 30;      // jobs on the timeline (the newest)
+const kLowUtilPct = 10;       // a booked GPU whose agent reports less is listed as "booked but idle"
+
+export async function reclamationPage(out) {
+  const [{nodes}, health] = await Promise.all([get('/v1/nodes'), get('/healthz')]);
+  const ev = await get(`/v1/events?since=${Math.max(0, health.last_seq - kReclaimEvents)}&limit=${kReclaimEvents}`);
+  const {jobs, scrubs} = reclaimHistory(ev.events, nodes);
+  const free = [], low = [];
+  for (const n of nodes) {
+    const agent = new Map((n.agent?.gpus || []).map((g) => [g.index, g]));
+    for (const g of n.gpu || []) {
+      if (!g.healthy) continue;
+      const util = agent.get(g.index)?.util_pct;
+      if (g.mode === 'idle') free.push([n, g]);
+      else if (util !== undefined && util < kLowUtilPct) low.push([n, g, util]);
+    }
+  }
+  const live = jobs.filter((j) => !j.done);
+  out.append(h('h1', {}, 'Reclamation'));
+  out.append(h('div', {class: 'tiles'},
+    tile('GPUs with nothing on them', String(free.length), 'idle_gpus'),
+    tile(`Booked GPUs below ${kLowUtilPct} % utilization`, String(low.length), 'low_util_gpus'),
+    tile('Idle notices and reclaims in progress', String(live.length), 'reclaims_in_progress'),
+    tile('Scrubs in the scanned events', String(scrubs.length), 'scrubs')));
+  out.append(idleGpuTable(free, low));
+  const shown = jobs.slice(-kReclaimRows);
+  const now = Date.now();
+  const from = Math.min(now - 60e3, ...shown.flatMap((j) => [j.noticed, j.started].filter(Boolean)), ...scrubs.map((x) => x.at));
+  const rows = shown.map((j) => ({label: `job ${j.job}`, segments: reclaimSegments(j, now), marks: reclaimMarks(j)}));
+  if (scrubs.length) {
+    rows.push({label: 'GPU scrubs', marks: scrubs.map((x) => ({at: x.at, cls: 'scrub', title: `${when(x.at)}: ${x.node} GPUs ${x.gpus.join(', ')}`}))});
+  }
+  out.append(section(`Idle notices, reclaims and scrubs (the newest ${kReclaimEvents} events)`,
+    rows.length ? timeline(rows, {from, to: now}) : h('p', {class: 'muted', id: 'reclaims-empty'}, 'No idle notice, reclaim or scrub in these events.'),
+    legend([['grace', 'idle noticed: grace period'], ['checkpoint', 'reclaim started: checkpointing'],
+      ['stopping', 'reclaim started: stopping (not checkpointable)'], ['reclaimed', 'reclaimed'],
+      ['recovered', 'busy again'], ['scrub', 'GPUs scrubbed']]),
+    shown.length ? table([['Job', {class: 'num'}], 'Reason', 'Idle noticed', 'Reclaim started', 'Checkpoint', 'Outcome'],
+      shown.slice().reverse().map((j) => ({attrs: {'data-reclaim': j.job}, cells: [{v: link(`#/job/${j.job}`, String(j.job)), attrs: {class: 'num'}},
+        j.reason || 'idle', when(j.noticed), when(j.started), j.started ? (j.checkpoint ? 'yes' : 'no') : '–',
+        {v: reclaimOutcome(j), attrs: {'data-field': `reclaim:${j.job}:outcome`}}]})), {id: 'reclaims'}) : null));
+}
+
+// Per job, from the events (oldest first): the idle notice, a recovery, the
+// reclaim's start (reason, checkpoint) and its end; and every GPU scrub.
+// /v1/nodes lists nodes in index order, which is what events call "node".
+function reclaimHistory(events, nodes) {
+  const byJob = new Map(), scrubs = [];
+  const rec = (id) => byJob.get(id) || byJob.set(id, {job: id}).get(id);
+  for (const e of events) {
+    const at = new Date(e.at).getTime();  // RFC 3339 or unix ms
+    if (e.type === 'JobIdleSuspected') Object.assign(rec(e.job), {noticed: at, recovered: undefined, done: false});
+    else if (e.type === 'JobIdleRecovered') Object.assign(rec(e.job), {recovered: at, done: true});
+    else if (e.type === 'ReclaimStarted') Object.assign(rec(e.job), {started: at, reason: e.reason, checkpoint: e.checkpoint, done: false});
+    else if (e.type === 'JobReclaimed') Object.assign(rec(e.job), {ended: at, done: true});
+    else if (e.type === 'GpusScrubbed') {
+      const gpus = [];
+      for (let i = 0; i < 16; i++) if ((Number(e.gpus) >> i) & 1) gpus.push(i);  // a node's GpuMask: 16 bits
+      scrubs.push({at, node: nodes[e.node]?.name || `node ${e.node}`, gpus});
+    }
+  }
+  return {jobs: [...byJob.values()], scrubs};
+}
+
+function reclaimSegments(j, now) {
+  const out = [];
+  if (j.noticed) {
+    const end = j.started || j.recovered || now;
+    out.push({from: j.noticed, to: end, cls: 'grace', title: `job ${j.job}: idle noticed ${when(j.noticed)}, grace until ${when(end)}`});
+  }
+  if (j.started) {
+    const end = j.ended || now;
+    out.push({from: j.started, to: end, cls: `reclaim ${j.checkpoint ? 'checkpoint' : 'stopping'}`,
+      title: `job ${j.job}: reclaim (${j.reason}) from ${when(j.started)}${j.checkpoint ? ', checkpointing' : ''}${j.ended ? ` to ${when(j.ended)}` : ', in progress'}`});
+  }
+  return out;
+}
+
+function reclaimMarks(j) {
+  if (j.ended) return [{at: j.ended, cls: 'reclaimed', title: `job ${j.job}: reclaimed ${when(j.ended)}`}];
+  if (j.recovered) return [{at: j.recovered, cls: 'recovered', title: `job ${j.job}: busy again ${when(j.recovered)}`}];
+  return [];
+}
+
+function reclaimOutcome(j) {
+  if (j.ended) return 'reclaimed';
+  if (j.recovered) return 'busy again';
+  if (j.started) return j.checkpoint ? 'checkpointing' : 'stopping';
+  return 'in grace period';
+}
+
+function idleGpuTable(free, low) {
+  const byNode = new Map();
+  for (const [n, g] of free) (byNode.get(n.name) || byNode.set(n.name, {n, free: [], low: []}).get(n.name)).free.push(g.index);
+  for (const [n, g, u] of low) (byNode.get(n.name) || byNode.set(n.name, {n, free: [], low: []}).get(n.name)).low.push(`${g.index} (${u} %)`);
+  const rows = [...byNode.values()].map(({n, free: f, low: l}) => ({attrs: {'data-node': n.name}, cells: [n.name, n.pool, n.model,
+    num(String(f.length), `idle:${n.name}:gpus`), f.join(', ') || '–', l.join(', ') || '–']}));
+  return section('Idle GPUs by node',
+    rows.length ? table(['Node', 'Pool', 'Model', ['Nothing on them', {class: 'num'}], 'Which', `Booked, below ${kLowUtilPct} % (agent)`], rows, {id: 'idle'})
+      : h('p', {class: 'muted'}, 'Every healthy GPU is in use.'));
 }
