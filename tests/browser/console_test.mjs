@@ -77,6 +77,11 @@ async function fixture(base, admin) {
   ids.a.push((await job(a, {name: 'deadline-ckpt', gpus: 1, deadline_after: '2s', checkpointable: true, checkpoint_timeout: '10m'})).json.id);
   ids.b.push((await job(b, {name: 'b-secret-eval', gpus: 2})).json.id);
   ids.b.push((await job(b, {name: 'b-secret-sweep', gpus: 4, priority: 3})).json.id);  // over team-b's limit
+  // A region table for the regions page (every node is in region-1, within team-a's users' budget: nothing moves).
+  await api(base, 'PUT', '/v1/regions', admin, {policy: 'cost-aware',
+    regions: [{name: 'region-1', price_per_gpu_hour: 2.5, latency_ms: {'eu-west': 12, 'us-east': 85}},
+      {name: 'region-2', price_per_gpu_hour: 1.75, latency_ms: {'eu-west': 95, 'us-east': 9}}],
+    users: [{tenant: 'team-a', location: 'eu-west', latency_budget_ms: 50}]});
   return {a, b, ids};
 }
 
@@ -174,7 +179,15 @@ async function adminPages(page, base, admin, before) {
   await reclamationPage(page, base, admin, before);
 
   await open(page, '#/regions');
-  eq((await fields(page)).policy, before.regions.policy, 'regions: policy');
+  f = await fields(page);
+  eq(f.policy, before.regions.policy, 'regions: policy');
+  check(before.regions.regions.length === 2, 'regions: the fixture\'s region table is in force');
+  for (const r of before.regions.regions) {
+    eq(f[`region:${r.name}:price_per_gpu_hour`], String(r.price_per_gpu_hour), `regions: ${r.name} price`);
+    for (const [loc, ms] of Object.entries(r.latency_ms)) eq(f[`region:${r.name}:latency:${loc}`], String(ms), `regions: ${r.name} latency from ${loc}`);
+  }
+  eq(await page.$$eval('#users tbody tr', (rows) => rows.map((r) => r.textContent)),
+    before.regions.users.map((u) => `${u.tenant}${u.location}${u.latency_budget_ms}`), 'regions: where the users are');
   await page.screenshot({path: join(outDir, 'regions-admin.png'), fullPage: true});
 }
 

@@ -219,11 +219,12 @@ export async function regionsPage(out) {
     r.regions.length ? table(['Region', ['Price per GPU-hour', {class: 'num'}], ...locations.map((l) => [`Latency from ${l} (ms)`, {class: 'num'}])],
       r.regions.map((x) => ({attrs: {'data-region': x.name}, cells: [x.name,
         num(String(x.price_per_gpu_hour), `region:${x.name}:price_per_gpu_hour`),
-        ...locations.map((l) => (x.latency_ms && l in x.latency_ms ? String(x.latency_ms[l]) : '–'))]})), {id: 'regions'})
+        ...locations.map((l) => (x.latency_ms && l in x.latency_ms ? num(String(x.latency_ms[l]), `region:${x.name}:latency:${l}`)
+          : {v: '–', attrs: {class: 'num'}}))]})), {id: 'regions'})
       : h('p', {class: 'muted'}, 'No regions: placement ignores regions.')));
   if (r.users.length) {
     out.append(section('Where tenants\' users are', table(['Tenant', 'Location', ['Latency budget (ms)', {class: 'num'}]],
-      r.users.map((u) => [u.tenant, u.location, String(u.latency_budget_ms || 0)]), {id: 'users'})));
+      r.users.map((u) => [u.tenant, u.location, {v: String(u.latency_budget_ms || 0), attrs: {class: 'num'}}]), {id: 'users'})));
   }
 }
 
