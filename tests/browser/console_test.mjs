@@ -144,6 +144,7 @@ async function adminPages(page, base, admin, before) {
   }
   eq(f.queue_length, String(before.pending.jobs.length), 'overview: queue length');
   check(await page.locator('#events tbody tr').count() > 0, 'overview: recent events listed');
+  await eventNames(page, base, admin, before);
   await page.screenshot({path: join(outDir, 'overview-admin.png'), fullPage: true});
 
   await open(page, '#/tenants');
@@ -189,6 +190,27 @@ async function adminPages(page, base, admin, before) {
   eq(await page.$$eval('#users tbody tr', (rows) => rows.map((r) => r.textContent)),
     before.regions.users.map((u) => `${u.tenant}${u.location}${u.latency_budget_ms}`), 'regions: where the users are');
   await page.screenshot({path: join(outDir, 'regions-admin.png'), fullPage: true});
+}
+
+// The overview's recent events name nodes, pools and tenants (events carry indices: /v1/nodes, /v1/pools and
+// /v1/tenants list them in index order) and write each placement's GPU mask as GPU indices.
+async function eventNames(page, base, admin, before) {
+  const shown = await page.$$eval('#events tbody tr', (rows) => Object.fromEntries(rows.map((r) => [r.dataset.seq, r.cells[3].textContent])));
+  const ev = (await api(base, 'GET', '/v1/events?since=0&limit=1000', admin)).json.events.filter((e) => String(e.seq) in shown);
+  const mask = (m) => [...Array(16).keys()].filter((i) => (m >> i) & 1).join(',');
+  let placed = 0;
+  for (const e of ev.filter((x) => x.type === 'JobPlaced')) {
+    placed++;
+    const want = e.replicas.map((r) => `${before.nodes.nodes[r.node].name}[${mask(r.gpus)}]`).join(' ');
+    check(shown[e.seq].includes(`pool=${before.pools.pools[e.pool].name}`) && shown[e.seq].includes(`replicas=${want}`),
+      `overview: event ${e.seq} names its pool and nodes (${shown[e.seq]}; want replicas=${want})`);
+  }
+  for (const e of ev.filter((x) => 'tenant' in x)) {
+    check(shown[e.seq].includes(`tenant=${before.tenants.tenants[e.tenant].name}`), `overview: event ${e.seq} names its tenant (${shown[e.seq]})`);
+  }
+  check(placed > 0, `overview: the recent events include placements (${placed})`);
+  const set = ev.find((x) => x.type === 'RegionsSet');
+  check(set && shown[set.seq] === `policy=cost-aware regions=region-1,region-2`, `overview: the region table's event in short (${set && shown[set.seq]})`);
 }
 
 // The reclamation page against /v1/nodes and /v1/events: idle GPUs per node, and each reclaim's outcome as the

@@ -50,18 +50,48 @@ function legend(items) {
 function sum(list, f) { return list.reduce((a, x) => a + (Number(f(x)) || 0), 0); }
 
 async function recentEvents(n) {
-  const health = await get('/healthz');
+  const [health, names] = await Promise.all([get('/healthz'), eventNames()]);
   const since = Math.max(0, health.last_seq - n);
   const ev = await get(`/v1/events?since=${since}&limit=${n}`);
   const rows = ev.events.slice().reverse().map((e) => ({attrs: {'data-seq': e.seq},
-    cells: [num(String(e.seq), `event:${e.seq}`), when(e.at), e.type, eventSummary(e), e.actor || '–']}));
+    cells: [num(String(e.seq), `event:${e.seq}`), when(e.at), e.type, eventSummary(e, names), e.actor || '–']}));
   return section('Recent events', table([['Seq', {class: 'num'}], 'At', 'Type', 'Details', 'Actor'], rows, {id: 'events'}));
 }
 
-function eventSummary(e) {
+// The names that events give as indices (admin only): /v1/nodes, /v1/pools
+// and /v1/tenants list nodes, pools and tenants in index order.
+async function eventNames() {
+  const [nodes, pools, tenants] = await Promise.all([get('/v1/nodes'), get('/v1/pools'), get('/v1/tenants')]);
+  return {nodes: nodes.nodes.map((x) => x.name), pools: pools.pools.map((x) => x.name), tenants: tenants.tenants.map((x) => x.name)};
+}
+
+// GPU indices of a node's GpuMask (bit i: GPU i; 16 bits), e.g. "0,1,4".
+function maskGpus(mask) {
+  const out = [];
+  for (let i = 0; i < 16; i++) if ((Number(mask) >> i) & 1) out.push(i);
+  return out.join(',');
+}
+
+// An event's fields in one line, at most 160 characters: nodes, pools and
+// tenants by name, every GPU mask (`gpus`, `unhealthy`) as GPU indices, a
+// region table by its policy and region names.
+export function eventSummary(e, names) {
   const skip = new Set(['seq', 'at', 'type', 'actor', 'request_id', 'spec']);
-  return Object.entries(e).filter(([k]) => !skip.has(k))
-    .map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ').slice(0, 120);
+  const named = (list, i, what) => list?.[i] ?? `${what} ${i}`;
+  const show = (k, v) => {
+    if (k === 'node') return named(names.nodes, v, 'node');
+    if (k === 'nodes' && Array.isArray(v)) return v.map((i) => named(names.nodes, i, 'node')).join(',');
+    if (k === 'pool' || (k === 'to' && e.type === 'NodeLent')) return named(names.pools, v, 'pool');
+    if (k === 'tenant') return named(names.tenants, v, 'tenant');
+    if (k === 'gpus' || k === 'unhealthy') return `[${maskGpus(v)}]`;
+    if (k === 'policy' && v && typeof v === 'object') {  // RegionsSet: the whole table; the regions page shows it
+      return `${v.policy} regions=${(v.regions || []).map((r) => r.name).join(',') || 'none'}`;
+    }
+    if (k === 'replicas' && Array.isArray(v)) return v.map((r) => `${named(names.nodes, r.node, 'node')}[${maskGpus(r.gpus)}]`).join(' ');
+    return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  };
+  const text = Object.entries(e).filter(([k]) => !skip.has(k)).map(([k, v]) => `${k}=${show(k, v)}`).join(' ');
+  return text.length > 160 ? `${text.slice(0, 159)}…` : text;
 }
 
 // --- tenants ----------------------------------------------------------------------------
