@@ -175,6 +175,10 @@ async function adminPages(page, base, admin, before) {
     eq(await page.locator(`tr[data-node="${n.name}"] .gpu`).count(), n.gpu.length, `nodes: ${n.name} per-GPU cells`);
   }
   await page.screenshot({path: join(outDir, 'nodes-admin.png'), fullPage: true});
+  await page.click('tr[data-node="a100-node"] a');  // the node's name links to its page
+  await page.waitForSelector('body[data-ready="node"]', {timeout: 10000});
+  check((await page.textContent('h1')).includes('a100-node'), 'nodes: a node\'s name opens its page');
+  for (const n of before.nodes.nodes) await nodePage(page, base, admin, n);
 
   await open(page, '#/reclamation');
   await reclamationPage(page, base, admin, before);
@@ -211,6 +215,21 @@ async function eventNames(page, base, admin, before) {
   check(placed > 0, `overview: the recent events include placements (${placed})`);
   const set = ev.find((x) => x.type === 'RegionsSet');
   check(set && shown[set.seq] === `policy=cost-aware regions=region-1,region-2`, `overview: the region table's event in short (${set && shown[set.seq]})`);
+}
+
+// A node's page against /v1/nodes and the placements of the running and checkpointing jobs.
+async function nodePage(page, base, admin, n) {
+  if (!(await page.url()).endsWith(`#/node/${n.name}`)) await open(page, `#/node/${n.name}`);
+  const f = await fields(page);
+  eq([f['node:free_gpus'], f['node:gpus'], f['node:pool']], [gpus(n.free_gpus), String(n.gpus), n.pool], `node ${n.name}: facts`);
+  eq(n.gpu.map((g) => f[`gpu:${g.index}:booked`]), n.gpu.map((g) => `${Math.round(100 - g.free_milli / 10)} %`), `node ${n.name}: each GPU's booked share`);
+  const jobs = [];
+  for (const st of ['running', 'checkpointing']) jobs.push(...(await api(base, 'GET', `/v1/jobs?state=${st}&limit=1000`, admin)).json.jobs);
+  const want = jobs.flatMap((j) => j.placements.map((p, r) => ({id: j.id, r, p}))).filter((x) => x.p.node === n.name)
+    .map((x) => `${x.id}/${x.r}:${x.p.gpus.join(', ')}`).sort();
+  const shown = (await page.$$eval('#tasks tbody tr', (rows) => rows.map((r) => `${r.dataset.job}/${r.dataset.replica}:${r.lastChild.textContent}`))).sort();
+  eq(shown, want, `node ${n.name}: its tasks and their GPUs`);
+  if (n.name === 'a100-node' || n.name === 'gpu-node-3') await page.screenshot({path: join(outDir, `node-${n.name}-admin.png`), fullPage: true});
 }
 
 // The reclamation page against /v1/nodes and /v1/events: idle GPUs per node, and each reclaim's outcome as the
@@ -271,6 +290,9 @@ async function tenantPages(page, base, fx, before) {
   check(/forbidden/i.test(await page.textContent('main')), 'tenant: #/nodes answers forbidden');
   await open(page, '#/reclamation');
   check(/forbidden/i.test(await page.textContent('main')), 'tenant: #/reclamation answers forbidden');
+  await open(page, '#/node/gpu-node-3');
+  const node = await page.textContent('main');
+  check(/forbidden/i.test(node) && !node.includes('train-llm'), 'tenant: #/node/NAME answers forbidden and shows no task');
   check(before.pools.pools.length > 0, 'fixture has pools');
 }
 

@@ -1,8 +1,8 @@
 // The console's shell: sign-in, navigation and hash routing
-// (#/overview, #/tenants, #/queue, #/nodes, #/reclamation, #/job/ID, #/regions).
+// (#/overview, #/tenants, #/queue, #/nodes, #/node/NAME, #/reclamation, #/job/ID, #/regions).
 import {ApiError, setToken, signOut, token, whoami} from './api.js';
 import {clear, h} from './dom.js';
-import {jobPage, nodesPage, overviewPage, queuePage, reclamationPage, regionsPage, tenantsPage} from './pages.js';
+import {jobPage, nodePage, nodesPage, overviewPage, queuePage, reclamationPage, regionsPage, tenantsPage} from './pages.js';
 
 const PAGES = [
   {path: 'overview', title: 'Overview', render: overviewPage},
@@ -62,11 +62,12 @@ export async function route() {
   if (!token() || !who) return showSignIn('');
   const [, path = 'overview', arg] = (location.hash || '#/overview').split('/');
   const page = PAGES.find((p) => p.path === path);
-  renderNav(path === 'job' ? 'queue' : path);
+  renderNav(path === 'job' ? 'queue' : path === 'node' ? 'nodes' : path);
   const mine = ++generation;
   const out = h('div', {class: 'page', 'data-page': path});
   try {
     if (path === 'job') await jobPage(out, who, decodeURIComponent(arg || ''));
+    else if (path === 'node') await nodePage(out, who, decodeURIComponent(arg || ''));
     else if (page) await page.render(out, who);
     else out.append(h('p', {class: 'error'}, `No page "${path}".`));
   } catch (e) {

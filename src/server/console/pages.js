@@ -170,7 +170,8 @@ export async function nodesPage(out) {
   out.append(h('h1', {}, 'Nodes'));
   const rows = nodes.map((n) => {
     const k = (f) => `node:${n.name}:${f}`;
-    return {attrs: {'data-node': n.name}, cells: [n.name, n.pool + (n.lent_from ? ` (lent by ${n.lent_from})` : ''), n.model,
+    return {attrs: {'data-node': n.name}, cells: [link(`#/node/${encodeURIComponent(n.name)}`, n.name),
+      n.pool + (n.lent_from ? ` (lent by ${n.lent_from})` : ''), n.model,
       badge(n.condition), num(String(n.gpus), k('gpus')), num(gpus(n.free_gpus), k('free_gpus')),
       [n.region, n.zone, n.rack].filter(Boolean).join(' / ') || '–', gpuCells(n),
       n.hotspot ? h('span', {class: 'warn-text'}, `hotspot: ${n.hotspot.reason}`) : n.agent ? `agent ${when(n.agent.last_heartbeat_at)}` : 'no agent']};
@@ -203,6 +204,57 @@ function gpuCells(n) {
   }));
 }
 
+// --- one node ---------------------------------------------------------------------------
+const kNodeJobs = 2000;  // running and checkpointing jobs scanned (each state) for the node's tasks
+
+export async function nodePage(out, who, name) {
+  const [{nodes}, running, saving] = await Promise.all([get('/v1/nodes'), allJobs('state=running', kNodeJobs),
+    allJobs('state=checkpointing', kNodeJobs)]);
+  const n = nodes.find((x) => x.name === name);
+  if (!n) throw new ApiError(404, 'not_found', `no node '${name}'`);
+  out.append(h('h1', {}, 'Node ', n.name, ' ', badge(n.condition)));
+  const a = n.agent;
+  out.append(h('dl', {class: 'facts', id: 'node-facts'},
+    fact('Pool', n.pool + (n.lent_from ? ` (lent by ${n.lent_from})` : ''), 'pool', 'node'), fact('Model', n.model || '–', 'model', 'node'),
+    fact('GPUs', String(n.gpus), 'gpus', 'node'), fact('Free GPUs', gpus(n.free_gpus), 'free_gpus', 'node'),
+    fact('CPU cores', String(n.cpu_cores), 'cpu_cores', 'node'), fact('Memory (GiB)', String(n.memory_gib), 'memory_gib', 'node'),
+    fact('Region / zone / rack', [n.region, n.zone, n.rack].filter(Boolean).join(' / ') || '–', 'where', 'node'),
+    fact('Agent', a ? `heartbeat ${when(a.last_heartbeat_at)}` : 'no agent', 'agent', 'node'),
+    n.hotspot ? fact('Hotspot', `GPUs ${n.hotspot.gpus.join(', ')}: ${n.hotspot.reason} (since ${when(n.hotspot.since)})`, 'hotspot', 'node') : null));
+  out.append(section('GPUs', nodeGpuTable(n)));
+  const tasks = [...running.jobs, ...saving.jobs].flatMap((j) => j.placements.map((pl, replica) => ({j, pl, replica})))
+    .filter(({pl}) => pl.node === n.name).sort((x, y) => x.j.id - y.j.id || x.replica - y.replica);
+  const more = running.more || saving.more ? ` (of the first ${kNodeJobs} running and checkpointing jobs)` : '';
+  out.append(section(`Tasks on this node (${tasks.length})${more}`, tasks.length
+    ? table([['Job', {class: 'num'}], 'Name', 'Tenant', 'State', ['Replica', {class: 'num'}], 'GPUs'],
+      tasks.map(({j, pl, replica}) => ({attrs: {'data-job': j.id, 'data-replica': replica}, cells: [
+        {v: link(`#/job/${j.id}`, String(j.id)), attrs: {class: 'num'}}, j.name, j.tenant, badge(j.state),
+        {v: String(replica), attrs: {class: 'num'}},
+        {v: pl.gpus.join(', ') || 'CPU only', attrs: {'data-field': `task:${j.id}:${replica}:gpus`}}]})), {id: 'tasks'})
+    : h('p', {class: 'muted', id: 'tasks-empty'}, 'No task runs here.')));
+}
+
+// One row per GPU: the Engine's booking (mode, booked share, free memory of a
+// share, health) and the agent's last report (utilization, memory, temperature, MIG).
+function nodeGpuTable(n) {
+  const agent = new Map((n.agent?.gpus || []).map((g) => [g.index, g]));
+  const rows = (n.gpu || []).map((g) => {
+    const a = agent.get(g.index) || {};
+    const k = (f) => `gpu:${g.index}:${f}`;
+    return {attrs: {'data-gpu': g.index}, cells: [{v: String(g.index), attrs: {class: 'num'}},
+      {v: h('span', {class: `gpu ${g.healthy ? heatClass(a.util_pct !== undefined ? a.util_pct / 100 : 1 - g.free_milli / 1000) : 'unhealthy'}`},
+        String(g.index)), attrs: {}}, g.mode,
+      num(`${Math.round(100 - g.free_milli / 10)} %`, k('booked')), num(g.mode === 'whole' || g.mode === 'idle' ? '–' : String(g.memory_free_mib), k('memory_free_mib')),
+      g.healthy ? 'healthy' : h('span', {class: 'warn-text'}, `unhealthy${a.health_detail ? `: ${a.health_detail}` : ''}`),
+      num(a.util_pct !== undefined ? `${a.util_pct} %` : '–', k('util')), num(a.memory_used_mib !== undefined ? String(a.memory_used_mib) : '–', k('memory_used_mib')),
+      num(a.temperature_c !== undefined ? `${a.temperature_c} °C` : '–', k('temperature')),
+      a.mig?.length ? a.mig.map((m) => m.profile).join(', ') : '–']};
+  });
+  return rows.length ? table([['GPU', {class: 'num'}], '', 'Mode', ['Booked', {class: 'num'}], ['Share memory free (MiB)', {class: 'num'}],
+    'Health', ['Utilization', {class: 'num'}], ['Memory used (MiB)', {class: 'num'}], ['Temperature', {class: 'num'}], 'MIG instances'], rows, {id: 'gpus'})
+    : h('p', {class: 'muted'}, 'No GPUs (a CPU node, or registered after the latest summary).');
+}
+
 // --- one job ----------------------------------------------------------------------------
 export async function jobPage(out, who, id) {
   if (!/^\d{1,18}$/.test(id)) throw new ApiError(404, 'not_found', `no job ${id}`);
@@ -226,7 +278,7 @@ export async function jobPage(out, who, id) {
   out.append(section('Log tail (last 16 KiB)', h('pre', {class: 'log', id: 'log'}, logs || '(no output yet)')));
 }
 
-function fact(k, v, field) { return [h('dt', {}, k), h('dd', {'data-field': `job:${field}`}, v)]; }
+function fact(k, v, field, of = 'job') { return [h('dt', {}, k), h('dd', {'data-field': `${of}:${field}`}, v)]; }
 
 function history(j) {
   const rows = [[when(j.submitted_at), 'submitted', `priority ${j.priority}`]];
