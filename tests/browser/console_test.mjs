@@ -157,6 +157,19 @@ async function adminPages(page, base, admin, before) {
       for (const k of ['used_gpus', 'borrowed_gpus', 'lent_gpus']) eq(f[`tenant:${t.name}:${pool}:${k}`], gpus(u[k]), `tenants: ${t.name} ${k}`);
     }
   }
+  const exhausted = {};  // tenant:pool -> pending jobs waiting on its quota, as GET /v1/jobs/{id} explains them
+  for (const j of before.pending.jobs) {
+    for (const p of (await api(base, 'GET', `/v1/jobs/${j.id}`, admin)).json.waiting_reasons?.pools || []) {
+      if (p.reason === 'quota_exhausted') exhausted[`${j.tenant}:${p.pool}`] = (exhausted[`${j.tenant}:${p.pool}`] || 0) + 1;
+    }
+  }
+  check(exhausted['team-b:default'] === 1, `tenants: the fixture has team-b waiting on its quota (${JSON.stringify(exhausted)})`);
+  for (const t of before.tenants.tenants) {
+    for (const pool of Object.keys(t.quota)) {
+      const n = exhausted[`${t.name}:${pool}`];
+      eq(/quota exhausted: (\d+) waiting/.exec(f[`tenant:${t.name}:${pool}:marks`])?.[1], n ? String(n) : undefined, `tenants: ${t.name} ${pool} quota-exhausted mark`);
+    }
+  }
   await page.screenshot({path: join(outDir, 'tenants-admin.png'), fullPage: true});
 
   await open(page, '#/queue');

@@ -96,7 +96,16 @@ export function eventSummary(e, names) {
 
 // --- tenants ----------------------------------------------------------------------------
 export async function tenantsPage(out, who) {
-  const list = who.admin ? (await get('/v1/tenants')).tenants : [await get(`/v1/tenants/${encodeURIComponent(who.tenant)}`)];
+  const [list, waiting] = await Promise.all([
+    who.admin ? get('/v1/tenants').then((x) => x.tenants) : get(`/v1/tenants/${encodeURIComponent(who.tenant)}`).then((x) => [x]),
+    pendingWithReasons()]);
+  // tenant|pool -> how many of the explained pending jobs wait on that pool's quota
+  const exhausted = new Map();
+  for (const d of waiting.details) {
+    for (const p of d.waiting_reasons?.pools || []) {
+      if (p.reason === 'quota_exhausted') exhausted.set(`${d.tenant}|${p.pool}`, (exhausted.get(`${d.tenant}|${p.pool}`) || 0) + 1);
+    }
+  }
   out.append(h('h1', {}, who.admin ? 'Tenants' : `Tenant ${who.tenant}`));
   const rows = [];
   for (const t of list) {
@@ -110,23 +119,35 @@ export async function tenantsPage(out, who) {
         num(gpus(u.used_gpus), k('used_gpus')), num(gpus(u.borrowed_gpus), k('borrowed_gpus')),
         num(gpus(u.lent_gpus), k('lent_gpus')),
         tierBar(q.guaranteed_gpus, q.limit_gpus, u.used_gpus, {format: gpus}),
-        [q.reserved ? badge('reserved', 'info') : null, u.used_gpus >= q.limit_gpus && q.limit_gpus > 0 ? badge('at limit', 'warn') : null]]});
+        {v: [q.reserved ? badge('reserved', 'info') : null, u.used_gpus >= q.limit_gpus && q.limit_gpus > 0 ? badge('at limit', 'warn') : null,
+          exhausted.has(`${t.name}|${pool}`) ? badge(`quota exhausted: ${exhausted.get(`${t.name}|${pool}`)} waiting`, 'warn') : null],
+        attrs: {'data-field': k('marks')}}]});
     }
   }
   out.append(section('Quota tiers against usage (GPUs)',
     table(['Tenant', 'Pool', ['Guaranteed', {class: 'num'}], ['Elastic limit', {class: 'num'}], ['Used', {class: 'num'}],
       ['Borrowed (preemptible)', {class: 'num'}], ['Lent', {class: 'num'}], 'Tiers', ''], rows, {id: 'tenants'}),
     legend([['tier-guaranteed', 'guaranteed'], ['tier-elastic', 'elastic (up to the limit)'], ['tier-used', 'used'],
-      ['tier-used over', 'used beyond the guarantee: borrowed, preemptible']])));
+      ['tier-used over', 'used beyond the guarantee: borrowed, preemptible']]),
+    h('p', {class: 'legend-row'}, `"quota exhausted": pending jobs that wait on the tenant's limit in that pool (of the ${kDetails} ` +
+      'highest-priority pending jobs, which the Engine explains).')));
 }
 
 // --- queue ------------------------------------------------------------------------------
 const kDetails = 25;  // pending jobs whose structured reasons are fetched (one GET each)
 
-export async function queuePage(out, who) {
+// The pending jobs (at most 1000), highest priority first, and the views of
+// the first kDetails with their structured reasons (one GET /v1/jobs/{id}
+// each: the Engine explains each job); a job whose GET fails keeps its summary.
+async function pendingWithReasons() {
   const pending = await allJobs('state=pending', 1000);
   const jobs = pending.jobs.slice().sort((a, b) => b.priority - a.priority || a.id - b.id);
   const details = await Promise.all(jobs.slice(0, kDetails).map((j) => get(`/v1/jobs/${j.id}`).catch(() => j)));
+  return {jobs, details, more: pending.more};
+}
+
+export async function queuePage(out, who) {
+  const {jobs, details, more} = await pendingWithReasons();
   const now = Date.now();
   out.append(h('h1', {}, who.admin ? 'Queue' : `Queue of ${who.tenant}`));
   const rows = jobs.map((j, i) => {
@@ -137,7 +158,7 @@ export async function queuePage(out, who) {
       duration((now - Date.parse(j.submitted_at)) / 1000), deadline ? when(deadline) : '–',
       d.waiting_reasons ? reasons(d.waiting_reasons) : h('span', {class: 'muted'}, d.waiting || (i >= kDetails ? 'open the job' : 'queued'))]};
   });
-  out.append(section(`Pending jobs (${pending.more ? `${jobs.length}+` : jobs.length}), highest priority first`,
+  out.append(section(`Pending jobs (${more ? `${jobs.length}+` : jobs.length}), highest priority first`,
     rows.length ? table([['Job', {class: 'num'}], 'Name', 'Tenant', ['Priority', {class: 'num'}], 'Asks', 'Waiting', 'Deadline', 'Why it waits'], rows, {id: 'queue'})
       : h('p', {class: 'muted', id: 'queue-empty'}, 'Nothing is waiting.')));
   const recent = await get('/v1/jobs?order=newest&limit=30');
