@@ -275,6 +275,16 @@ async function jobPage(page, base, tok, id, name) {
   await page.screenshot({path: join(outDir, `${name}.png`), fullPage: true});
 }
 
+// The admin's job page lists the job's own events, as /v1/events has them (the checkpointing deadline job:
+// submitted, placed, reclaim started).
+async function jobEvents(page, base, admin, id, name) {
+  await jobPage(page, base, admin, id, name);
+  const ev = (await api(base, 'GET', '/v1/events?since=0&limit=5000', admin)).json.events;
+  const want = ev.filter((e) => e.job === id || e.victim === id || e.preemptor === id || (e.moved || []).includes(id)).map((e) => `${e.seq} ${e.type}`);
+  eq(await page.$$eval('#job-events tbody tr', (rows) => rows.map((r) => `${r.dataset.seq} ${r.cells[2].textContent}`)), want, `job ${id}: its events`);
+  check(want.some((x) => x.endsWith('ReclaimStarted')), `job ${id}: the reclaim is among its events (${want.join(', ')})`);
+}
+
 async function tenantPages(page, base, fx, before) {
   await page.evaluate(() => sessionStorage.clear());
   await signIn(page, base, fx.a);
@@ -292,6 +302,7 @@ async function tenantPages(page, base, fx, before) {
   check(!body.includes('b-secret') && !body.includes('team-b'), 'tenant: no other tenant\'s job names on the queue page');
   await page.screenshot({path: join(outDir, 'queue-tenant.png'), fullPage: true});
   await jobPage(page, base, fx.a, fx.ids.a[0], 'job-tenant');
+  check(!(await page.locator('#job-events').count()), 'tenant: a job page has no journal events (they are the admin\'s)');
   await open(page, `#/job/${fx.ids.b[0]}`);
   const err = await page.textContent('[data-error]').catch(() => '');
   check(/not found/i.test(err), `tenant: another tenant's job by URL shows not found (${err})`);
@@ -336,6 +347,7 @@ async function main() {
   await page.screenshot({path: join(outDir, 'signin.png')});
   await adminPages(page, base, admin, before);
   await jobPage(page, base, admin, fx.ids.a[0], 'job-admin');
+  await jobEvents(page, base, admin, fx.ids.a[4], 'job-reclaimed-admin');
   await tenantPages(page, base, fx, before);
   eq(JSON.stringify(await snapshot(base, admin)) === JSON.stringify(before), true, 'the fixture stayed quiescent while the pages were read');
   check(violations.length === 0, `no CSP violation or script error (${violations.join(' | ')})`);

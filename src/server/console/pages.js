@@ -293,10 +293,27 @@ export async function jobPage(out, who, id) {
     ? table(['Node', 'GPUs'], j.placements.map((p) => [p.node, p.gpus.join(', ') || 'CPU only']), {id: 'placements'})
     : h('p', {class: 'muted'}, 'Not placed.')));
   out.append(section('State history', table(['When', 'What', 'Why'], history(j), {id: 'history'})));
+  if (who.admin) out.append(await jobEvents(j.id));
   out.append(section('Request', h('pre', {class: 'json'}, JSON.stringify(j.request, null, 2))));
   let logs = '';
   try { logs = await get(`/v1/jobs/${j.id}/logs?tail_bytes=16384`, {text: true}); } catch (e) { logs = `(logs unavailable: ${e.message})`; }
   out.append(section('Log tail (last 16 KiB)', h('pre', {class: 'log', id: 'log'}, logs || '(no output yet)')));
+}
+
+// Every event of the job in the newest kJobEvents of the journal (admin only:
+// /v1/events is): its placements, preemptions (as victim or preemptor),
+// idle notices, reclaims, interruptions, moves and resizes, one by one.
+const kJobEvents = 5000;
+
+async function jobEvents(id) {
+  const [health, names] = await Promise.all([get('/healthz'), eventNames()]);
+  const ev = await get(`/v1/events?since=${Math.max(0, health.last_seq - kJobEvents)}&limit=${kJobEvents}`);
+  const mine = ev.events.filter((e) => e.job === id || e.victim === id || e.preemptor === id || (e.moved || []).includes(id));
+  return section(`Events of this job (in the newest ${kJobEvents} of the journal)`, mine.length
+    ? table([['Seq', {class: 'num'}], 'At', 'Type', 'Details', 'Actor'], mine.map((e) => ({attrs: {'data-seq': e.seq},
+      cells: [{v: String(e.seq), attrs: {class: 'num'}}, {v: when(e.at), attrs: {class: 'nowrap'}}, e.type, eventSummary(e, names), e.actor || '–']})),
+    {id: 'job-events'})
+    : h('p', {class: 'muted'}, 'None in these events.'));
 }
 
 function fact(k, v, field, of = 'job') { return [h('dt', {}, k), h('dd', {'data-field': `${of}:${field}`}, v)]; }
