@@ -226,6 +226,18 @@ async function eventNames(page, base, admin, before) {
     check(shown[e.seq].includes(`tenant=${before.tenants.tenants[e.tenant].name}`), `overview: event ${e.seq} names its tenant (${shown[e.seq]})`);
   }
   check(placed > 0, `overview: the recent events include placements (${placed})`);
+  // Events older than the twelve shown, through the page's own summary (pages.js has no side effect on import).
+  const summaries = await page.evaluate(async (evs) => {
+    const {eventSummary} = await import('/console/pages.js');
+    const names = {nodes: ['n0', 'n1'], pools: ['p0', 'p1'], tenants: ['t0', 't1'], models: {n1: 'H100'}};
+    return evs.map((e) => eventSummary(e, names));
+  }, [{type: 'NodeAdded', node: 'n1', gpus: 8, model: 3, pool: 1},
+    {type: 'GpusScrubbed', node: 1, gpus: 5},
+    {type: 'NodeLent', node: 0, to: 1, reason: 'idle'},
+    {type: 'NodesReserved', job: 4, nodes: [1, 0, 7]},
+    {type: 'QuotaSet', tenant: 1, pool: 0, x: {a: 1}}]);
+  eq(summaries, ['node=n1 gpus=8 model=H100 pool=p1', 'node=n1 gpus=[0,2]', 'node=n0 to=p1 reason=idle',
+    'job=4 nodes=n1,n0,node 7', 'tenant=t1 pool=p0 x={"a":1}'], 'overview: event summaries name what events give by index');
   const set = ev.find((x) => x.type === 'RegionsSet');
   check(set && shown[set.seq] === `policy=cost-aware regions=region-1,region-2`, `overview: the region table's event in short (${set && shown[set.seq]})`);
 }

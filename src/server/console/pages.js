@@ -62,7 +62,8 @@ async function recentEvents(n) {
 // and /v1/tenants list nodes, pools and tenants in index order.
 async function eventNames() {
   const [nodes, pools, tenants] = await Promise.all([get('/v1/nodes'), get('/v1/pools'), get('/v1/tenants')]);
-  return {nodes: nodes.nodes.map((x) => x.name), pools: pools.pools.map((x) => x.name), tenants: tenants.tenants.map((x) => x.name)};
+  return {nodes: nodes.nodes.map((x) => x.name), pools: pools.pools.map((x) => x.name), tenants: tenants.tenants.map((x) => x.name),
+    models: Object.fromEntries(nodes.nodes.map((x) => [x.name, x.model]))};
 }
 
 // GPU indices of a node's GpuMask (bit i: GPU i; 16 bits), e.g. "0,1,4".
@@ -74,11 +75,16 @@ function maskGpus(mask) {
 
 // An event's fields in one line, at most 160 characters: nodes, pools and
 // tenants by name, every GPU mask (`gpus`, `unhealthy`) as GPU indices, a
-// region table by its policy and region names.
+// region table by its policy and region names. NodeAdded is the exception
+// that gives its node by name, `gpus` as a count and `model` as a catalog
+// index (shown as the node's model). names: {nodes, pools, tenants} (index
+// order) and models {node name: model}.
 export function eventSummary(e, names) {
   const skip = new Set(['seq', 'at', 'type', 'actor', 'request_id', 'spec']);
   const named = (list, i, what) => list?.[i] ?? `${what} ${i}`;
   const show = (k, v) => {
+    if (e.type === 'NodeAdded' && (k === 'node' || k === 'gpus')) return String(v);
+    if (e.type === 'NodeAdded' && k === 'model') return names.models?.[e.node] || String(v);
     if (k === 'node') return named(names.nodes, v, 'node');
     if (k === 'nodes' && Array.isArray(v)) return v.map((i) => named(names.nodes, i, 'node')).join(',');
     if (k === 'pool' || (k === 'to' && e.type === 'NodeLent')) return named(names.pools, v, 'pool');
