@@ -206,6 +206,12 @@ async function adminPages(page, base, admin, before) {
   }
   eq(await page.$$eval('#users tbody tr', (rows) => rows.map((r) => r.textContent)),
     before.regions.users.map((u) => `${u.tenant}${u.location}${u.latency_budget_ms}`), 'regions: where the users are');
+  const scaling = ['ScaleOutRequested', 'ScaleOutFailed', 'NodeAdded', 'NodeDrainStarted', 'NodeRemoved', 'NodeLent', 'NodeReturned', 'WarmPoolSized'];
+  const sev = (await api(base, 'GET', '/v1/events?since=0&limit=5000', admin)).json.events.filter((e) => scaling.includes(e.type));
+  check(sev.length === before.nodes.nodes.length, `regions: the fixture's nodes joined as scaling events (${sev.length})`);
+  eq(await page.$$eval('#scaling tbody tr', (rows) => rows.map((r) => `${r.dataset.seq} ${r.cells[2].textContent} ${r.cells[3].textContent}`)),
+    sev.reverse().map((e) => `${e.seq} ${before.pools.pools[e.pool]?.name ?? before.nodes.nodes[e.node].pool} ${e.type}`), 'regions: the scaling events, newest first');
+  eq(await page.locator('svg.timeline .mark').count(), sev.length, 'regions: one timeline mark per scaling event');
   await page.screenshot({path: join(outDir, 'regions-admin.png'), fullPage: true});
 }
 

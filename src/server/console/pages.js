@@ -337,7 +337,7 @@ function history(j) {
 }
 
 // --- regions ----------------------------------------------------------------------------
-export async function regionsPage(out) {
+export async function regionsPage(out, who) {
   const r = await get('/v1/regions');
   const locations = [...new Set(r.regions.flatMap((x) => Object.keys(x.latency_ms || {})))].sort();
   out.append(h('h1', {}, 'Regions'), h('p', {}, 'Placement policy: ', h('strong', {'data-field': 'policy'}, r.policy)));
@@ -352,6 +352,35 @@ export async function regionsPage(out) {
     out.append(section('Where tenants\' users are', table(['Tenant', 'Location', ['Latency budget (ms)', {class: 'num'}]],
       r.users.map((u) => [u.tenant, u.location, {v: String(u.latency_budget_ms || 0), attrs: {class: 'num'}}]), {id: 'users'})));
   }
+  if (who.admin) out.append(await scalingSection());
+}
+
+// --- scaling (on the regions page) -------------------------------------------------------
+const kScalingEvents = 5000;  // the newest journal events scanned for scale-outs, drains and moves
+const SCALING = {ScaleOutRequested: 'scale-out', ScaleOutFailed: 'scale-failed', NodeAdded: 'added', NodeDrainStarted: 'drain',
+  NodeRemoved: 'removed', NodeLent: 'lent', NodeReturned: 'returned', WarmPoolSized: 'warm'};
+
+// Scale-outs, nodes joining, drains, removals, loans between pools and warm
+// pool sizes in the newest kScalingEvents events: one timeline lane per pool
+// (a node's event in its home pool's lane) and the list, newest first.
+async function scalingSection() {
+  const [health, names, {nodes}] = await Promise.all([get('/healthz'), eventNames(), get('/v1/nodes')]);
+  const ev = await get(`/v1/events?since=${Math.max(0, health.last_seq - kScalingEvents)}&limit=${kScalingEvents}`);
+  const home = (i) => (nodes[i] ? nodes[i].lent_from || nodes[i].pool : `node ${i}`);
+  const list = ev.events.filter((e) => e.type in SCALING)
+    .map((e) => ({e, at: new Date(e.at).getTime(), pool: 'pool' in e ? names.pools[e.pool] ?? `pool ${e.pool}` : home(e.node)}));
+  const title = `Scaling: scale-outs, nodes added, drains, removals and loans (the newest ${kScalingEvents} events)`;
+  if (!list.length) return section(title, h('p', {class: 'muted', id: 'scaling-empty'}, 'None in these events.'));
+  const pools = [...new Set(list.map((x) => x.pool))].sort();
+  const now = Date.now(), from = Math.min(now - 60e3, ...list.map((x) => x.at));
+  const rows = pools.map((p) => ({label: `pool ${p}`, marks: list.filter((x) => x.pool === p)
+    .map((x) => ({at: x.at, cls: SCALING[x.e.type], title: `${when(x.at)}: ${x.e.type} ${eventSummary(x.e, names)}`}))}));
+  return section(title, timeline(rows, {from, to: now}),
+    legend([['scale-out', 'scale-out requested'], ['scale-failed', 'scale-out failed'], ['added', 'node added'], ['drain', 'drain started'],
+      ['removed', 'node removed'], ['lent', 'lent to another pool'], ['returned', 'returned'], ['warm', 'warm pool sized']]),
+    table([['Seq', {class: 'num'}], 'At', 'Pool', 'What', 'Details'], list.slice().reverse().map((x) => ({attrs: {'data-seq': x.e.seq},
+      cells: [{v: String(x.e.seq), attrs: {class: 'num'}}, {v: when(x.at), attrs: {class: 'nowrap'}}, x.pool, x.e.type, eventSummary(x.e, names)]})),
+    {id: 'scaling'}));
 }
 
 // --- reclamation ------------------------------------------------------------------------
