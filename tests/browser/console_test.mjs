@@ -135,7 +135,17 @@ async function signIn(page, base, tok) {
 async function adminPages(page, base, admin, before) {
   await signIn(page, base, admin);
   check((await page.textContent('#who')).includes('admin'), 'the admin signs in');
-  let f = await fields(page);
+  await adminOverview(page, base, admin, before);
+  await adminTenants(page, base, admin, before);
+  await adminQueue(page, before);
+  await adminNodes(page, base, admin, before);
+  await open(page, '#/reclamation');
+  await reclamationPage(page, base, admin, before);
+  await adminRegions(page, base, admin, before);
+}
+
+async function adminOverview(page, base, admin, before) {
+  const f = await fields(page);
   for (const p of before.pools.pools) {
     for (const k of ['total_gpus', 'allocated_gpus', 'reserved_gpus', 'fragmented_gpus', 'available_gpus']) {
       eq(f[`pool:${p.name}:${k}`], gpus(p.capacity[k]), `overview: pool ${p.name} ${k}`);
@@ -146,9 +156,11 @@ async function adminPages(page, base, admin, before) {
   check(await page.locator('#events tbody tr').count() > 0, 'overview: recent events listed');
   await eventNames(page, base, admin, before);
   await page.screenshot({path: join(outDir, 'overview-admin.png'), fullPage: true});
+}
 
+async function adminTenants(page, base, admin, before) {
   await open(page, '#/tenants');
-  f = await fields(page);
+  const f = await fields(page);
   for (const t of before.tenants.tenants) {
     for (const [pool, q] of Object.entries(t.quota)) {
       eq(f[`tenant:${t.name}:${pool}:guaranteed_gpus`], gpus(q.guaranteed_gpus), `tenants: ${t.name} guaranteed`);
@@ -171,18 +183,22 @@ async function adminPages(page, base, admin, before) {
     }
   }
   await page.screenshot({path: join(outDir, 'tenants-admin.png'), fullPage: true});
+}
 
+async function adminQueue(page, before) {
   await open(page, '#/queue');
   const shown = await page.$$eval('#queue tbody tr', (rows) => rows.map((r) => Number(r.dataset.job)).sort((x, y) => x - y));
   eq(shown, before.pending.jobs.map((j) => j.id).sort((x, y) => x - y), 'queue: the pending jobs');
-  f = await fields(page);
+  const f = await fields(page);
   for (const j of before.pending.jobs) eq(f[`job:${j.id}:priority`], String(j.priority), `queue: job ${j.id} priority`);
   const reasons = await page.$$eval('#queue [data-reason]', (els) => els.map((e) => e.dataset.reason));
   check(reasons.includes('quota_exhausted'), `queue: structured reasons shown (${reasons.join(', ')})`);
   await page.screenshot({path: join(outDir, 'queue-admin.png'), fullPage: true});
+}
 
+async function adminNodes(page, base, admin, before) {
   await open(page, '#/nodes');
-  f = await fields(page);
+  const f = await fields(page);
   for (const n of before.nodes.nodes) {
     eq(f[`node:${n.name}:free_gpus`], gpus(n.free_gpus), `nodes: ${n.name} free GPUs`);
     eq(await page.locator(`tr[data-node="${n.name}"] .gpu`).count(), n.gpu.length, `nodes: ${n.name} per-GPU cells`);
@@ -192,12 +208,12 @@ async function adminPages(page, base, admin, before) {
   await page.waitForSelector('body[data-ready="node"]', {timeout: 10000});
   check((await page.textContent('h1')).includes('a100-node'), 'nodes: a node\'s name opens its page');
   for (const n of before.nodes.nodes) await nodePage(page, base, admin, n);
+}
 
-  await open(page, '#/reclamation');
-  await reclamationPage(page, base, admin, before);
-
+// The regions page against /v1/regions, and (admin) its scaling list against /v1/events.
+async function adminRegions(page, base, admin, before) {
   await open(page, '#/regions');
-  f = await fields(page);
+  const f = await fields(page);
   eq(f.policy, before.regions.policy, 'regions: policy');
   check(before.regions.regions.length === 2, 'regions: the fixture\'s region table is in force');
   for (const r of before.regions.regions) {
