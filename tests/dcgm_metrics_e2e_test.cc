@@ -138,6 +138,18 @@ class DcgmMetricsE2eTest : public ::testing::Test {
   pid_t pid_ = -1;
 };
 
+// Dev mode's banner names the web console, which its one listener serves without a token.
+TEST_F(DcgmMetricsE2eTest, TheDevBannerNamesTheWebConsoleThatItsListenerServes) {
+  const std::string console = "http://127.0.0.1:" + std::to_string(port_) + "/";
+  // The banner is printed once the listener is up, so it may come just after /healthz first answers.
+  EXPECT_TRUE(WaitUntil([&] { return ReadTextFile(root_ + "/dev.out").find("  console:      " + console + " ") != std::string::npos; },
+                        std::chrono::seconds(5)))
+      << ReadTextFile(root_ + "/dev.out");
+  const HttpResult page = HttpTo("127.0.0.1", port_, "GET", "/", "", "");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.text.find("<title>gpupool console</title>"), std::string::npos) << page.text;
+}
+
 TEST_F(DcgmMetricsE2eTest, TheAgentServesTheDcgmFamiliesWithDeviceReadings) {
   std::string url;
   ASSERT_TRUE(WaitUntil([&] { return !(url = MetricsUrl()).empty(); }, std::chrono::seconds(20)))

@@ -575,6 +575,10 @@ std::string RequestMaker::PathOf(Rng& rng, const FuzzContext& ctx, const Operati
     } else if (name == "id") {
       out += hostile ? Pick(rng, HostileIds())
                      : std::to_string(Pick(rng, std::vector<int64_t>{ctx.tenant_job, ctx.other_job, 1, 2, 3, 1000}));
+    } else if (name == "file") {  // GET /console/{file}: the console's files, and some it does not have
+      out += hostile ? Pick(rng, HostileNames())
+                     : Pick(rng, std::vector<std::string>{"app.js", "api.js", "console.css", "favicon.svg", "index.html",
+                                                          "fz-" + Letters(rng, 6) + ".js"});
     } else if (op.path.starts_with("/v1/nodes")) {
       // Issuing a node's token revokes the node's earlier ones: never the
       // agent's own node; a removal takes only the doomed node.

@@ -342,6 +342,7 @@ int RunDev(const DevFlags& f) {
   const std::string admin = (fs::path(f.data_dir) / "admin.token").string();
   std::cout << "gpupool dev: server and one agent (" << f.node << ", fake GPUs " << f.fake_gpus << ")\n"
             << "  address:      " << url << "\n"
+            << "  console:      " << url << "/ (the web console: sign in with a token below)\n"
             << "  admin token:  " << admin << "\n"
             << "  team-a token: " << (fs::path(f.data_dir) / "tokens" / "team-a.token").string()
             << " (created with an empty data folder)\n"

@@ -12,6 +12,7 @@
 #include "src/base/fields_binary.h"
 #include "src/base/time_text.h"
 #include "src/model/gpu_catalog.h"
+#include "src/server/console.h"
 #include "src/server/log.h"
 #include "src/server/usage_view.h"
 #include "src/server/views.h"
@@ -301,6 +302,8 @@ void HttpApi::Routes() {
   using L = http::Lane;
   static constexpr Entry kRoutes[] = {
       {Method::kGet, "/healthz", L::kReserved, &HttpApi::Health, nullptr},
+      {Method::kGet, "/", L::kApi, &HttpApi::Console, nullptr},
+      {Method::kGet, "/console/{file}", L::kApi, &HttpApi::Console, nullptr},
       {Method::kGet, "/metrics", L::kApi, &HttpApi::GetMetrics, nullptr},
       {Method::kPost, "/v1/tenants", L::kApi, nullptr, &HttpApi::CreateTenant},
       {Method::kGet, "/v1/tenants", L::kApi, &HttpApi::ListTenants, nullptr},
@@ -480,6 +483,8 @@ std::optional<json> HttpApi::Body(const Request& req, Response& res) {
   }
   return std::move(*j);
 }
+
+void HttpApi::Console(const Request& req, Response& res) { ServeConsole(req, res); }
 
 void HttpApi::Health(const Request&, Response& res) {
   std::shared_lock lock(core_.read_model().mu());

@@ -98,6 +98,7 @@ class HttpApi {
   JobId FindJob(const Request& req, Response& res, const Principal& p);
 
   // The endpoints (docs/api/openapi.yaml).
+  void Console(const Request& req, Response& res);         // GET / and /console/{file} (src/server/console.h)
   void Health(const Request& req, Response& res);          // GET /healthz
   void GetMetrics(const Request& req, Response& res);      // GET /metrics (Prometheus text)
   void CreateTenant(const ExchangePtr& ex);                // POST /v1/tenants (admin)
