@@ -1,5 +1,6 @@
 // Rate limits on the API (issue 22, limits on everything), on the real
-// server binary: a tenant token over server.http.token_requests_per_s, and a
+// server binary: a tenant token over server.http.token_requests_per_s, a
+// tenant's tokens together over server.http.tenant_requests_per_s, and a
 // client address guessing tokens over server.http.failed_auth_per_s, get
 // 429 with Retry-After; the admin is not limited; every denial is counted
 // in /metrics (gpupool_auth_denied_total).
@@ -25,6 +26,8 @@ server:
   http:
     token_requests_per_s: 1
     token_request_burst: 20
+    tenant_requests_per_s: 1
+    tenant_request_burst: 30
     failed_auth_per_s: 1
     failed_auth_burst: 5
 )";
@@ -80,6 +83,41 @@ TEST_F(ServerRateLimitTest, ATenantTokenOverItsRateGets429WithRetryAfterAndOther
   const std::string metrics = Http(*server_, "GET", "/metrics", "").text;
   EXPECT_GE(Counter(metrics, R"(gpupool_auth_denied_total{principal="tenant/team",reason="rate_limited",token="initial"})"), 1)
       << metrics.substr(0, 2000);
+}
+
+// Each token has its own bucket: a second token of the tenant is served
+// when the first is refused, until the tenant's bucket (30) is empty too.
+TEST_F(ServerRateLimitTest, EachTokenHasItsBucketAndTheTenantsTokensShareOne) {
+  auto t = Http(*server_, "POST", "/v1/tenants", admin_, json{{"name", "team"}});
+  ASSERT_EQ(t.status, 201) << t.text;
+  const std::string first = t.body["token"];
+  auto c = Http(*server_, "POST", "/v1/tokens", admin_, json{{"tenant", "team"}, {"name", "ci"}});
+  ASSERT_EQ(c.status, 201) << c.text;
+  const std::string second = c.body["token"];
+  const auto served_until_refused = [&](const std::string& token, HttpResult& refused) {
+    int ok = 0;
+    for (int i = 0; i < 40; ++i) {
+      auto r = Http(*server_, "GET", "/v1/jobs", token);
+      if (r.status != 200) {
+        refused = r;
+        break;
+      }
+      ++ok;
+    }
+    return ok;
+  };
+  HttpResult by_token, by_tenant;
+  const int first_ok = served_until_refused(first, by_token);
+  EXPECT_GE(first_ok, 20);
+  EXPECT_LE(first_ok, 22);
+  ASSERT_EQ(by_token.status, 429) << by_token.text;
+  EXPECT_NE(by_token.text.find("token_requests_per_s"), std::string::npos) << by_token.text;
+  const int second_ok = served_until_refused(second, by_tenant);
+  EXPECT_GE(second_ok, 30 - first_ok);
+  EXPECT_LE(second_ok, 30 - first_ok + 3);
+  ASSERT_EQ(by_tenant.status, 429) << by_tenant.text;
+  EXPECT_NE(by_tenant.text.find("tenant_requests_per_s"), std::string::npos) << by_tenant.text;
+  EXPECT_FALSE(by_tenant.retry_after.empty());
 }
 
 TEST_F(ServerRateLimitTest, GuessingTokensFromOneAddressGets429BeforeTheTokenIsChecked) {

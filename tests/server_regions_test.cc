@@ -103,6 +103,20 @@ TEST_F(ServerRegionsTest, PutReplacesTheTableAndTheNextJobGoesToTheNewCheapestRe
   EXPECT_EQ(off.body, (json{{"policy", "off"}, {"regions", json::array()}, {"users", json::array()}}));
 }
 
+// Where a tenant's users are is its own business: another tenant's token
+// sees the regions but not team-r's users; the admin sees them all.
+TEST_F(ServerRegionsTest, ATenantSeesOnlyItsOwnUsers) {
+  ASSERT_EQ(Http(*server_, "PUT", "/v1/regions", admin_, WestCheaper()).status, 200);
+  auto o = Http(*server_, "POST", "/v1/tenants", admin_, json{{"name", "other"}});
+  ASSERT_EQ(o.status, 201) << o.text;
+  auto other = Http(*server_, "GET", "/v1/regions", o.body["token"].get<std::string>());
+  ASSERT_EQ(other.status, 200) << other.text;
+  EXPECT_EQ(other.body["regions"], WestCheaper()["regions"]);
+  EXPECT_EQ(other.body["users"], json::array()) << other.text;
+  EXPECT_EQ(Http(*server_, "GET", "/v1/regions", token_).body["users"].size(), 1u);
+  EXPECT_EQ(Http(*server_, "GET", "/v1/regions", admin_).body["users"].size(), 1u);
+}
+
 TEST_F(ServerRegionsTest, BadTablesAreRefusedNamingTheFieldAndJournalNothing) {
   const int64_t before = LastSeq();
   struct Case {

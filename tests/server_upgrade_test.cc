@@ -308,5 +308,40 @@ TEST_F(ServerUpgradeSchemaV1Test, TokensOfTheEarlierReleaseKeepWorkingUntilRevok
   EXPECT_NE(Http(*server_, "POST", "/v1/agent/heartbeat", node, json{{"node", "node-1"}}).status, 401);
 }
 
+// The release before operators' node commands (tests/fixtures/data-v8:
+// engine snapshot version 8 without cordons, read-model snapshot version 7
+// with usage but without cordons).
+class ServerUpgradeV8Test : public ServerUpgradeTest {
+ protected:
+  std::string Fixture() const override { return kFixtures + "data-v8"; }
+  // team-b's GPU-seconds in total (its cancelled job's, and its running one's so far).
+  double TeamBGpuSeconds() {
+    for (const json& r : Get("/v1/usage?tenant=team-b")["rows"]) return r["gpu_seconds"].get<double>();
+    return -1;
+  }
+};
+
+TEST_F(ServerUpgradeV8Test, AVersion8DataDirectoryLoadsTakesCordonsAndRestartsTheSame) {
+  EXPECT_EQ(Get("/v1/jobs/1")["state"], "running");
+  EXPECT_EQ(Get("/v1/jobs/2")["state"], "running");
+  EXPECT_EQ(Get("/v1/jobs/3")["state"], "cancelled");
+  const json nodes = Get("/v1/nodes")["nodes"];
+  ASSERT_EQ(nodes.size(), 2u) << nodes.dump();
+  for (const json& n : nodes) EXPECT_TRUE(n["cordons"].empty()) << n.dump();
+  // The old read model's usage is still there: job 3 held a GPU for about 2 s.
+  const double used = TeamBGpuSeconds();
+  EXPECT_GE(used, 1.0);
+  // The new command works on the old state, and a clean stop keeps it.
+  auto c = Http(*server_, "POST", "/v1/nodes/node-2/cordon", admin_, json{{"reason", "upgrade test"}});
+  ASSERT_EQ(c.status, 200) << c.text;
+  ASSERT_EQ(server_->Stop(), 0) << server_->log();
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  const json node2 = Get("/v1/nodes/node-2");
+  EXPECT_EQ(node2["condition"], "cordoned") << node2.dump();
+  EXPECT_EQ(Get("/v1/jobs/1")["state"], "running");
+  EXPECT_EQ(Get("/v1/jobs/2")["state"], "running");
+  EXPECT_GE(TeamBGpuSeconds(), used);
+}
+
 }  // namespace
 }  // namespace gpupool::testing

@@ -413,10 +413,28 @@ Node ReadNode(Reader& r) {
   return n;
 }
 
-Job ReadJob(Reader& r) {
-  Job j;
-  j.id = r.S("id");
-  JobSpec& s = j.spec;
+// The job's task (WriteJob's spec.task fields).
+void ReadTaskSpec(Reader& r, TaskSpec& t) {
+  const size_t args = r.Count("spec.task.command", 1);
+  for (size_t i = 0; i < args && r.ok(); ++i) t.command.push_back(r.T("spec.task.command"));
+  const size_t env = r.Count("spec.task.env", 2);
+  for (size_t i = 0; i < env && r.ok(); ++i) {
+    std::string k = r.T("spec.task.env");
+    t.env.emplace_back(std::move(k), r.T("spec.task.env"));
+  }
+  t.working_dir = r.T("spec.task.working_dir");
+  t.checkpoint_signal = r.Int<int32_t>("spec.task.checkpoint_signal");
+  t.checkpoint_timeout = Duration(r.S("spec.task.checkpoint_timeout"));
+  t.stop_grace = Duration(r.S("spec.task.stop_grace"));
+  if (r.version() >= 5) {  // version 4: the defaults
+    t.image = r.T("spec.task.image");
+    t.shm_mib = r.S("spec.task.shm_mib");
+    t.network_isolated = r.Bool("spec.task.network_isolated");
+  }
+}
+
+// The job's spec; its derived MPS scopes are set here, not read.
+void ReadJobSpec(Reader& r, JobSpec& s) {
   s.name = r.T("spec.name");
   s.tenant = r.Int<TenantId>("spec.tenant");
   s.kind = r.Enum("spec.kind", JobKind::kCpu);
@@ -436,26 +454,16 @@ Job ReadJob(Reader& r) {
   s.labels = r.U("spec.labels");
   s.affinity = r.U("spec.affinity");
   s.anti_affinity = r.U("spec.anti_affinity");
-  const size_t args = r.Count("spec.task.command", 1);
-  for (size_t i = 0; i < args && r.ok(); ++i) s.task.command.push_back(r.T("spec.task.command"));
-  const size_t env = r.Count("spec.task.env", 2);
-  for (size_t i = 0; i < env && r.ok(); ++i) {
-    std::string k = r.T("spec.task.env");
-    s.task.env.emplace_back(std::move(k), r.T("spec.task.env"));
-  }
-  s.task.working_dir = r.T("spec.task.working_dir");
-  s.task.checkpoint_signal = r.Int<int32_t>("spec.task.checkpoint_signal");
-  s.task.checkpoint_timeout = Duration(r.S("spec.task.checkpoint_timeout"));
-  s.task.stop_grace = Duration(r.S("spec.task.stop_grace"));
-  if (r.version() >= 5) {  // version 4: the defaults
-    s.task.image = r.T("spec.task.image");
-    s.task.shm_mib = r.S("spec.task.shm_mib");
-    s.task.network_isolated = r.Bool("spec.task.network_isolated");
-  }
+  ReadTaskSpec(r, s.task);
   s.min_replicas = r.Int<int32_t>("spec.min_replicas");
   s.max_replicas = r.Int<int32_t>("spec.max_replicas");
   ScopeMpsShares(s);  // derived, not written
+}
 
+Job ReadJob(Reader& r) {
+  Job j;
+  j.id = r.S("id");
+  ReadJobSpec(r, j.spec);
   j.state = r.Enum("state", JobState::kEvicted);
   j.submitted = r.Time("submitted");
   j.queued_since = r.Time("queued_since");

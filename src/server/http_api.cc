@@ -96,6 +96,21 @@ bool IntParam(const Request& req, const char* name, int64_t& out, int64_t lo, in
   }
 }
 
+// The `state` query parameter, a job state's name (nullopt when absent).
+bool StateParam(const Request& req, std::optional<JobState>& out, ApiError* err) {
+  if (!req.HasParam("state")) return true;
+  const std::string v = req.Param("state");
+  for (int i = 0; i <= static_cast<int>(JobState::kEvicted); ++i) {
+    if (v == JobStateName(static_cast<JobState>(i))) out = static_cast<JobState>(i);
+  }
+  if (out) return true;
+  *err = MakeApiError(400, "invalid_argument",
+                      "state: unknown job state '" + v.substr(0, 32) +
+                          "' (known: pending, running, checkpointing, succeeded, failed, cancelled, rejected, evicted)",
+                      "state");
+  return false;
+}
+
 // Reads a quota object (guaranteed_gpus, limit_gpus, weight, reserved) from
 // a FieldReader opened on it.
 bool ReadQuota(const FieldReader& f, Quota& q, ApiError* err) {
@@ -251,6 +266,8 @@ HttpApi::HttpApi(ServerCore& core) : core_(core) {
   watches_ = std::make_unique<WatchHub>(core_.agent_incarnation(), w);
   token_rate_ = std::make_unique<RateLimiter>(RateLimit{static_cast<double>(s.http.token_requests_per_s),
                                                         static_cast<double>(s.http.token_request_burst)});
+  tenant_rate_ = std::make_unique<RateLimiter>(RateLimit{static_cast<double>(s.http.tenant_requests_per_s),
+                                                         static_cast<double>(s.http.tenant_request_burst)});
   failed_auth_rate_ = std::make_unique<RateLimiter>(
       RateLimit{static_cast<double>(s.http.failed_auth_per_s), static_cast<double>(s.http.failed_auth_burst)});
   core_.set_desired_listener([hub = watches_.get()](const std::vector<NodeDesiredPtr>& d) { hub->Publish(d); });
@@ -421,10 +438,16 @@ std::optional<Principal> HttpApi::Authenticated(const Request& req, Response& re
     return std::nullopt;
   }
   if ((p->admin && !p->read_only) || !p->node.empty()) return p;
-  if (auto wait = token_rate_->Take(PrincipalLabel(*p), now)) {
-    DenyRateLimited(res, PrincipalLabel(*p),
+  const std::string principal = PrincipalLabel(*p);
+  if (auto wait = token_rate_->Take(p->token_id, now)) {
+    DenyRateLimited(res, principal, "token " + p->token_name + " is over server.http.token_requests_per_s", *wait,
+                    p->token_name);
+    return std::nullopt;
+  }
+  if (auto wait = tenant_rate_->Take(principal, now)) {
+    DenyRateLimited(res, principal,
                     (p->tenant.empty() ? "the pool readers' tokens are" : "tenant " + p->tenant + "'s tokens are") +
-                        std::string(" over server.http.token_requests_per_s"),
+                        std::string(" together over server.http.tenant_requests_per_s"),
                     *wait, p->token_name);
     return std::nullopt;
   }
@@ -653,19 +676,7 @@ void HttpApi::ListJobs(const Request& req, Response& res) {
                                    newest ? "order=newest pages with before" : "before needs order=newest"));
   }
   std::optional<JobState> state;
-  if (req.HasParam("state")) {
-    const std::string v = req.Param("state");
-    for (int i = 0; i <= static_cast<int>(JobState::kEvicted); ++i) {
-      if (v == JobStateName(static_cast<JobState>(i))) state = static_cast<JobState>(i);
-    }
-    if (!state) {
-      return SendError(res, MakeApiError(400, "invalid_argument",
-                                         "state: unknown job state '" + v.substr(0, 32) +
-                                             "' (known: pending, running, checkpointing, succeeded, failed, "
-                                             "cancelled, rejected, evicted)",
-                                         "state"));
-    }
-  }
+  if (!StateParam(req, state, &err)) return SendError(res, err);
   std::shared_lock lock(core_.read_model().mu());
   const auto& m = core_.read_model();
   TenantId tenant = -1;
@@ -1143,10 +1154,20 @@ void HttpApi::ListPools(const Request& req, Response& res) {
   SendJson(res, 200, json{{"pools", list}});
 }
 
+// A tenant token sees the regions and only its own tenant's users.
 void HttpApi::GetRegions(const Request& req, Response& res) {
-  if (!Auth(req, res, false)) return;
+  auto p = Auth(req, res, false);
+  if (!p) return;
   std::shared_lock lock(core_.read_model().mu());
-  SendJson(res, 200, RegionPolicyToJson(core_.read_model().regions()));
+  json table = RegionPolicyToJson(core_.read_model().regions());
+  if (!p->admin) {
+    json own = json::array();
+    for (const json& u : table["users"]) {
+      if (u.value("tenant", "") == p->tenant) own.push_back(u);
+    }
+    table["users"] = std::move(own);
+  }
+  SendJson(res, 200, table);
 }
 
 void HttpApi::SetRegions(const ExchangePtr& ex) {

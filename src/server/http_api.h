@@ -80,8 +80,8 @@ class HttpApi {
   // Authenticates a node token (the agent endpoints); returns the node it speaks for.
   std::optional<std::string> AgentAuth(const Request& req, Response& res);
   // The token's principal, after the rate limits (server.http.failed_auth_*
-  // per client address, token_request_* per tenant token); otherwise the
-  // 401 or 429 is in `res` and the denial counted.
+  // per client address, token_request_* per token, tenant_request_* per
+  // tenant); otherwise the 401 or 429 is in `res` and the denial counted.
   std::optional<Principal> Authenticated(const Request& req, Response& res);
   // `token`: the denied token's name ("" when none is known).
   void Deny(Response& res, const std::string& principal, const std::string& reason, const ApiError& e,
@@ -139,7 +139,8 @@ class HttpApi {
 
   ServerCore& core_;
   std::unique_ptr<WatchHub> watches_;  // fed by the core's publisher thread
-  std::unique_ptr<RateLimiter> token_rate_;        // per tenant token
+  std::unique_ptr<RateLimiter> token_rate_;        // per tenant or reader token
+  std::unique_ptr<RateLimiter> tenant_rate_;       // per tenant (its tokens together), and the readers'
   std::unique_ptr<RateLimiter> failed_auth_rate_;  // per client address
   std::unique_ptr<http::Server> http_;
   std::mutex mu_;

@@ -635,46 +635,62 @@ Status ReadModel::Decode(std::string_view bytes) {
   return {};
 }
 
+namespace {
+
+// The version 2 section's items (DecodeV2).
+Pool DecodePool(ByteReader& r) {
+  Pool p;
+  p.id = r.Get<PoolId>();
+  p.name = r.GetString();
+  p.selector.models = r.Get<GpuModelMask>();
+  const uint64_t regions = r.GetCount(8);
+  for (uint64_t k = 0; k < regions && !r.failed(); ++k) p.selector.regions.push_back(r.GetString());
+  const uint64_t dedicated = r.GetCount(4);
+  for (uint64_t k = 0; k < dedicated && !r.failed(); ++k) p.dedicated_to.push_back(r.Get<TenantId>());
+  return p;
+}
+
+std::vector<Quota> DecodeQuotas(ByteReader& r) {
+  std::vector<Quota> qs(r.GetCount(25));
+  for (Quota& q : qs) {
+    q.guaranteed_milli = r.Get<int64_t>();
+    q.elastic_limit_milli = r.Get<int64_t>();
+    q.weight = r.Get<double>();
+    q.reserved = r.Get<uint8_t>();
+  }
+  return qs;
+}
+
+NodeRecord DecodeNode(ByteReader& r) {
+  NodeRecord n;
+  n.spec.name = r.GetString();
+  n.spec.cpu_milli = r.Get<int64_t>();
+  n.spec.memory_mib = r.Get<int64_t>();
+  n.spec.gpu_count = r.Get<int32_t>();
+  n.spec.gpu_model = r.Get<GpuModelId>();
+  n.spec.pool = r.Get<uint8_t>();
+  n.spec.attr_class = r.Get<uint16_t>();
+  n.region = r.GetString();
+  n.zone = r.GetString();
+  n.rack = r.GetString();
+  return n;
+}
+
+}  // namespace
+
 // Each stops at the first malformed field (the ByteReader remembers it).
 void ReadModel::DecodeV2(ByteReader& r, ReadModel& m) {
   const uint64_t pools = r.GetCount(8);
-  for (uint64_t i = 0; i < pools && !r.failed(); ++i) {
-    Pool p;
-    p.id = r.Get<PoolId>();
-    p.name = r.GetString();
-    p.selector.models = r.Get<GpuModelMask>();
-    const uint64_t regions = r.GetCount(8);
-    for (uint64_t k = 0; k < regions && !r.failed(); ++k) p.selector.regions.push_back(r.GetString());
-    const uint64_t dedicated = r.GetCount(4);
-    for (uint64_t k = 0; k < dedicated && !r.failed(); ++k) p.dedicated_to.push_back(r.Get<TenantId>());
-    m.pools_.push_back(std::move(p));
-  }
+  for (uint64_t i = 0; i < pools && !r.failed(); ++i) m.pools_.push_back(DecodePool(r));
   const uint64_t tenants = r.GetCount(16);
   for (uint64_t t = 0; t < tenants && !r.failed(); ++t) {
     m.tenant_names_.push_back(r.GetString());
     m.tenant_ids_[m.tenant_names_.back()] = static_cast<TenantId>(t);
-    std::vector<Quota> qs(r.GetCount(25));
-    for (Quota& q : qs) {
-      q.guaranteed_milli = r.Get<int64_t>();
-      q.elastic_limit_milli = r.Get<int64_t>();
-      q.weight = r.Get<double>();
-      q.reserved = r.Get<uint8_t>();
-    }
-    m.quotas_.push_back(std::move(qs));
+    m.quotas_.push_back(DecodeQuotas(r));
   }
   const uint64_t nodes = r.GetCount(40);
   for (uint64_t i = 0; i < nodes && !r.failed(); ++i) {
-    NodeRecord n;
-    n.spec.name = r.GetString();
-    n.spec.cpu_milli = r.Get<int64_t>();
-    n.spec.memory_mib = r.Get<int64_t>();
-    n.spec.gpu_count = r.Get<int32_t>();
-    n.spec.gpu_model = r.Get<GpuModelId>();
-    n.spec.pool = r.Get<uint8_t>();
-    n.spec.attr_class = r.Get<uint16_t>();
-    n.region = r.GetString();
-    n.zone = r.GetString();
-    n.rack = r.GetString();
+    NodeRecord n = DecodeNode(r);
     m.node_ids_[n.spec.name] = static_cast<NodeIndex>(m.nodes_.size());
     m.nodes_.push_back(std::move(n));
   }

@@ -85,8 +85,9 @@ Status ServerConfigReader::ParseHttp(const YAML::Node& n, const std::string& pat
   GP_ASSIGN_OR_RETURN(f, Map(n, path,
                              {"max_connections", "max_connections_per_client", "max_header_bytes", "idle_timeout",
                               "header_timeout", "body_timeout", "request_timeout", "queue_length",
-                              "agent_threads", "token_requests_per_s", "token_request_burst", "failed_auth_per_s",
-                              "failed_auth_burst", "max_json_values", "max_json_depth"}));
+                              "agent_threads", "token_requests_per_s", "token_request_burst", "tenant_requests_per_s",
+                              "tenant_request_burst", "failed_auth_per_s", "failed_auth_burst", "max_json_values",
+                              "max_json_depth"}));
   GP_TRY(IntField(f, "max_connections", c.max_connections, IntRange(1, 1000000)));
   GP_TRY(IntField(f, "max_connections_per_client", c.max_connections_per_client, IntRange(1, 1000000)));
   GP_TRY(IntField(f, "max_header_bytes", c.max_header_bytes, IntRange(1024, 1 << 20)));
@@ -101,6 +102,8 @@ Status ServerConfigReader::ParseHttp(const YAML::Node& n, const std::string& pat
   GP_TRY(IntField(f, "agent_threads", c.agent_threads, IntRange(0, threads - 1)));
   GP_TRY(IntField(f, "token_requests_per_s", c.token_requests_per_s, IntRange(0, 1000000)));
   GP_TRY(IntField(f, "token_request_burst", c.token_request_burst, IntRange(1, 10000000)));
+  GP_TRY(IntField(f, "tenant_requests_per_s", c.tenant_requests_per_s, IntRange(0, 1000000)));
+  GP_TRY(IntField(f, "tenant_request_burst", c.tenant_request_burst, IntRange(1, 10000000)));
   GP_TRY(IntField(f, "failed_auth_per_s", c.failed_auth_per_s, IntRange(0, 1000000)));
   GP_TRY(IntField(f, "failed_auth_burst", c.failed_auth_burst, IntRange(1, 10000000)));
   GP_TRY(IntField(f, "max_json_values", c.max_json_values, IntRange(100, 100000000)));

@@ -38,12 +38,18 @@ struct HttpSettings {
   Duration request_timeout{std::chrono::seconds(60)};  // an answer that waits longer is a 504
   int64_t queue_length = 1024;  // requests waiting for a handler thread, per lane; beyond: 503
   int64_t agent_threads = -1;   // of http_threads, kept for agents and /healthz; -1: a quarter
-  // Requests per second of each tenant token, in a bucket of
+  // Requests per second of each tenant or reader token, in a bucket of
   // token_request_burst; beyond: 429 with Retry-After. 0: no limit. The
   // admin token and node tokens are not limited here (agents have their
   // own caps: the watch hub's reconnect limit).
   int64_t token_requests_per_s = 1000;
   int64_t token_request_burst = 2000;
+  // Requests per second of all of one tenant's tokens together (and of all
+  // the pool readers' tokens together), in a bucket of
+  // tenant_request_burst, so that minting tokens buys at most this much.
+  // 0: no limit.
+  int64_t tenant_requests_per_s = 4000;
+  int64_t tenant_request_burst = 8000;
   // Failed authentications (401) per second from one client address, in a
   // bucket of failed_auth_burst; beyond: 429 before any token is checked
   // (guessing tokens). 0: no limit.

@@ -73,7 +73,7 @@ TEST(ServerConfigTest, ReadsTheHttpLimits) {
       "name: s\npools: [{name: p}]\nserver:\n  http_threads: 8\n  http: {max_connections: 100, "
       "max_connections_per_client: 5, max_header_bytes: 4096, idle_timeout: 5s, header_timeout: 2s, "
       "body_timeout: 3s, request_timeout: 20s, queue_length: 7, agent_threads: 3, token_requests_per_s: 50, "
-      "token_request_burst: 60, failed_auth_per_s: 2, failed_auth_burst: 9, max_json_values: 500, "
+      "token_request_burst: 60, tenant_requests_per_s: 70, tenant_request_burst: 80, failed_auth_per_s: 2, failed_auth_burst: 9, max_json_values: 500, "
       "max_json_depth: 16}\n",
       "s.yaml", ".");
   ASSERT_TRUE(c) << c.error().message;
@@ -89,6 +89,8 @@ TEST(ServerConfigTest, ReadsTheHttpLimits) {
   EXPECT_EQ(h.agent_threads, 3);
   EXPECT_EQ(h.token_requests_per_s, 50);
   EXPECT_EQ(h.token_request_burst, 60);
+  EXPECT_EQ(h.tenant_requests_per_s, 70);
+  EXPECT_EQ(h.tenant_request_burst, 80);
   EXPECT_EQ(h.failed_auth_per_s, 2);
   EXPECT_EQ(h.failed_auth_burst, 9);
   EXPECT_EQ(h.max_json_values, 500);
@@ -100,6 +102,7 @@ TEST(ServerConfigTest, ReadsTheHttpLimits) {
   EXPECT_EQ(d->server.http.agent_threads, -1);
   EXPECT_EQ(d->server.http.max_connections_per_client, 256);
   EXPECT_EQ(d->server.http.token_requests_per_s, 1000);
+  EXPECT_EQ(d->server.http.tenant_requests_per_s, 4000);
   EXPECT_EQ(d->server.http.failed_auth_per_s, 10);
   EXPECT_EQ(d->server.http.max_json_depth, 64);
   EXPECT_EQ(d->server.max_log_bytes_per_task, int64_t{64} << 20);

@@ -234,82 +234,104 @@ class SqliteJournal final : public Journal {
   }
 
  private:
+  // One batch inside the caller's transaction: each kind of record in turn.
   Status WriteBatch(const JournalBatch& batch) {
-    if (!batch.events.empty()) {
-      if (!insert_event_) {
-        insert_event_ = std::make_unique<Statement>(
-            w_, "INSERT INTO events(seq, at_ms, type, body, actor, request_id) VALUES (?, ?, ?, ?, ?, ?)");
-      }
-      Statement& st = *insert_event_;
-      if (!st.ok()) return DbError(w_, "preparing the event insert");
-      for (const JournalEvent& e : batch.events) {
-        sqlite3_bind_int64(st.get(), 1, e.seq);
-        sqlite3_bind_int64(st.get(), 2, e.at_ms);
-        sqlite3_bind_text(st.get(), 3, e.type.data(), static_cast<int>(e.type.size()), SQLITE_STATIC);
-        sqlite3_bind_text(st.get(), 4, e.json.data(), static_cast<int>(e.json.size()), SQLITE_STATIC);
-        sqlite3_bind_text(st.get(), 5, e.actor.data(), static_cast<int>(e.actor.size()), SQLITE_STATIC);
-        sqlite3_bind_text(st.get(), 6, e.request_id.data(), static_cast<int>(e.request_id.size()), SQLITE_STATIC);
-        const int rc = sqlite3_step(st.get());
-        sqlite3_reset(st.get());
-        if (rc != SQLITE_DONE) return DbError(w_, "writing event " + std::to_string(e.seq));
-      }
+    GP_TRY(WriteEvents(batch.events));
+    GP_TRY(WriteTokens(batch.tokens));
+    GP_TRY(WriteRevocations(batch.revocations));
+    for (const auto& [key, value] : batch.meta) GP_TRY(WriteMeta(key, value));
+    for (const SnapshotRecord& s : batch.snapshots) GP_TRY(WriteSnapshot(s));
+    return {};
+  }
+
+  Status WriteEvents(const std::vector<JournalEvent>& events) {
+    if (events.empty()) return {};
+    if (!insert_event_) {
+      insert_event_ = std::make_unique<Statement>(
+          w_, "INSERT INTO events(seq, at_ms, type, body, actor, request_id) VALUES (?, ?, ?, ?, ?, ?)");
     }
-    if (!batch.tokens.empty()) {
-      Statement st(w_, "INSERT INTO tokens(hash, tenant, created_ms, id, name, salt, role, expires_ms, revoked_ms) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-      if (!st.ok()) return DbError(w_, "preparing the token insert");
-      const auto bind = [&](int column, const std::string& v) {
-        sqlite3_bind_text(st.get(), column, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
-      };
-      for (const TokenRecord& t : batch.tokens) {
-        bind(1, t.hash_hex);
-        bind(2, t.tenant);
-        sqlite3_bind_int64(st.get(), 3, t.created_ms);
-        bind(4, t.id);
-        bind(5, t.name);
-        bind(6, t.salt_hex);
-        bind(7, t.role);
-        sqlite3_bind_int64(st.get(), 8, t.expires_ms);
-        sqlite3_bind_int64(st.get(), 9, t.revoked_ms);
-        if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing a token of tenant " + t.tenant);
-        sqlite3_reset(st.get());
-      }
-    }
-    if (!batch.revocations.empty()) {
-      Statement st(w_, "UPDATE tokens SET revoked_ms = ? WHERE hash = ? AND revoked_ms = 0");
-      if (!st.ok()) return DbError(w_, "preparing the token revocation");
-      for (const TokenRevocation& r : batch.revocations) {
-        sqlite3_bind_int64(st.get(), 1, r.revoked_ms);
-        sqlite3_bind_text(st.get(), 2, r.hash_hex.data(), static_cast<int>(r.hash_hex.size()), SQLITE_STATIC);
-        if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "revoking a token");
-        sqlite3_reset(st.get());
-      }
-    }
-    for (const auto& [key, value] : batch.meta) {
-      Statement st(w_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
-      if (!st.ok()) return DbError(w_, "preparing the meta insert");
-      sqlite3_bind_text(st.get(), 1, key.data(), static_cast<int>(key.size()), SQLITE_STATIC);
-      sqlite3_bind_text(st.get(), 2, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
-      if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing meta " + key);
-    }
-    for (const SnapshotRecord& s : batch.snapshots) {
-      {
-        Statement st(w_, "INSERT OR REPLACE INTO snapshots(kind, seq, created_ms, bytes) VALUES (?, ?, ?, ?)");
-        if (!st.ok()) return DbError(w_, "preparing the snapshot insert");
-        sqlite3_bind_text(st.get(), 1, s.kind.data(), static_cast<int>(s.kind.size()), SQLITE_STATIC);
-        sqlite3_bind_int64(st.get(), 2, s.seq);
-        sqlite3_bind_int64(st.get(), 3, s.created_ms);
-        sqlite3_bind_blob64(st.get(), 4, s.bytes.data(), s.bytes.size(), SQLITE_STATIC);
-        if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing a snapshot");
-      }
-      Statement prune(w_,
-                      "DELETE FROM snapshots WHERE kind = ?1 AND seq NOT IN "
-                      "(SELECT seq FROM snapshots WHERE kind = ?1 ORDER BY seq DESC LIMIT 2)");
-      if (!prune.ok()) return DbError(w_, "preparing the snapshot prune");
-      sqlite3_bind_text(prune.get(), 1, s.kind.data(), static_cast<int>(s.kind.size()), SQLITE_STATIC);
-      if (sqlite3_step(prune.get()) != SQLITE_DONE) return DbError(w_, "pruning snapshots");
+    Statement& st = *insert_event_;
+    if (!st.ok()) return DbError(w_, "preparing the event insert");
+    for (const JournalEvent& e : events) {
+      sqlite3_bind_int64(st.get(), 1, e.seq);
+      sqlite3_bind_int64(st.get(), 2, e.at_ms);
+      BindText(st, 3, e.type);
+      BindText(st, 4, e.json);
+      BindText(st, 5, e.actor);
+      BindText(st, 6, e.request_id);
+      const int rc = sqlite3_step(st.get());
+      sqlite3_reset(st.get());
+      if (rc != SQLITE_DONE) return DbError(w_, "writing event " + std::to_string(e.seq));
     }
     return {};
+  }
+
+  Status WriteTokens(const std::vector<TokenRecord>& tokens) {
+    if (tokens.empty()) return {};
+    Statement st(w_, "INSERT INTO tokens(hash, tenant, created_ms, id, name, salt, role, expires_ms, revoked_ms) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!st.ok()) return DbError(w_, "preparing the token insert");
+    for (const TokenRecord& t : tokens) {
+      BindText(st, 1, t.hash_hex);
+      BindText(st, 2, t.tenant);
+      sqlite3_bind_int64(st.get(), 3, t.created_ms);
+      BindText(st, 4, t.id);
+      BindText(st, 5, t.name);
+      BindText(st, 6, t.salt_hex);
+      BindText(st, 7, t.role);
+      sqlite3_bind_int64(st.get(), 8, t.expires_ms);
+      sqlite3_bind_int64(st.get(), 9, t.revoked_ms);
+      if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing a token of tenant " + t.tenant);
+      sqlite3_reset(st.get());
+    }
+    return {};
+  }
+
+  Status WriteRevocations(const std::vector<TokenRevocation>& revocations) {
+    if (revocations.empty()) return {};
+    Statement st(w_, "UPDATE tokens SET revoked_ms = ? WHERE hash = ? AND revoked_ms = 0");
+    if (!st.ok()) return DbError(w_, "preparing the token revocation");
+    for (const TokenRevocation& r : revocations) {
+      sqlite3_bind_int64(st.get(), 1, r.revoked_ms);
+      BindText(st, 2, r.hash_hex);
+      if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "revoking a token");
+      sqlite3_reset(st.get());
+    }
+    return {};
+  }
+
+  Status WriteMeta(const std::string& key, const std::string& value) {
+    Statement st(w_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
+    if (!st.ok()) return DbError(w_, "preparing the meta insert");
+    BindText(st, 1, key);
+    BindText(st, 2, value);
+    if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing meta " + key);
+    return {};
+  }
+
+  // The snapshot, then all but the newest two of its kind are pruned.
+  Status WriteSnapshot(const SnapshotRecord& s) {
+    {
+      Statement st(w_, "INSERT OR REPLACE INTO snapshots(kind, seq, created_ms, bytes) VALUES (?, ?, ?, ?)");
+      if (!st.ok()) return DbError(w_, "preparing the snapshot insert");
+      BindText(st, 1, s.kind);
+      sqlite3_bind_int64(st.get(), 2, s.seq);
+      sqlite3_bind_int64(st.get(), 3, s.created_ms);
+      sqlite3_bind_blob64(st.get(), 4, s.bytes.data(), s.bytes.size(), SQLITE_STATIC);
+      if (sqlite3_step(st.get()) != SQLITE_DONE) return DbError(w_, "writing a snapshot");
+    }
+    Statement prune(w_,
+                    "DELETE FROM snapshots WHERE kind = ?1 AND seq NOT IN "
+                    "(SELECT seq FROM snapshots WHERE kind = ?1 ORDER BY seq DESC LIMIT 2)");
+    if (!prune.ok()) return DbError(w_, "preparing the snapshot prune");
+    BindText(prune, 1, s.kind);
+    if (sqlite3_step(prune.get()) != SQLITE_DONE) return DbError(w_, "pruning snapshots");
+    return {};
+  }
+
+  // Binds `v` to `column`; SQLITE_STATIC: `v` outlives the statement's step.
+  static void BindText(Statement& st, int column, const std::string& v) {
+    sqlite3_bind_text(st.get(), column, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
   }
 
   sqlite3* w_;  // the writer thread's (Commit) only
