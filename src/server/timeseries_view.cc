@@ -1,7 +1,9 @@
 #include "src/server/timeseries_view.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 
 #include "src/base/time_text.h"
 
