@@ -53,8 +53,10 @@ class ServerTimeSeriesTest : public ::testing::Test {
       ASSERT_EQ(s.status, 201) << s.text;
     }
     for (int i = 0; i < 100; ++i) {
+      // Running, and in the capacity of the engine summary that follows them.
       auto running = Http(*server_, "GET", "/v1/jobs?state=running", admin_);
-      if (running.body["jobs"].size() == 2) return;
+      auto pools = Http(*server_, "GET", "/v1/pools", admin_);
+      if (running.body["jobs"].size() == 2 && pools.body["pools"][0]["capacity"]["allocated_gpus"] == 4.0) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     FAIL() << "the jobs did not start";
