@@ -30,6 +30,12 @@ void AgentStatusBoard::Heartbeat(const std::string& node, const std::vector<GpuS
   s.samples = gpus;
 }
 
+void AgentStatusBoard::ForEachSamples(
+    const std::function<void(const std::string&, const std::vector<GpuSample>&)>& f) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [node, s] : nodes_) f(node, s.samples);
+}
+
 std::optional<nlohmann::json> AgentStatusBoard::Json(const std::string& node) const {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(node);

@@ -11,6 +11,7 @@
 // Thread-safety: safe for concurrent use (HTTP threads).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,9 @@ class AgentStatusBoard {
   void MigReported(const std::string& node, const std::map<int, std::vector<MigInstance>>& mig);
   // The node's status as JSON, or nullopt when no agent spoke for it since the start.
   std::optional<nlohmann::json> Json(const std::string& node) const;
+  // Calls f(node, samples) with each node's last heartbeat's GPU samples,
+  // in node name order, under the board's lock (f must not call the board).
+  void ForEachSamples(const std::function<void(const std::string&, const std::vector<GpuSample>&)>& f) const;
 
  private:
   struct Status {

@@ -352,6 +352,9 @@ void HttpApi::Routes() {
       {Method::kGet, "/v1/events", L::kApi, &HttpApi::ListEvents, nullptr},
       {Method::kGet, "/v1/audit", L::kApi, &HttpApi::ListAudit, nullptr},
       {Method::kGet, "/v1/usage", L::kApi, &HttpApi::GetUsage, nullptr},
+      {Method::kGet, "/v1/timeseries/pools", L::kApi, &HttpApi::PoolSeries, nullptr},
+      {Method::kGet, "/v1/timeseries/tenants", L::kApi, &HttpApi::TenantSeries, nullptr},
+      {Method::kGet, "/v1/timeseries/gpus", L::kApi, &HttpApi::GpuSeries, nullptr},
   };
   static constexpr const char* kMethods[] = {"GET", "POST", "PUT", "DELETE"};
   for (const Entry& e : kRoutes) {
@@ -1287,6 +1290,30 @@ void HttpApi::GetUsage(const Request& req, Response& res) {
   json out;
   ApiError err;
   if (!UsageAnswer(q, p->admin ? "" : p->tenant, core_.read_model(), core_.env().Now(), &out, &err)) {
+    return SendError(res, err);
+  }
+  SendJson(res, 200, out);
+}
+
+// --- time series (issue 19) ------------------------------------------------------------
+void HttpApi::PoolSeries(const Request& req, Response& res) { Series(req, res, SeriesScope::kPools); }
+void HttpApi::TenantSeries(const Request& req, Response& res) { Series(req, res, SeriesScope::kTenants); }
+void HttpApi::GpuSeries(const Request& req, Response& res) { Series(req, res, SeriesScope::kGpus); }
+
+void HttpApi::Series(const Request& req, Response& res, SeriesScope scope) {
+  auto p = Auth(req, res, /*admin_only=*/scope == SeriesScope::kGpus);
+  if (!p) return;
+  SeriesParams q;
+  for (auto [name, field] : {std::pair{"pool", &q.pool}, {"tenant", &q.tenant}, {"node", &q.node},
+                             {"minutes", &q.minutes}}) {
+    if (req.HasParam(name)) *field = req.Param(name);
+  }
+  core_.RecordSeries(/*on_demand=*/true);
+  std::shared_lock lock(core_.read_model().mu());
+  json out;
+  ApiError err;
+  if (!SeriesAnswer(scope, q, p->admin ? "" : p->tenant, core_.read_model(), core_.timeseries(), core_.env().Now(),
+                    &out, &err)) {
     return SendError(res, err);
   }
   SendJson(res, 200, out);

@@ -32,6 +32,7 @@
 #include "src/http/server.h"
 #include "src/server/rate_limiter.h"
 #include "src/server/server_core.h"
+#include "src/server/timeseries_view.h"
 #include "src/server/watch_hub.h"
 
 namespace gpupool {
@@ -136,6 +137,12 @@ class HttpApi {
   void ListEvents(const Request& req, Response& res);      // GET /v1/events (admin)
   void ListAudit(const Request& req, Response& res);       // GET /v1/audit (admin)
   void GetUsage(const Request& req, Response& res);        // GET /v1/usage
+  void PoolSeries(const Request& req, Response& res);      // GET /v1/timeseries/pools
+  void TenantSeries(const Request& req, Response& res);    // GET /v1/timeseries/tenants
+  void GpuSeries(const Request& req, Response& res);       // GET /v1/timeseries/gpus (admin)
+  // The three above (src/server/timeseries_view.h): records the moment
+  // first (ServerCore::RecordSeries), then answers.
+  void Series(const Request& req, Response& res, SeriesScope scope);
 
   ServerCore& core_;
   std::unique_ptr<WatchHub> watches_;  // fed by the core's publisher thread

@@ -98,6 +98,9 @@ struct EngineSummary {
   std::vector<Node> nodes;                           // [node]: condition, per-GPU state
   // Pending jobs by tenant and priority.
   std::map<std::pair<TenantId, int32_t>, int64_t> queued;
+  // Pending jobs by tenant and pool they may run in (a job allowed in two
+  // pools counts in both): the time series' queue lengths.
+  std::map<std::pair<TenantId, PoolId>, int64_t> queued_by_pool;
 };
 
 class ReadModel {

@@ -13,6 +13,7 @@
 #include "src/server/default_config.h"
 #include "src/server/exit_codes.h"
 #include "src/server/log.h"
+#include "src/server/timeseries_view.h"
 #include "src/server/views.h"
 #include "src/config/world.h"
 
@@ -733,6 +734,9 @@ std::shared_ptr<const EngineSummary> ServerCore::Summarize() const {
     if (!q) continue;
     for (const auto& [key, group] : q->groups) {
       for (const QueueKey& k : group.jobs) ++s->queued[{t, -k.neg_priority}];
+      for (size_t p = 0; p < st.pools.size(); ++p) {
+        if (key.pools >> p & 1) s->queued_by_pool[{t, static_cast<PoolId>(p)}] += static_cast<int64_t>(group.jobs.size());
+      }
     }
   }
   return s;
@@ -1158,6 +1162,23 @@ void ServerCore::PublishLoop() {
   }
 }
 
+void ServerCore::RecordSeries(bool on_demand) {
+  const Instant now = env_->Now();
+  std::shared_lock lock(read_model_.mu());
+  const std::shared_ptr<const EngineSummary>& summary = read_model_.summary();
+  std::lock_guard series_lock(series_mu_);
+  // The weak pointer keeps the control block, so "same owner" cannot be a
+  // new summary at a reused address.
+  const bool same = !series_summary_.owner_before(summary) && !summary.owner_before(series_summary_);
+  const bool new_minute = TimeSeriesRecorder::MinuteOf(now) != TimeSeriesRecorder::MinuteOf(series_at_);
+  if (same && !new_minute) return;
+  if (!on_demand && !new_minute && now - series_at_ < std::chrono::seconds(1)) return;
+  if (timeseries_.Record(now, Observe(read_model_, agent_status_, config_.engine.reclaim.idle_below_pct))) {
+    series_summary_ = summary;
+    series_at_ = now;
+  }
+}
+
 void ServerCore::set_desired_listener(DesiredListener f) {
   std::lock_guard lock(listener_mu_);
   desired_listener_ = std::move(f);
@@ -1201,6 +1222,7 @@ void ServerCore::Publish(std::deque<std::deque<WriterItem>>& groups) {
       for (const Event& e : it.events) metrics_.CountEvent(e);
     }
   }
+  RecordSeries(/*on_demand=*/false);
   if (!engine_snapshot) return;
   // The read model's own snapshot, at the seq it has reached; committed
   // through the writer like any batch.

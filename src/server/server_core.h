@@ -50,6 +50,7 @@
 #include "src/server/node_provider.h"
 #include "src/server/read_model.h"
 #include "src/server/server_config.h"
+#include "src/server/timeseries.h"
 
 namespace gpupool {
 
@@ -236,6 +237,16 @@ class ServerCore {
   Metrics& metrics() { return metrics_; }
   LogStore& logs() { return *logs_; }
   AgentStatusBoard& agent_status() { return agent_status_; }
+  // Issue 19's time series (src/server/timeseries.h). RecordSeries
+  // records what the read model and the agents' heartbeats show now
+  // (timeseries_view.h's Observe): the publisher thread calls it after each
+  // published group, where it records at most once a second of server time
+  // (and at the first group of each minute); a reader of the series calls it
+  // with `on_demand`, so that the newest point is what GET /v1/pools answers
+  // now. Nothing is recorded while the read model's summary is the one
+  // recorded last within the same minute. Any thread.
+  void RecordSeries(bool on_demand);
+  const TimeSeriesRecorder& timeseries() const { return timeseries_; }
   const ServerSettings& settings() const { return config_.server; }
   const std::string& admin_token() const { return admin_token_; }
   // How long start-up took (snapshot load + replay), for logs and benchmarks.
@@ -383,6 +394,11 @@ class ServerCore {
   std::unique_ptr<CommandNodeProvider> provider_;
   std::unique_ptr<LogStore> logs_;
   AgentStatusBoard agent_status_;
+  TimeSeriesRecorder timeseries_;
+  // RecordSeries's: one recording at a time, and what it recorded last.
+  std::mutex series_mu_;
+  std::weak_ptr<const EngineSummary> series_summary_;  // GUARDED_BY(series_mu_)
+  Instant series_at_{};                                 // GUARDED_BY(series_mu_)
   AuthStore auth_;
   Metrics metrics_;
 

@@ -153,6 +153,7 @@ async function adminOverview(page, base, admin, before) {
     eq(f[`pool:${p.name}:nodes`], String(p.nodes), `overview: pool ${p.name} nodes`);
   }
   eq(f.queue_length, String(before.pending.jobs.length), 'overview: queue length');
+  await seriesCharts(page, base, admin, before, f);
   check(await page.locator('#events tbody tr').count() > 0, 'overview: recent events listed');
   await eventNames(page, base, admin, before);
   await page.screenshot({path: join(outDir, 'overview-admin.png'), fullPage: true});
@@ -182,6 +183,14 @@ async function adminTenants(page, base, admin, before) {
       eq(/quota exhausted: (\d+) waiting/.exec(f[`tenant:${t.name}:${pool}:marks`])?.[1], n ? String(n) : undefined, `tenants: ${t.name} ${pool} quota-exhausted mark`);
     }
   }
+  const ts = (await api(base, 'GET', '/v1/timeseries/tenants?minutes=1440', admin)).json;
+  check(ts.series.length === before.tenants.tenants.length, `tenants: one series per tenant with a quota (${ts.series.length})`);
+  for (const t of ts.series) {
+    const latest = t.used_gpus[t.used_gpus.length - 1];
+    const u = before.tenants.tenants.find((x) => x.name === t.tenant).usage[t.pool];
+    eq(f[`series:tenant:${t.tenant}:${t.pool}:used_gpus`], gpus(latest), `tenants chart: ${t.tenant} ${t.pool} latest point`);
+    eq(gpus(latest), gpus(u.used_gpus), `tenants: ${t.tenant}'s series ends at its usage`);
+  }
   await page.screenshot({path: join(outDir, 'tenants-admin.png'), fullPage: true});
 }
 
@@ -210,6 +219,42 @@ async function adminNodes(page, base, admin, before) {
   for (const n of before.nodes.nodes) await nodePage(page, base, admin, n);
 }
 
+// The overview's charts over time: the newest point of each pool's lines is what
+// GET /v1/timeseries/pools answers, and that is GET /v1/pools of the same moment.
+async function seriesCharts(page, base, admin, before, f) {
+  const ts = (await api(base, 'GET', '/v1/timeseries/pools?minutes=360', admin)).json;
+  eq(ts.series.map((x) => x.pool), before.pools.pools.map((p) => p.name), 'overview charts: one series per pool');
+  eq(await page.locator('svg.chart').count(), 2 * before.pools.pools.length, 'overview charts: GPUs and queue per pool');
+  for (const sr of ts.series) {
+    const p = before.pools.pools.find((x) => x.name === sr.pool);
+    for (const k of ['total_gpus', 'allocated_gpus', 'busy_gpus', 'idle_gpus']) {
+      const latest = sr[k][sr[k].length - 1];
+      eq(f[`series:pool:${sr.pool}:${k}`], gpus(latest), `overview chart: pool ${sr.pool} ${k}, latest point`);
+    }
+    eq(f[`series:pool:${sr.pool}:queued_jobs`], String(sr.queued_jobs[sr.queued_jobs.length - 1]), `overview chart: pool ${sr.pool} queue`);
+    for (const k of ['total_gpus', 'allocated_gpus', 'reserved_gpus']) {
+      eq(sr[k][sr[k].length - 1], p.capacity[k], `series: pool ${sr.pool} ${k} equals /v1/pools`);
+    }
+    eq(sr.idle_gpus[sr.idle_gpus.length - 1], p.capacity.allocated_gpus, `series: pool ${sr.pool} all allocated GPUs idle (no agent)`);
+  }
+}
+
+// The job page's log: a finished job's tail equals its log and stops following; a
+// running job's page follows it until the page is left.
+async function logTail(page, base, admin, fx) {
+  const done = fx.ids.a[3];  // reclaimed at its deadline: ended
+  await open(page, `#/job/${done}`);
+  const text = (await api(base, 'GET', `/v1/jobs/${done}/logs`, admin)).json;
+  await page.waitForSelector('#log[data-follow="ended"]', {timeout: 15000});
+  eq(await page.textContent('#log'), text || '(no output yet)', `job ${done}: the log tail is the job's log, and following ended`);
+  await open(page, `#/job/${fx.ids.a[0]}`);
+  eq(await page.getAttribute('#log', 'data-follow'), 'following', `job ${fx.ids.a[0]}: a running job's log is followed`);
+  await page.evaluate(() => { window.followed = document.getElementById('log'); });
+  await open(page, '#/queue');
+  await page.waitForFunction(() => window.followed.dataset.follow === 'stopped', null, {timeout: 10000});
+  check(true, 'job page: following stops once the page is left');
+}
+
 // The regions page against /v1/regions, and (admin) its scaling list against /v1/events.
 async function adminRegions(page, base, admin, before) {
   await open(page, '#/regions');
@@ -228,6 +273,7 @@ async function adminRegions(page, base, admin, before) {
   eq(await page.$$eval('#scaling tbody tr', (rows) => rows.map((r) => `${r.dataset.seq} ${r.cells[2].textContent} ${r.cells[3].textContent}`)),
     sev.reverse().map((e) => `${e.seq} ${before.pools.pools[e.pool]?.name ?? before.nodes.nodes[e.node].pool} ${e.type}`), 'regions: the scaling events, newest first');
   eq(await page.locator('svg.timeline .mark').count(), sev.length, 'regions: one timeline mark per scaling event');
+  for (const p of before.pools.pools) eq(f[`series:size:${p.name}:nodes`], String(p.nodes), `regions: pool ${p.name}'s size chart ends at its nodes`);
   await page.screenshot({path: join(outDir, 'regions-admin.png'), fullPage: true});
 }
 
@@ -276,6 +322,9 @@ async function nodePage(page, base, admin, n) {
     .map((x) => `${x.id}/${x.r}:${x.p.gpus.join(', ')}`).sort();
   const shown = (await page.$$eval('#tasks tbody tr', (rows) => rows.map((r) => `${r.dataset.job}/${r.dataset.replica}:${r.lastChild.textContent}`))).sort();
   eq(shown, want, `node ${n.name}: its tasks and their GPUs`);
+  const g = (await api(base, 'GET', `/v1/timeseries/gpus?node=${n.name}`, admin)).json;
+  check(g.series.length === 0 && (await page.locator('#gpu-history-empty').count()) === 1,
+    `node ${n.name}: no agent, so no GPU series, and the page says so (${g.series.length})`);
   if (n.name === 'a100-node' || n.name === 'gpu-node-3') await page.screenshot({path: join(outDir, `node-${n.name}-admin.png`), fullPage: true});
 }
 
@@ -352,6 +401,19 @@ async function tenantPages(page, base, fx, before) {
   const node = await page.textContent('main');
   check(/forbidden/i.test(node) && !node.includes('train-llm'), 'tenant: #/node/NAME answers forbidden and shows no task');
   check(before.pools.pools.length > 0, 'fixture has pools');
+  await open(page, '#/overview');
+  const tf = await fields(page);
+  const pool0 = before.pools.pools[0];
+  eq(tf[`series:pool:${pool0.name}:allocated_gpus`], gpus(pool0.capacity.allocated_gpus), 'tenant: the overview charts its pools\' allocated GPUs');
+  check(!(`series:pool:${pool0.name}:busy_gpus` in tf) && !(`series:pool:${pool0.name}:queued_jobs` in tf), 'tenant: no busy, idle or queue charts');
+  const other = await page.evaluate(async (tok) => (await fetch('/v1/timeseries/tenants?tenant=team-b', {headers: {Authorization: `Bearer ${tok}`}})).status, fx.a);
+  eq(other, 403, 'tenant: another tenant\'s series is forbidden');
+  const own = (await api(base, 'GET', '/v1/timeseries/tenants', fx.a)).json;
+  eq([...new Set(own.series.map((x) => x.tenant))], ['team-a'], 'tenant: its own series only');
+  eq((await api(base, 'GET', '/v1/timeseries/gpus?node=gpu-node-1', fx.a)).status, 403, 'tenant: the GPU series are forbidden');
+  await open(page, '#/tenants');
+  const tt = await fields(page);
+  check(Object.keys(tt).filter((k) => k.startsWith('series:tenant:')).every((k) => k.startsWith('series:tenant:team-a:')), 'tenant: the usage chart shows its own tenant only');
 }
 
 async function main() {
@@ -382,6 +444,7 @@ async function main() {
   await adminPages(page, base, admin, before);
   await jobPage(page, base, admin, fx.ids.a[0], 'job-admin');
   await jobEvents(page, base, admin, fx.ids.a[4], 'job-reclaimed-admin');
+  await logTail(page, base, admin, fx);
   await tenantPages(page, base, fx, before);
   eq(JSON.stringify(await snapshot(base, admin)) === JSON.stringify(before), true, 'the fixture stayed quiescent while the pages were read');
   check(violations.length === 0, `no CSP violation or script error (${violations.join(' | ')})`);

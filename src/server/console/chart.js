@@ -53,43 +53,50 @@ function ticks(lo, hi, n) {
   return out;
 }
 
-// series: [{name, cls, points: [[unix_ms, value], ...]}] over [from_ms, to_ms];
-// a legend under the plot names each series with its latest value.
+// series: [{name, cls, points: [[unix_ms, value], ...], field}] over [from_ms,
+// to_ms]; a null value is a gap (the line breaks there). A legend under the
+// plot names each series with its latest value (its data-field: `field`).
 export function lineChart(series, {from, to, width = 560, height = 180, title = '', format = String} = {}) {
-  const pad = {l: 40, r: 12, t: title ? 20 : 8, b: 22};
+  const pad = {l: 44, r: 12, t: title ? 20 : 8, b: 22};
   const w = width - pad.l - pad.r, hgt = height - pad.t - pad.b;
   let ymax = 0;
-  for (const sr of series) for (const [, v] of sr.points) ymax = Math.max(ymax, v);
+  for (const sr of series) for (const [, v] of sr.points) if (v !== null) ymax = Math.max(ymax, v);
   ymax = ymax > 0 ? ymax * 1.1 : 1;
   const X = (t) => pad.l + ((t - from) / Math.max(1, to - from)) * w;
   const Y = (v) => pad.t + hgt - (v / ymax) * hgt;
-  const svg = s('svg', {class: 'chart', width, height: height + 18, viewBox: `0 0 ${width} ${height + 18}`, role: 'img',
+  const rows = Math.ceil(series.length / 3);
+  const full = height + 18 * rows;
+  const svg = s('svg', {class: 'chart', width, height: full, viewBox: `0 0 ${width} ${full}`, role: 'img',
     'aria-label': title});
   if (title) svg.append(s('text', {class: 'chart-title', x: pad.l, y: 13}, title));
   for (const v of ticks(0, ymax, 4)) {
     svg.append(s('line', {class: 'grid', x1: pad.l, x2: pad.l + w, y1: Y(v), y2: Y(v)}));
     svg.append(s('text', {class: 'axis', x: pad.l - 5, y: Y(v) + 4, 'text-anchor': 'end'}, format(v)));
   }
-  const hours = (to - from) / 3600e3;
-  const stepH = hours > 12 ? 4 : hours > 4 ? 1 : 0.25;
-  for (let t = Math.ceil(from / (stepH * 3600e3)) * stepH * 3600e3; t <= to; t += stepH * 3600e3) {
+  for (const t of timeTicks(from, to, 6)) {
     const d = new Date(t);
     const label = `${String(d.getUTCHours()).padStart(2, '0')}:${String(d.getUTCMinutes()).padStart(2, '0')}`;
     svg.append(s('text', {class: 'axis', x: X(t), y: pad.t + hgt + 15, 'text-anchor': 'middle'}, label));
   }
   svg.append(s('line', {class: 'axis-line', x1: pad.l, x2: pad.l + w, y1: pad.t + hgt, y2: pad.t + hgt}));
-  let lx = pad.l;
-  for (const sr of series) {
-    if (sr.points.length) {
-      const d = sr.points.map(([t, v], i) => `${i ? 'L' : 'M'}${X(t).toFixed(1)},${Y(v).toFixed(1)}`).join('');
-      svg.append(s('path', {class: `line ${sr.cls}`, d}, s('title', {}, sr.name)));
+  series.forEach((sr, i) => {
+    let d = '', gap = true, single = null;
+    for (const [t, v] of sr.points) {
+      if (v === null || v === undefined) { gap = true; continue; }
+      d += `${gap ? 'M' : 'L'}${X(t).toFixed(1)},${Y(v).toFixed(1)}`;
+      single = gap ? [t, v] : null;
+      gap = false;
     }
-    const last = sr.points.length ? format(sr.points[sr.points.length - 1][1]) : '–';
-    svg.append(s('rect', {class: `swatch ${sr.cls}`, x: lx, y: height + 6, width: 10, height: 10}));
-    const text = s('text', {class: 'legend', x: lx + 14, y: height + 15}, `${sr.name}: ${last}`);
-    svg.append(text);
-    lx += 24 + 7 * (sr.name.length + last.length + 2);
-  }
+    if (d) svg.append(s('path', {class: `line ${sr.cls}`, d}, s('title', {}, sr.name)));
+    // A lone point (one minute recorded so far) as a dot, so that it shows.
+    if (single) svg.append(s('circle', {class: `dot ${sr.cls}`, cx: X(single[0]), cy: Y(single[1]), r: 2.5}));
+    const known = sr.points.filter(([, v]) => v !== null && v !== undefined);
+    const last = known.length ? format(known[known.length - 1][1]) : '–';
+    const lx = pad.l + (i % 3) * Math.floor((width - pad.l) / 3), ly = height + 6 + 18 * Math.floor(i / 3);
+    svg.append(s('rect', {class: `swatch ${sr.cls}`, x: lx, y: ly, width: 10, height: 10}));
+    svg.append(s('text', {class: 'legend', x: lx + 14, y: ly + 9}, `${sr.name}: `,
+      s('tspan', sr.field ? {'data-field': sr.field} : {}, last)));
+  });
   return svg;
 }
 

@@ -4,6 +4,8 @@
 import {allJobs, ApiError, get} from './api.js';
 import {badge, duration, gpus, h, link, section, table, when} from './dom.js';
 import {heatClass, stackedBar, tierBar, timeline} from './chart.js';
+import {followLog} from './logtail.js';
+import {gpuHistory, poolHistory, poolSizes, tenantHistory} from './series.js';
 
 const num = (v, field) => ({v, attrs: {class: 'num', 'data-field': field}});
 
@@ -36,6 +38,8 @@ export async function overviewPage(out, who) {
     rows, {id: 'pools'}),
     legend([['allocated', 'allocated'], ['reserved', 'reserved for a tenant'],
       ['fragmented', 'free but too small for a pending request'], ['available', 'available']])));
+  const history = await poolHistory(who);
+  if (history) out.append(history);
   if (who.admin) out.append(await recentEvents(12));
 }
 
@@ -137,6 +141,8 @@ export async function tenantsPage(out, who) {
       ['tier-used over', 'used beyond the guarantee: borrowed, preemptible']]),
     h('p', {class: 'legend-row'}, `"quota exhausted": pending jobs that wait on the tenant's limit in that pool (of the ${kDetails} ` +
       'highest-priority pending jobs, which the Engine explains).')));
+  const usage = await tenantHistory(who);
+  if (usage) out.append(usage);
 }
 
 // --- queue ------------------------------------------------------------------------------
@@ -249,6 +255,8 @@ export async function nodePage(out, who, name) {
     fact('Agent', a ? `heartbeat ${when(a.last_heartbeat_at)}` : 'no agent', 'agent', 'node'),
     n.hotspot ? fact('Hotspot', `GPUs ${n.hotspot.gpus.join(', ')}: ${n.hotspot.reason} (since ${when(n.hotspot.since)})`, 'hotspot', 'node') : null));
   out.append(section('GPUs', nodeGpuTable(n)));
+  const last = await gpuHistory(n.name);
+  if (last) out.append(last);
   const tasks = [...running.jobs, ...saving.jobs].flatMap((j) => j.placements.map((pl, replica) => ({j, pl, replica})))
     .filter(({pl}) => pl.node === n.name).sort((x, y) => x.j.id - y.j.id || x.replica - y.replica);
   const more = running.more || saving.more ? ` (of the first ${kNodeJobs} running and checkpointing jobs)` : '';
@@ -301,9 +309,9 @@ export async function jobPage(out, who, id) {
   out.append(section('State history', table(['When', 'What', 'Why'], history(j), {id: 'history'})));
   if (who.admin) out.append(await jobEvents(j.id));
   out.append(section('Request', h('pre', {class: 'json'}, JSON.stringify(j.request, null, 2))));
-  let logs = '';
-  try { logs = await get(`/v1/jobs/${j.id}/logs?tail_bytes=16384`, {text: true}); } catch (e) { logs = `(logs unavailable: ${e.message})`; }
-  out.append(section('Log tail (last 16 KiB)', h('pre', {class: 'log', id: 'log'}, logs || '(no output yet)')));
+  const log = h('pre', {class: 'log', id: 'log'});
+  await followLog(log, j.id);
+  out.append(section('Log tail (the last 64 KiB; followed while the job runs)', log));
 }
 
 // Every event of the job in the newest kJobEvents of the journal (admin only:
@@ -352,6 +360,8 @@ export async function regionsPage(out, who) {
     out.append(section('Where tenants\' users are', table(['Tenant', 'Location', ['Latency budget (ms)', {class: 'num'}]],
       r.users.map((u) => [u.tenant, u.location, {v: String(u.latency_budget_ms || 0), attrs: {class: 'num'}}]), {id: 'users'})));
   }
+  const sizes = await poolSizes();
+  if (sizes) out.append(sizes);
   if (who.admin) out.append(await scalingSection());
 }
 
