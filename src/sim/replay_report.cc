@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "src/base/time_text.h"
+
 namespace gpupool {
 namespace {
 
@@ -83,8 +85,8 @@ std::vector<ReplayRow> ReplayRows(const SimReport& a, const SimReport* b) {
 std::string FormatReplayReport(const ReplayReportInput& in) {
   std::ostringstream o;
   const History& h = *in.history;
-  o << "replay of " << in.source << ": " << h.jobs.size() << " jobs over "
-    << Num(ToSeconds(h.end - h.origin) / 3600.0, 2) << " h; in force: " << in.in_force_name << "\n";
+  o << "replay of " << in.source << ": " << h.jobs.size() << " jobs over " << FormatDuration(h.end - h.origin)
+    << "; in force: " << in.in_force_name << "\n";
   size_t width = 10;
   const auto rows = ReplayRows(*in.in_force, in.next);
   for (const ReplayRow& r : rows) width = std::max(width, r.measure.size());

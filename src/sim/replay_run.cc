@@ -156,6 +156,7 @@ Result<ReplayRun> ReplayHistory(const History& h, const ClusterConfig& config, c
   ReplayRun run;
   run.jobs.resize(h.jobs.size());
   std::map<JobId, size_t> sim_job;  // the replay engine's job id -> sim job
+  std::vector<std::string> names;   // the replay's node names, by index
   SimOptions so;
   so.tick = o.tick;
   so.start_latency = Duration(0);  // the observed run time holds the agent's start
@@ -177,8 +178,10 @@ Result<ReplayRun> ReplayHistory(const History& h, const ClusterConfig& config, c
     ReplayedJob& r = run.jobs[index[it->second]];
     if (r.first_placed) return;
     r.first_placed = h.origin + (e.at - kTimeOrigin);
-    std::vector<std::string> names;
-    for (NodeIndex n = 0; n < engine->state().cluster.node_count(); ++n) names.push_back(engine->state().cluster.node_name(n));
+    const Cluster& cluster = engine->state().cluster;
+    for (NodeIndex n = static_cast<NodeIndex>(names.size()); n < cluster.node_count(); ++n) {
+      names.push_back(cluster.node_name(n));  // nodes are only ever added
+    }
     r.first_placement = PlacementText(p->replicas, names);
   };
   Simulator sim(engine.get(), std::move(jobs), std::move(so));

@@ -34,8 +34,9 @@
 // computing at once) until it comes back.
 //
 // At one instant the order is: completions, finished checkpoints, faults
-// and recoveries, utilization polls, resubmissions, arrivals, then the
-// tick. Same inputs, same events.
+// and recoveries, utilization polls, resubmissions, provisioned nodes,
+// operators' node commands, world changes, arrivals, then the tick. Same
+// inputs, same events.
 #pragma once
 
 #include <cstdint>
