@@ -5,6 +5,7 @@
 #include "src/cli/completion.h"
 #include "src/cli/sim_fgd.h"
 #include "src/cli/server_cmd.h"
+#include "src/cli/sim_replay.h"
 #include "src/cli/sim_run.h"
 #include "src/client/commands.h"
 
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   gpupool::AddSimFgdCommand(*sim);
   gpupool::AddSimRunCommand(*sim);
   gpupool::AddSimClaimsCommand(*sim);
+  gpupool::AddSimReplayCommand(*sim);
   gpupool::AddServerCommand(app);
   gpupool::AddAgentCommand(app);
   gpupool::AddDevCommand(app);

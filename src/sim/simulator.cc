@@ -323,6 +323,7 @@ void Simulator::OnEvent(const Event& e) {
   }
   const Instant now = e.at;
   if (const auto* s = std::get_if<JobSubmitted>(&e.body)) {
+    if (options_.on_submitted) options_.on_submitted(s->job, submitting_);
     if (resubmitting_) {
       live_[s->job] = std::move(parked_.at(submitting_));
       parked_.erase(submitting_);
@@ -665,6 +666,9 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
   }
   GP_TRY(ScheduleGpuFaults());
   GP_TRY(ScheduleNodeOps());
+  for (size_t i = 0; i < options_.world_changes.size(); ++i) {
+    Push(kTimeOrigin + options_.world_changes[i].at, Kind::kWorldChange, static_cast<int64_t>(i));
+  }
   struct Spell {
     NodeIndex node;
     Instant from, to;
@@ -712,6 +716,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
         case Kind::kGpuFault:
         case Kind::kGpuRecover: ok = OnGpuFault(item, now); break;
         case Kind::kNodeOp: ok = OnNodeOp(static_cast<size_t>(item.id), now); break;
+        case Kind::kWorldChange: ok = options_.world_changes[static_cast<size_t>(item.id)].apply(*engine_, now, sink_); break;
         case Kind::kPoll: ok = OnPoll(item.id, item.token, now); break;
         case Kind::kResubmit: ok = Resubmit(static_cast<size_t>(item.id), now); break;
         case Kind::kProvision: {

@@ -34,8 +34,9 @@
 // computing at once) until it comes back.
 //
 // At one instant the order is: completions, finished checkpoints, faults
-// and recoveries, utilization polls, resubmissions, arrivals, then the
-// tick. Same inputs, same events.
+// and recoveries, utilization polls, resubmissions, provisioned nodes,
+// operators' node commands, world changes, arrivals, then the tick. Same
+// inputs, same events.
 #pragma once
 
 #include <cstdint>
@@ -78,6 +79,17 @@ struct SimOptions {
   // Operators' node commands (issue 19), by node name; one the Engine
   // refuses (a remove without force of a node with work on it) fails the run.
   std::vector<NodeOpSpec> node_ops;
+  // Changes to the world at given times (`sim replay`: nodes that joined,
+  // tenants created and quotas set after the start), sorted by `at`; each
+  // runs before the arrivals of its instant, and one that fails fails the run.
+  struct WorldChange {
+    Duration at{0};
+    std::function<Status(Engine&, Instant, const Engine::Sink&)> apply;
+  };
+  std::vector<WorldChange> world_changes;
+  // When set, told which sim job (index into the jobs) each JobSubmitted
+  // event's job is, resubmissions included.
+  std::function<void(JobId, size_t)> on_submitted;
   // When set, also handed every event as it arrives (tests that need the
   // events themselves, not their log lines).
   std::function<void(const Event&)> on_event;
@@ -119,7 +131,8 @@ class Simulator {
     kProvision = 8,  // a requested node is ready to join (id: pool)
     kWarmReady = 9,  // a warm-pool node finished initialising (id: pool)
     kNodeOp = 10,    // an operator's node command (id: index into node_ops)
-    kTick = 11,
+    kWorldChange = 11,  // id: index into world_changes
+    kTick = 12,
   };
   struct Item {
     Instant at;
