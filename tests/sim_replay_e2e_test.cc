@@ -109,7 +109,9 @@ TEST_F(SimReplayE2eTest, ATighterLimitMakesJobsWaitLonger) {
   const double in_force = j["in_force"]["jobs"]["wait_s"]["mean"];
   const double tight = j["new"]["jobs"]["wait_s"]["mean"];
   EXPECT_GT(tight, in_force + 1.0) << r.out;
-  EXPECT_EQ(j["new"]["jobs"]["completed"], 6) << r.out;
+  // One at a time, the last jobs end after the journal does (the replay's horizon).
+  EXPECT_LT(j["new"]["jobs"]["completed"].get<int>(), 6) << r.out;
+  EXPECT_EQ(j["in_force"]["jobs"]["completed"], 6) << r.out;
 }
 
 }  // namespace

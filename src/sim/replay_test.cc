@@ -16,10 +16,10 @@ horizon: 8h
 engine: {policy: BestFit, tick: 30s, start_latency: 10s}
 pools:
   - name: gpu
-    models: [A100]
+    models: [H100]
 cluster:
   nodes:
-    - {count: 2, name_prefix: a, model: A100, gpus: 4, cpu_cores: 64, memory_gib: 512}
+    - {count: 2, name_prefix: a, model: H100, gpus: 4, cpu_cores: 64, memory_gib: 512}
 tenants:
   - name: alpha
     quota: {gpu: {guaranteed_gpus: 4, limit_gpus: 4}}
