@@ -7,6 +7,7 @@
 // with the driver's reason.
 #include <chrono>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "tests/agent_e2e_fixture.h"
@@ -16,6 +17,15 @@ namespace {
 
 class MigE2eTest : public AgentE2eTest {
  protected:
+  // Idle reclamation off: these tests are about MIG instances, and a busy
+  // loop starved of CPU on a loaded machine (ctest -j2 on two cores) looked
+  // idle to the fake GPU and was reclaimed mid-test.
+  std::string Config() const override {
+    std::string c = kE2eConfig;
+    const std::string on = "reclaim: {idle: true,";
+    c.replace(c.find(on), on.size(), "reclaim: {idle: false,");
+    return c;
+  }
   // GPU `gpu`'s MIG instances on `node` as GET /v1/nodes shows them, or
   // null when it shows none.
   json MigOf(const std::string& node, int gpu = 0) {

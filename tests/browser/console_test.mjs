@@ -10,6 +10,9 @@
 //   - signed in as a tenant, the pages show only its own jobs and tenant, and
 //     #/job/ID of another tenant's job shows a not-found error and none of
 //     that job's data; the admin-only pages answer forbidden;
+//   - a job running on a real agent (a `gpupool dev` server with a fake GPU,
+//     apart from the quiescent fixture): its page shows the lines the job
+//     writes while it runs, appended in place without a reload;
 //   - a screenshot of every page under OUT_DIR (build/console-screenshots).
 //   node console_test.mjs GPUPOOL_BINARY OUT_DIR CHROMIUM
 import {spawn} from 'node:child_process';
@@ -21,7 +24,8 @@ import {chromium} from 'playwright-core';
 const [bin, outDir, chromiumPath] = process.argv.slice(2);
 mkdirSync(outDir, {recursive: true});
 const data = mkdtempSync(join(tmpdir(), 'gpupool-console-'));
-let server, browser, failures = 0;
+const devData = mkdtempSync(join(tmpdir(), 'gpupool-console-dev-'));
+let server, devServer, browser, failures = 0;
 
 function check(ok, what) {
   if (ok) { console.log(`ok: ${what}`); return; }
@@ -237,6 +241,8 @@ async function seriesCharts(page, base, admin, before, f) {
     }
     eq(sr.idle_gpus[sr.idle_gpus.length - 1], p.capacity.allocated_gpus, `series: pool ${sr.pool} all allocated GPUs idle (no agent)`);
   }
+  check(ts.series.some((sr) => Math.max(...sr.queued_jobs.filter((v) => v !== null)) === 1), 'overview charts: a queue of one (the case that once repeated a label)');
+  await axisLabels(page, 'overview');
 }
 
 // The job page's log: a finished job's tail equals its log and stops following; a
@@ -416,6 +422,70 @@ async function tenantPages(page, base, fx, before) {
   check(Object.keys(tt).filter((k) => k.startsWith('series:tenant:')).every((k) => k.startsWith('series:tenant:team-a:')), 'tenant: the usage chart shows its own tenant only');
 }
 
+// Every chart on the page labels its y-axis without repeating a label (a
+// queue of one once read 0, 1, 1: half steps written as whole numbers).
+async function axisLabels(page, name) {
+  const charts = await page.$$eval('svg.chart', (svgs) => svgs.map((svg) => ({title: svg.getAttribute('aria-label'),
+    labels: [...svg.querySelectorAll('text.axis[text-anchor="end"]')].map((t) => t.textContent)})));
+  check(charts.length > 0, `${name}: has charts`);
+  for (const c of charts) {
+    check(new Set(c.labels).size === c.labels.length && c.labels.length >= 2, `${name}: chart "${c.title}" y-axis labels ${JSON.stringify(c.labels)} are distinct`);
+  }
+}
+
+// Starts `gpupool dev` (a server and one agent with one fake H100) on its own data directory; its address.
+async function startDev() {
+  devServer = spawn(bin, ['dev', '--data', devData, '--listen', '127.0.0.1:0', '--fake-gpus', 'H100'],
+    {stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, GPUPOOL_LOG_REQUESTS: '0'}});
+  let text = '';
+  devServer.stderr.on('data', (d) => { text += d; });
+  devServer.stdout.on('data', (d) => { text += d; });
+  for (let i = 0; i < 200; i++) {
+    const m = text.match(/address: +(http:\/\/127\.0\.0\.1:\d+)/);
+    if (m) return m[1];
+    if (devServer.exitCode !== null) throw new Error(`gpupool dev exited: ${text}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`gpupool dev printed no address: ${text}`);
+}
+
+// Waits (at most `ms`) until `pred()` is true; false if it never was.
+async function until(pred, ms) {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 200))) {
+    if (await pred()) return true;
+  }
+  return false;
+}
+
+// A job on a real agent writes one line, then another four seconds later: the
+// job page, opened in between, shows the first and then the second in the same
+// element (followed, not reloaded), as the API's log has them.
+async function liveLog() {
+  const base = await startDev();
+  const tok = readFileSync(join(devData, 'tokens', 'team-a.token'), 'utf8').trim();
+  const admin = readFileSync(join(devData, 'admin.token'), 'utf8').trim();
+  const node = await until(async () => ((await api(base, 'GET', '/v1/nodes', admin)).json.nodes || []).length > 0, 20000);
+  check(node, 'dev: the agent\'s node joined');
+  const id = (await api(base, 'POST', '/v1/jobs', tok, {name: 'live-log', gpu_fraction: 0.25, cpu_cores: 0.1, memory_gib: 0.1,
+    command: ['sh', '-c', 'echo live-line-one; sleep 4; echo live-line-two; sleep 120']})).json.id;
+  const logText = async () => String((await api(base, 'GET', `/v1/jobs/${id}/logs`, tok)).json || '');
+  check(await until(async () => (await logText()).includes('live-line-one'), 30000), `job ${id}: the agent ran it and its first line reached the server`);
+  const page = await browser.newPage({viewport: {width: 1440, height: 900}});
+  await signIn(page, base, tok);
+  await open(page, `#/job/${id}`);
+  await page.waitForFunction(() => document.getElementById('log')?.textContent.includes('live-line-one'), null, {timeout: 10000});
+  const first = await page.textContent('#log');
+  check(!first.includes('live-line-two'), `job ${id}: the page opened before the second line (${JSON.stringify(first)})`);
+  await page.evaluate(() => { window.live = document.getElementById('log'); });
+  await page.waitForFunction(() => window.live.isConnected && window.live.textContent.includes('live-line-two'), null, {timeout: 20000});
+  eq(await page.textContent('#log'), await logText(), `job ${id}: the second line was appended in place, and the page's log is the API's`);
+  eq(await page.getAttribute('#log', 'data-follow'), 'following', `job ${id}: still followed while it runs`);
+  await page.screenshot({path: join(outDir, 'job-live-log.png'), fullPage: true});
+  await api(base, 'DELETE', `/v1/jobs/${id}`, tok);
+  check(await until(async () => (await api(base, 'GET', `/v1/jobs/${id}`, tok)).json.state === 'cancelled', 20000), `job ${id}: cancelled`);
+  await page.close();
+}
+
 async function main() {
   const base = await startServer();
   const admin = readFileSync(join(data, 'admin.token'), 'utf8').trim();
@@ -450,6 +520,7 @@ async function main() {
   check(violations.length === 0, `no CSP violation or script error (${violations.join(' | ')})`);
   const stored = await page.evaluate(() => document.cookie);
   check(stored === '', 'no cookie is set');
+  await liveLog();
 }
 
 try {
@@ -460,7 +531,12 @@ try {
 } finally {
   if (browser) await browser.close();
   if (server) server.kill('SIGTERM');
+  if (devServer && devServer.exitCode === null) {
+    devServer.kill('SIGTERM');
+    await new Promise((r) => { devServer.on('exit', r); setTimeout(r, 10000); });
+  }
   rmSync(data, {recursive: true, force: true});
+  rmSync(devData, {recursive: true, force: true});
 }
 console.log(failures ? `console_test: ${failures} failure(s)` : `console_test: all passed; screenshots in ${outDir}`);
 process.exit(failures ? 1 : 0);

@@ -44,9 +44,11 @@ export function tierBar(guaranteed, limit, used, {width = 260, height = 18, form
   return svg;
 }
 
-function ticks(lo, hi, n) {
+// About n round steps over [lo, hi], each at least minStep (1 for counts,
+// so that a small maximum does not give 0, 0.5, 1 written as 0, 1, 1).
+function ticks(lo, hi, n, minStep = 0) {
   if (!(hi > lo)) return [lo];
-  const raw = (hi - lo) / n, mag = 10 ** Math.floor(Math.log10(raw));
+  const raw = Math.max((hi - lo) / n, minStep), mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((v) => v >= raw);
   const out = [];
   for (let v = Math.ceil(lo / step) * step; v <= hi + 1e-9; v += step) out.push(Number(v.toFixed(6)));
@@ -56,7 +58,8 @@ function ticks(lo, hi, n) {
 // series: [{name, cls, points: [[unix_ms, value], ...], field}] over [from_ms,
 // to_ms]; a null value is a gap (the line breaks there). A legend under the
 // plot names each series with its latest value (its data-field: `field`).
-export function lineChart(series, {from, to, width = 560, height = 180, title = '', format = String} = {}) {
+// minStep: the smallest step between y-axis labels (1 for whole numbers).
+export function lineChart(series, {from, to, width = 560, height = 180, title = '', format = String, minStep = 0} = {}) {
   const pad = {l: 44, r: 12, t: title ? 20 : 8, b: 22};
   const w = width - pad.l - pad.r, hgt = height - pad.t - pad.b;
   let ymax = 0;
@@ -69,7 +72,7 @@ export function lineChart(series, {from, to, width = 560, height = 180, title = 
   const svg = s('svg', {class: 'chart', width, height: full, viewBox: `0 0 ${width} ${full}`, role: 'img',
     'aria-label': title});
   if (title) svg.append(s('text', {class: 'chart-title', x: pad.l, y: 13}, title));
-  for (const v of ticks(0, ymax, 4)) {
+  for (const v of ticks(0, ymax, 4, minStep)) {
     svg.append(s('line', {class: 'grid', x1: pad.l, x2: pad.l + w, y1: Y(v), y2: Y(v)}));
     svg.append(s('text', {class: 'axis', x: pad.l - 5, y: Y(v) + 4, 'text-anchor': 'end'}, format(v)));
   }

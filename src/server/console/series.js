@@ -22,7 +22,7 @@ function span(answer) {
 // One chart of `lines` ([{name, cls, values, field}]) over the answer's window.
 export function seriesChart(answer, lines, {title, format, width = 560, height = 170} = {}) {
   return lineChart(lines.map((l) => ({name: l.name, cls: l.cls, field: l.field, points: points(answer, l.values)})),
-    {...span(answer), title, format, width, height});
+    {...span(answer), title, format, width, height, minStep: format === count ? 1 : 0});
 }
 
 // GET /v1/timeseries/SCOPE?QUERY, or null when the server has none (an
