@@ -29,12 +29,15 @@ struct Server {
   int port = 0;
   pid_t pid = -1;
 
+  // The server's stderr, beside the data directory, not in it (the server
+  // refuses a data directory that holds files but no database).
+  std::string log() const { return dir + ".server.log"; }
+
   bool Start() {
     std::fflush(nullptr);  // the child's freopen would write what is buffered a second time
     pid = fork();
     if (pid == 0) {
-      const std::string log = dir + "/server.log";
-      freopen(log.c_str(), "a", stderr);
+      freopen(log().c_str(), "a", stderr);
       freopen("/dev/null", "w", stdout);
       setenv("GPUPOOL_LOG_REQUESTS", "0", 1);
       execl(binary.c_str(), binary.c_str(), "server", "--data", dir.c_str(), "--listen",

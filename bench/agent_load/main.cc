@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
                                           "server:\n  default_image: host\n";
   Server server{binary, root + "/data", root + "/config.yaml", FreePort()};
   if (!server.Start()) {
-    std::cerr << "the server did not start; see " << server.dir << "/server.log\n";
+    std::cerr << "the server did not start; see " << server.log() << "\n";
     return 1;
   }
   const std::string admin = ReadLine(server.dir + "/admin.token");
@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
     }
     for (auto& w : workers) w.join();
     if (bad > 0) {
-      std::cerr << bad << " registrations failed; see " << server.dir << "/server.log\n";
+      std::cerr << bad << " registrations failed; see " << server.log() << "\n";
       return 1;
     }
   }

@@ -82,7 +82,7 @@ bool StartCluster(const std::string& binary, const std::string& root, const std:
                                           "server:\n  default_image: host\n";
   c.server = Server{binary, root + "/data", root + "/config.yaml", FreePort()};
   if (!c.server.Start()) {
-    std::cerr << "the server did not start; see " << c.server.dir << "/server.log\n";
+    std::cerr << "the server did not start; see " << c.server.log() << "\n";
     return false;
   }
   c.admin = ReadLine(c.server.dir + "/admin.token");

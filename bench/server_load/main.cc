@@ -79,10 +79,10 @@ int main(int argc, char** argv) {
                                << nodes << ", model: H100, gpus: 8, cpu_cores: 96, memory_gib: 1024}\n"
                                << "server:\n  snapshot_every_events: " << snapshot_every << "\n"
                                << "  max_pending_jobs_per_tenant: 10000000\n"  // the queue grows on purpose
-                               << "  http: {token_requests_per_s: 0}\n";  // the server is measured, not the rate limit
+                               << "  http: {token_requests_per_s: 0, tenant_requests_per_s: 0}\n";  // the server is measured, not the rate limits
   std::cout << "==> starting the server with " << nodes << " nodes (" << root << ")" << std::endl;
   if (!server.Start()) {
-    std::cerr << "server did not start; see " << server.dir << "/server.log\n";
+    std::cerr << "server did not start; see " << server.log() << "\n";
     return 1;
   }
   const std::string token = ReadLine(server.dir + "/tokens/load.token");
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   server.Stop();
   const auto c0 = Clock::now();
   if (!server.Start()) {
-    std::cerr << "server did not restart; see " << server.dir << "/server.log\n";
+    std::cerr << "server did not restart; see " << server.log() << "\n";
     return 1;
   }
   const double clean_start_s = std::chrono::duration<double>(Clock::now() - c0).count();
@@ -201,14 +201,14 @@ int main(int argc, char** argv) {
   server.Kill();
   const auto r0 = Clock::now();
   if (!server.Start()) {
-    std::cerr << "server did not restart; see " << server.dir << "/server.log\n";
+    std::cerr << "server did not restart; see " << server.log() << "\n";
     return 1;
   }
   const double recover_s = std::chrono::duration<double>(Clock::now() - r0).count();
   double server_recover_s = -1;
   int64_t replayed = -1;
   {
-    std::ifstream in(server.dir + "/server.log");
+    std::ifstream in(server.log());
     std::string line;
     while (std::getline(in, line)) {
       auto j = json::parse(line, nullptr, false);
