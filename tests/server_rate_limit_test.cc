@@ -118,6 +118,15 @@ TEST_F(ServerRateLimitTest, EachTokenHasItsBucketAndTheTenantsTokensShareOne) {
   ASSERT_EQ(by_tenant.status, 429) << by_tenant.text;
   EXPECT_NE(by_tenant.text.find("tenant_requests_per_s"), std::string::npos) << by_tenant.text;
   EXPECT_FALSE(by_tenant.retry_after.empty());
+  // A request the tenant's bucket refuses costs the token nothing: the
+  // second token had about 10 of its 20 left, and 15 more refusals still
+  // name the tenant's bucket, never the token's.
+  int named_token = 0;
+  for (int i = 0; i < 15; ++i) {
+    auto r = Http(*server_, "GET", "/v1/jobs", second);
+    if (r.status == 429 && r.text.find("token_requests_per_s") != std::string::npos) ++named_token;
+  }
+  EXPECT_EQ(named_token, 0);
 }
 
 TEST_F(ServerRateLimitTest, GuessingTokensFromOneAddressGets429BeforeTheTokenIsChecked) {

@@ -442,11 +442,14 @@ std::optional<Principal> HttpApi::Authenticated(const Request& req, Response& re
   }
   if ((p->admin && !p->read_only) || !p->node.empty()) return p;
   const std::string principal = PrincipalLabel(*p);
-  if (auto wait = token_rate_->Take(p->token_id, now)) {
-    DenyRateLimited(res, principal, "token " + p->token_name + " is over server.http.token_requests_per_s", *wait,
+  // The token's bucket is looked at first but debited last, so that a
+  // request the tenant's bucket refuses costs the token nothing.
+  const auto token_refused = [&](std::chrono::milliseconds wait) {
+    DenyRateLimited(res, principal, "token " + p->token_name + " is over server.http.token_requests_per_s", wait,
                     p->token_name);
     return std::nullopt;
-  }
+  };
+  if (auto wait = token_rate_->WouldRefuse(p->token_id, now)) return token_refused(*wait);
   if (auto wait = tenant_rate_->Take(principal, now)) {
     DenyRateLimited(res, principal,
                     (p->tenant.empty() ? "the pool readers' tokens are" : "tenant " + p->tenant + "'s tokens are") +
@@ -454,6 +457,7 @@ std::optional<Principal> HttpApi::Authenticated(const Request& req, Response& re
                     *wait, p->token_name);
     return std::nullopt;
   }
+  if (auto wait = token_rate_->Take(p->token_id, now)) return token_refused(*wait);  // emptied meanwhile
   return p;
 }
 
