@@ -707,6 +707,15 @@ std::string FormatNode(const json& n) {
 }
 
 // `node cordon|uncordon|drain|remove` and `node get` (issue 19).
+// What a drain answer says of the node: "drained" when nothing was left on
+// it (the operator's cordon says so at once), else "draining".
+std::string DrainState(const json& node) {
+  for (const json& c : node.value("cordons", json::array())) {
+    if (c.is_object() && c.value("drain", "") == "drained") return "drained";
+  }
+  return "draining";
+}
+
 void AddNodeOpCommands(CLI::App& node) {
   {
     struct Flags {
@@ -783,7 +792,8 @@ void AddNodeOpCommands(CLI::App& node) {
         }
         Print(n, out, [&] {
           const bool changed = n.value("changed", false);
-          return "node " + f->name + (changed ? " " + verb : " unchanged (already " + verb + ")") + "\n" +
+          const std::string said = name == "drain" ? DrainState(n) : verb;
+          return "node " + f->name + (changed ? " " + said : " unchanged (already " + said + ")") + "\n" +
                  FormatNode(n);
         });
         return 0;

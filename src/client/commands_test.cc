@@ -157,7 +157,7 @@ class FakeServer {
                    Record(req);
                    const std::string name = req.matches[1], op = req.matches[2];
                    if (name == "nope") return reply(res, 404, ErrorBody("not_found", "no node 'nope'", "name"));
-                   json n = node_view(name, op == "drain" ? "draining" : "");
+                   json n = node_view(name, op != "drain" ? "" : name == "idle-node" ? "drained" : "draining");
                    if (op == "uncordon") {
                      n["condition"] = "ready";
                      n["cordons"] = json::array();
@@ -481,6 +481,12 @@ TEST_F(ClientCommandsTest, NodeCordonDrainUncordonAndRemoveSendTheirRequestsAndP
   EXPECT_EQ(server_.Log().back(), "POST /v1/nodes/n1/drain");
   EXPECT_EQ(server_.LastBody().dump(), R"({"timeout_s":600})");
   EXPECT_EQ(json::parse(drain.out)["cordons"][0]["drain"], "draining");
+  const Outcome draining = Admin({"node", "drain", "n1"});
+  EXPECT_TRUE(draining.out.starts_with("node n1 draining\n")) << draining.out;
+  // A node with nothing on it is drained at once, and the line says so.
+  const Outcome drained = Admin({"node", "drain", "idle-node"});
+  ASSERT_EQ(drained.exit_code, 0) << drained.err;
+  EXPECT_TRUE(drained.out.starts_with("node idle-node drained\n")) << drained.out;
 
   const Outcome uncordon = Admin({"node", "uncordon", "n1"});
   ASSERT_EQ(uncordon.exit_code, 0) << uncordon.err;
