@@ -706,7 +706,6 @@ std::string FormatNode(const json& n) {
   return out;
 }
 
-// `node cordon|uncordon|drain|remove` and `node get` (issue 19).
 // What a drain answer says of the node: "drained" when nothing was left on
 // it (the operator's cordon says so at once), else "draining".
 std::string DrainState(const json& node) {
@@ -716,6 +715,7 @@ std::string DrainState(const json& node) {
   return "draining";
 }
 
+// `node cordon|uncordon|drain|remove` and `node get` (issue 19).
 void AddNodeOpCommands(CLI::App& node) {
   {
     struct Flags {

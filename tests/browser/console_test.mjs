@@ -25,7 +25,8 @@ const [bin, outDir, chromiumPath] = process.argv.slice(2);
 mkdirSync(outDir, {recursive: true});
 const data = mkdtempSync(join(tmpdir(), 'gpupool-console-'));
 const devData = mkdtempSync(join(tmpdir(), 'gpupool-console-dev-'));
-let server, devServer, browser, failures = 0;
+const children = [];  // every gpupool process started, stopped at the end
+let browser, failures = 0;
 
 function check(ok, what) {
   if (ok) { console.log(`ok: ${what}`); return; }
@@ -39,20 +40,24 @@ function eq(actual, expected, what) {
 // GPUs as the console writes them (at most three decimals, no trailing zeros).
 const gpus = (x) => String(Number(Number(x).toFixed(3)));
 
-async function startServer() {
-  server = spawn(bin, ['server', '--data', data, '--listen', '127.0.0.1:0'],
-    {stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, GPUPOOL_LOG_REQUESTS: '0'}});
+// Spawns `gpupool ARGS...` and waits (at most 10 s) for it to print its
+// address (`pattern`'s first group, in stdout or stderr).
+async function spawnServing(args, pattern = /(http:\/\/127\.0\.0\.1:\d+)/) {
+  const child = spawn(bin, args, {stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, GPUPOOL_LOG_REQUESTS: '0'}});
+  children.push(child);
   let text = '';
-  server.stderr.on('data', (d) => { text += d; });
-  server.stdout.on('data', (d) => { text += d; });
+  child.stderr.on('data', (d) => { text += d; });
+  child.stdout.on('data', (d) => { text += d; });
   for (let i = 0; i < 200; i++) {
-    const m = text.match(/http:\/\/127\.0\.0\.1:(\d+)/);
-    if (m) return `http://127.0.0.1:${m[1]}`;
-    if (server.exitCode !== null) throw new Error(`gpupool server exited: ${text}`);
+    const m = text.match(pattern);
+    if (m) return m[1];
+    if (child.exitCode !== null) throw new Error(`gpupool ${args[0]} exited: ${text}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`gpupool server printed no address: ${text}`);
+  throw new Error(`gpupool ${args[0]} printed no address: ${text}`);
 }
+
+const startServer = () => spawnServing(['server', '--data', data, '--listen', '127.0.0.1:0']);
 
 async function api(base, method, path, tok, body) {
   const res = await fetch(base + path, {method, headers: {Authorization: `Bearer ${tok}`, 'Content-Type': 'application/json'},
@@ -434,20 +439,8 @@ async function axisLabels(page, name) {
 }
 
 // Starts `gpupool dev` (a server and one agent with one fake H100) on its own data directory; its address.
-async function startDev() {
-  devServer = spawn(bin, ['dev', '--data', devData, '--listen', '127.0.0.1:0', '--fake-gpus', 'H100'],
-    {stdio: ['ignore', 'pipe', 'pipe'], env: {...process.env, GPUPOOL_LOG_REQUESTS: '0'}});
-  let text = '';
-  devServer.stderr.on('data', (d) => { text += d; });
-  devServer.stdout.on('data', (d) => { text += d; });
-  for (let i = 0; i < 200; i++) {
-    const m = text.match(/address: +(http:\/\/127\.0\.0\.1:\d+)/);
-    if (m) return m[1];
-    if (devServer.exitCode !== null) throw new Error(`gpupool dev exited: ${text}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`gpupool dev printed no address: ${text}`);
-}
+const startDev = () => spawnServing(['dev', '--data', devData, '--listen', '127.0.0.1:0', '--fake-gpus', 'H100'],
+  /address: +(http:\/\/127\.0\.0\.1:\d+)/);
 
 // Waits (at most `ms`) until `pred()` is true; false if it never was.
 async function until(pred, ms) {
@@ -530,10 +523,10 @@ try {
   console.log(`FAIL: ${e.stack || e}`);
 } finally {
   if (browser) await browser.close();
-  if (server) server.kill('SIGTERM');
-  if (devServer && devServer.exitCode === null) {
-    devServer.kill('SIGTERM');
-    await new Promise((r) => { devServer.on('exit', r); setTimeout(r, 10000); });
+  // SIGTERM, then at most 10 s each to exit (the dev agent stops its tasks).
+  for (const c of children.filter((x) => x.exitCode === null)) {
+    c.kill('SIGTERM');
+    await new Promise((r) => { c.on('exit', r); setTimeout(r, 10000); });
   }
   rmSync(data, {recursive: true, force: true});
   rmSync(devData, {recursive: true, force: true});
