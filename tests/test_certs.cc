@@ -61,6 +61,8 @@ const TestCerts* SharedTestCerts(std::string* why) {
     c.server_key = d + "/server.key";
     c.client_cert = d + "/client.pem";
     c.client_key = d + "/client.key";
+    c.etcd_cert = d + "/etcd.pem";
+    c.etcd_key = d + "/etcd.key";
     c.other_ca = d + "/other-ca.pem";
     c.other_client_cert = d + "/other-client.pem";
     c.other_client_key = d + "/other-client.key";
@@ -68,6 +70,8 @@ const TestCerts* SharedTestCerts(std::string* why) {
                     Make(d, "server", "gpupool-test-server", c.ca, c.ca_key,
                          "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth") &&
                     Make(d, "client", "tls-node-0", c.ca, c.ca_key, "extendedKeyUsage=clientAuth") &&
+                    Make(d, "etcd", "gpupool-test-etcd", c.ca, c.ca_key,
+                         "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth") &&
                     Make(d, "other-ca", "unrelated-ca", "", "", "") &&
                     Make(d, "other-client", "tls-node-0", c.other_ca, d + "/other-ca.key",
                          "extendedKeyUsage=clientAuth");

@@ -41,12 +41,12 @@ Status CheckClientCertificate(const ClientTls& tls) {
   const bool has_cert = !tls.client_cert_file.empty();
   const bool has_key = !tls.client_key_file.empty();
   if (has_cert != has_key) {
-    return InvalidArgument(has_cert ? "--client-cert is given without --client-key"
-                                    : "--client-key is given without --client-cert");
+    return InvalidArgument(has_cert ? tls.cert_given_as + " is given without " + tls.key_given_as
+                                    : tls.key_given_as + " is given without " + tls.cert_given_as);
   }
   if (!has_cert) return {};
-  GP_ASSIGN_OR_RETURN(X509 * cert, ReadCertificate("--client-cert", tls.client_cert_file));
-  auto key_bio = Open("--client-key", tls.client_key_file);
+  GP_ASSIGN_OR_RETURN(X509 * cert, ReadCertificate(tls.cert_given_as, tls.client_cert_file));
+  auto key_bio = Open(tls.key_given_as, tls.client_key_file);
   if (!key_bio) {
     X509_free(cert);
     return std::unexpected(key_bio.error());
@@ -55,10 +55,10 @@ Status CheckClientCertificate(const ClientTls& tls) {
   BIO_free(*key_bio);
   Status out;
   if (key == nullptr) {
-    out = InvalidArgument(Named("--client-key", tls.client_key_file) + ": no PEM private key in it");
+    out = InvalidArgument(Named(tls.key_given_as, tls.client_key_file) + ": no PEM private key in it");
   } else if (X509_check_private_key(cert, key) != 1) {
-    out = InvalidArgument(Named("--client-key", tls.client_key_file) + " does not match " +
-                          Named("--client-cert", tls.client_cert_file));
+    out = InvalidArgument(Named(tls.key_given_as, tls.client_key_file) + " does not match " +
+                          Named(tls.cert_given_as, tls.client_cert_file));
   }
   ERR_clear_error();
   EVP_PKEY_free(key);

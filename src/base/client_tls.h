@@ -19,6 +19,8 @@ struct ClientTls {
   // A certificate to present when the server asks (mutual TLS); both or neither.
   std::string client_cert_file;
   std::string client_key_file;
+  std::string cert_given_as = "--client-cert";  // how they were given, for messages ("--etcd-cert", ...)
+  std::string key_given_as = "--client-key";
   // Said after a refused server certificate, e.g. "check --ca-cert".
   std::string ca_hint = "check --ca-cert";
 };
@@ -28,7 +30,8 @@ struct ClientTls {
 // hold a PEM certificate and a PEM private key, and belong together.
 // Messages name the flag and the file: "--ca-cert F: cannot read: REASON",
 // "--ca-cert F: no PEM certificate in it", "--client-key K does not match
-// --client-cert C", "--client-cert is given without --client-key".
+// --client-cert C", "--client-cert is given without --client-key" (with
+// the names of ca_given_as, cert_given_as and key_given_as).
 Status CheckClientTls(const ClientTls& tls);
 
 }  // namespace gpupool

@@ -61,7 +61,7 @@ std::string DescribeHttpFailure(const httplib::Client& client, httplib::Error e,
     case httplib::Error::SSLConnection:
       return "TLS: handshake with " + url + " failed (if the server serves plain HTTP, use http://" +
              (tls.client_cert_file.empty() ? std::string("; it may require a client certificate")
-                                           : "; it may refuse --client-cert " + tls.client_cert_file) +
+                                           : "; it may refuse " + tls.cert_given_as + " " + tls.client_cert_file) +
              ")";
     case httplib::Error::Read:
     case httplib::Error::Write:
@@ -74,7 +74,7 @@ std::string DescribeHttpFailure(const httplib::Client& client, httplib::Error e,
       // server has already closed (as under load), fails.
       return DescribeHttpError(e) + (tls.client_cert_file.empty()
                                          ? " (if the server requires a client certificate, it closes like this)"
-                                         : " (if the server refused --client-cert " + tls.client_cert_file +
+                                         : " (if the server refused " + tls.cert_given_as + " " + tls.client_cert_file +
                                                ", it closes like this)");
     default:
       return DescribeHttpError(e);

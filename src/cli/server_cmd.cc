@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "src/cli/etcd_flags.h"
 #include "src/cli/listener_tls.h"
 #include "src/cli/serve_common.h"
 #include "src/server/etcd_election.h"
@@ -30,7 +31,7 @@ struct ServerFlags {
   std::string config;
   std::string admin_token_file;
   // Replicated (issue 17): the journal in etcd, leadership by lease.
-  std::string etcd;  // URL[,URL...]; empty: the SQLite journal in --data
+  EtcdFlags etcd;  // --etcd URL[,URL...] and its TLS files; no URLs: the SQLite journal in --data
   std::string etcd_prefix = "/gpupool/default";
   int64_t lease_ttl_seconds = 3;
   // TLS on both listeners (issue 22); agent_ca (--agent-ca-cert) asks agents
@@ -107,17 +108,17 @@ int RunServer(const ServerFlags& f) {
   // leadership: a deposed server's appends fail, and it stops).
   std::unique_ptr<EtcdClient> etcd;
   std::unique_ptr<EtcdElection> election;
-  if (!f.etcd.empty()) {
-    auto endpoints = ParseEtcdEndpoints(f.etcd);
-    if (!endpoints) {
-      std::cerr << "error: " << endpoints.error().message << "\n";
+  if (!f.etcd.endpoints.empty()) {
+    auto etcd_options = EtcdClientOptionsFromFlags(f.etcd, f.tls.insecure);
+    if (!etcd_options) {
+      std::cerr << "error: " << etcd_options.error().message << "\n";
       return 2;
     }
     if (auto ok = CheckEtcdPrefix(f.etcd_prefix); !ok) {
       std::cerr << "error: " << ok.error().message << "\n";
       return 2;
     }
-    etcd = std::make_unique<EtcdClient>(EtcdClientOptions{*endpoints});
+    etcd = std::make_unique<EtcdClient>(std::move(*etcd_options));
     if (auto v = etcd->Version(); !v) {
       std::cerr << "error: cannot reach etcd at " << etcd->Describe() << ": " << v.error().message << "\n";
       return 1;
@@ -253,9 +254,14 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--admin-token-file", flags->admin_token_file,
                   "File holding the admin token (default: DATA/admin.token, created on first start)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--etcd", flags->etcd,
-                  "Keep the journal in etcd at these client URLs (http://HOST:PORT[,...]) and lead by lease: "
+  cmd->add_option("--etcd", flags->etcd.endpoints,
+                  "Keep the journal in etcd at these client URLs (http(s)://HOST:PORT[,...]) and lead by lease: "
                   "servers sharing a prefix elect one leader (docs/server.md, \"Running replicated\")");
+  cmd->add_option("--etcd-ca-cert", flags->etcd.ca_cert,
+                  "PEM CA certificates for etcd's certificate (https:// --etcd; default: the system's CAs)");
+  cmd->add_option("--etcd-cert", flags->etcd.cert,
+                  "PEM client certificate for an etcd that asks for one (--client-cert-auth); with --etcd-key");
+  cmd->add_option("--etcd-key", flags->etcd.key, "PEM private key of --etcd-cert");
   cmd->add_option("--etcd-prefix", flags->etcd_prefix, "Key prefix of this cluster's state in etcd")
       ->capture_default_str();
   cmd->add_option("--lease-ttl", flags->lease_ttl_seconds,
@@ -269,7 +275,8 @@ void AddServerCommand(CLI::App& app) {
                   "PEM CA certificates: agents on --agent-listen must present a certificate one of them signed "
                   "(mutual TLS; needs --tls-cert and --agent-listen)");
   cmd->add_flag("--insecure", flags->tls.insecure,
-                "Serve plain HTTP on a non-loopback --listen/--agent-listen without --tls-cert (logged as a warning)");
+                "Serve plain HTTP on a non-loopback --listen/--agent-listen without --tls-cert, and speak plain HTTP "
+                "to a non-loopback --etcd (each logged as a warning)");
   cmd->add_flag("--recover-from-journal", flags->recover_from_journal,
                  "Rebuild the state from the journal's events alone, ignoring the snapshots, and write fresh ones "
                  "(for a snapshot that does not load; docs/server.md, \"When start-up refuses\")");

@@ -1,6 +1,6 @@
 #include "src/server/etcd_client.h"
 
-#include "src/base/http_error_text.h"
+#include "src/base/http_client.h"
 
 #include <httplib.h>
 
@@ -166,20 +166,37 @@ std::string PrefixEnd(const std::string& prefix) {
   return std::string(1, '\0');
 }
 
-Result<std::vector<std::string>> ParseEtcdEndpoints(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string url = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    const std::string scheme = "http://";
-    const std::string rest = url.rfind(scheme, 0) == 0 ? url.substr(scheme.size()) : "";
+namespace {
+// "http" or "https" when `url` is SCHEME://HOST:PORT (no path), else empty.
+std::string EndpointScheme(const std::string& url) {
+  for (const std::string scheme : {"http", "https"}) {
+    if (!url.starts_with(scheme + "://")) continue;
+    const std::string rest = url.substr(scheme.size() + 3);
     const size_t colon = rest.rfind(':');
     const bool port_ok = colon != std::string::npos && colon > 0 && colon + 1 < rest.size() &&
                          rest.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
                          rest.find('/') == std::string::npos;
-    if (!port_ok) {
-      return InvalidArgument("--etcd: '" + url + "' is not http://HOST:PORT (a list is URL,URL,...)");
+    return port_ok ? scheme : "";
+  }
+  return "";
+}
+}  // namespace
+
+Result<std::vector<std::string>> ParseEtcdEndpoints(const std::string& text) {
+  std::vector<std::string> out;
+  std::string first_scheme;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string url = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string scheme = EndpointScheme(url);
+    if (scheme.empty()) {
+      return InvalidArgument("--etcd: '" + url +
+                             "' is not http://HOST:PORT or https://HOST:PORT (a list is URL,URL,...)");
+    }
+    if (first_scheme.empty()) first_scheme = scheme;
+    if (scheme != first_scheme) {
+      return InvalidArgument("--etcd: the endpoints mix http:// and https:// (one cluster serves one of them)");
     }
     out.push_back(url);
     if (comma == std::string::npos) break;
@@ -218,7 +235,7 @@ std::unique_ptr<EtcdClient::Connection> EtcdClient::Take(size_t endpoint) {
   }
   auto c = std::make_unique<Connection>();
   c->endpoint = endpoint;
-  c->http = std::make_unique<httplib::Client>(options_.endpoints[endpoint]);
+  c->http = NewHttpClient(options_.endpoints[endpoint], options_.tls);
   const auto ms = [](std::chrono::milliseconds d) { return std::pair{d.count() / 1000, (d.count() % 1000) * 1000}; };
   const auto [cs, cus] = ms(options_.connect_timeout);
   const auto [rs, rus] = ms(options_.request_timeout);
@@ -254,7 +271,8 @@ Result<std::string> EtcdClient::Post(const std::string& path, const std::string&
     auto c = Take(e);
     httplib::Result r = c->http->Post(path, body, "application/json");
     if (!r) {
-      failures += (failures.empty() ? "" : "; ") + options_.endpoints[e] + ": " + DescribeHttpError(r.error());
+      failures += (failures.empty() ? "" : "; ") + options_.endpoints[e] + ": " +
+                  DescribeHttpFailure(*c->http, r.error(), options_.endpoints[e], options_.tls);
       continue;  // the connection is dropped with `c`
     }
     {

@@ -1,7 +1,10 @@
 // A client of etcd's v3 API through its JSON gateway (HTTP/1.1 POSTs to
 // /v3/kv/range, /v3/kv/put, /v3/kv/deleterange, /v3/kv/txn, /v3/lease/*,
 // /v3/maintenance/status; keys and values base64 on the wire), on
-// cpp-httplib, the HTTP client the project already links. Only the calls
+// cpp-httplib, the HTTP client the project already links, over plain HTTP
+// or TLS (https:// endpoints: etcd's certificate is verified against
+// `tls`'s CA, and `tls`'s client certificate is presented to an etcd run
+// with --client-cert-auth; issue 22). Only the calls
 // the replicated journal (etcd_journal.h) and the leader election
 // (etcd_election.h) need.
 //
@@ -34,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "src/base/client_tls.h"
 #include "src/base/status.h"
 
 namespace httplib {
@@ -104,9 +108,10 @@ struct EtcdTxnResult {
 };
 
 struct EtcdClientOptions {
-  std::vector<std::string> endpoints;  // "http://HOST:PORT", at least one
+  std::vector<std::string> endpoints;  // "http://HOST:PORT" or "https://HOST:PORT" (one scheme), at least one
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds request_timeout{5000};
+  ClientTls tls;  // for https:// endpoints (CheckClientTls it first)
 };
 
 // The end of the range of every key starting with `prefix` (etcd's
@@ -114,7 +119,7 @@ struct EtcdClientOptions {
 // dropped; "\0" when there is no such byte, meaning every key).
 std::string PrefixEnd(const std::string& prefix);
 // Splits "URL[,URL...]" (the --etcd flag) into endpoints; each must be
-// http://HOST:PORT (no path).
+// http://HOST:PORT or https://HOST:PORT (no path), all of one scheme.
 Result<std::vector<std::string>> ParseEtcdEndpoints(const std::string& text);
 
 class EtcdClient {

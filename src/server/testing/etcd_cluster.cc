@@ -51,6 +51,12 @@ EtcdCluster::EtcdCluster(int members) : members_(members) {
   }
 }
 
+EtcdCluster::EtcdCluster(int members, EtcdTestTls tls) : EtcdCluster(members) { tls_ = std::move(tls); }
+
+std::string EtcdCluster::ClientUrl(int port) const {
+  return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port);
+}
+
 EtcdCluster::~EtcdCluster() {
   for (int i = 0; i < members_; ++i) Kill(i);
   std::error_code ec;
@@ -59,13 +65,13 @@ EtcdCluster::~EtcdCluster() {
 
 std::string EtcdCluster::Endpoints() const {
   std::string out;
-  for (int p : client_ports_) out += (out.empty() ? "" : ",") + Url(p);
+  for (int p : client_ports_) out += (out.empty() ? "" : ",") + ClientUrl(p);
   return out;
 }
 
 std::vector<std::string> EtcdCluster::EndpointList() const {
   std::vector<std::string> out;
-  for (int p : client_ports_) out.push_back(Url(p));
+  for (int p : client_ports_) out.push_back(ClientUrl(p));
   return out;
 }
 
@@ -78,8 +84,8 @@ bool EtcdCluster::StartMember(int m, bool fresh) {
   std::vector<std::string> args = {EtcdBinary(),
                                    "--name", name,
                                    "--data-dir", dir_ + "/" + name,
-                                   "--listen-client-urls", Url(client_ports_[m]),
-                                   "--advertise-client-urls", Url(client_ports_[m]),
+                                   "--listen-client-urls", ClientUrl(client_ports_[m]),
+                                   "--advertise-client-urls", ClientUrl(client_ports_[m]),
                                    "--listen-peer-urls", Url(peer_ports_[m]),
                                    "--initial-advertise-peer-urls", Url(peer_ports_[m]),
                                    "--initial-cluster", initial,
@@ -88,6 +94,11 @@ bool EtcdCluster::StartMember(int m, bool fresh) {
                                    // Short timings for tests on a busy machine: still well above a loopback round trip.
                                    "--heartbeat-interval", "100", "--election-timeout", "1000",
                                    "--logger", "zap", "--log-outputs", dir_ + "/" + name + ".log"};
+  if (tls_) {
+    args.insert(args.end(),
+                {"--cert-file", tls_->cert, "--key-file", tls_->key, "--trusted-ca-file", tls_->trusted_ca});
+    if (tls_->client_cert_auth) args.push_back("--client-cert-auth");
+  }
   const pid_t pid = fork();
   if (pid == 0) {
     const int null = open("/dev/null", O_RDWR);
@@ -116,7 +127,13 @@ bool EtcdCluster::Start() {
   for (int i = 0; i < members_; ++i) {
     if (!StartMember(i, true)) return false;
   }
-  EtcdClient client(EtcdClientOptions{EndpointList(), std::chrono::milliseconds(200), std::chrono::milliseconds(2000)});
+  EtcdClientOptions options{EndpointList(), std::chrono::milliseconds(200), std::chrono::milliseconds(2000)};
+  if (tls_) {
+    options.tls.ca_cert_file = tls_->trusted_ca;
+    options.tls.client_cert_file = tls_->client_cert;
+    options.tls.client_key_file = tls_->client_key;
+  }
+  EtcdClient client(std::move(options));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
     auto put = client.Put("/gpupool-test/ready", "1");

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,20 @@ std::string EtcdBinary();
 inline constexpr const char* kNoEtcdMessage =
     "etcd is not installed (apt-get install etcd-server, or set GPUPOOL_ETCD): the etcd tests need a real etcd";
 
+// TLS on the members' client URLs (issue 22): etcd serves `cert`/`key`
+// (which must allow clientAuth as well as serverAuth: etcd's JSON gateway
+// dials its own gRPC with them) and, with client_cert_auth, asks every
+// client for a certificate `trusted_ca` signed. Peer URLs stay plain.
+struct EtcdTestTls {
+  std::string cert, key, trusted_ca;
+  bool client_cert_auth = false;
+  std::string client_cert, client_key;  // what Start() presents when it waits for the cluster
+};
+
 class EtcdCluster {
  public:
   explicit EtcdCluster(int members = 1);
+  EtcdCluster(int members, EtcdTestTls tls);
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -34,7 +46,7 @@ class EtcdCluster {
   void Kill(int member);
   bool Restart(int member);
 
-  // "http://127.0.0.1:P,http://127.0.0.1:Q,..." (the --etcd flag).
+  // "http://127.0.0.1:P,http://127.0.0.1:Q,..." (the --etcd flag; https:// with TLS).
   std::string Endpoints() const;
   std::vector<std::string> EndpointList() const;
   const std::string& error() const { return error_; }
@@ -43,7 +55,10 @@ class EtcdCluster {
  private:
   bool StartMember(int member, bool fresh);
 
+  std::string ClientUrl(int port) const;
+
   int members_;
+  std::optional<EtcdTestTls> tls_;
   std::string dir_;
   std::vector<int> client_ports_, peer_ports_;
   std::vector<pid_t> pids_;
