@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "src/api/task_request.h"
 #include "src/base/time_text.h"
@@ -152,18 +153,239 @@ bool LabelsOf(const FieldReader& f, const char* key, const ApiNames& names, Labe
 
 }  // namespace
 
+namespace {
+
+// The names a message lists as known: "a, b, c".
+template <typename Names>
+std::string KnownNames(const Names& names) {
+  std::string known;
+  for (const auto& n : names) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(n)>, std::string>) {
+      known += (known.empty() ? "" : ", ") + n;
+    } else {
+      known += (known.empty() ? "" : ", ") + n.first;
+    }
+  }
+  return known;
+}
+
+// priority: a class name, or an integer within the configured classes.
+bool PriorityOf(const FieldReader& f, const ApiNames& names, int32_t& priority, ApiError* err) {
+  priority = names.priorities.contains("normal") ? names.priorities.at("normal") : 0;
+  const json* p = f.Find("priority");
+  if (p == nullptr) return true;
+  if (p->is_string()) {
+    const std::string& name = p->get_ref<const std::string&>();
+    auto it = names.priorities.find(name);
+    if (it == names.priorities.end()) {
+      *err = BadField("priority", "unknown priority class '" + name.substr(0, 64) + "' (known: " +
+                                      KnownNames(names.priorities) + "; or an integer)");
+      return false;
+    }
+    priority = it->second;
+    return true;
+  }
+  // SEC: an integer lies within the configured classes (lowest to
+  // highest), so a tenant cannot rank itself above every class.
+  int64_t lo = -1000000, hi = 1000000;
+  if (!names.priorities.empty()) {
+    lo = hi = names.priorities.begin()->second;
+    for (const auto& [n, v] : names.priorities) {
+      lo = std::min<int64_t>(lo, v);
+      hi = std::max<int64_t>(hi, v);
+    }
+  }
+  int64_t v = 0;
+  if (!f.Int("priority", v, lo, hi, err)) return false;
+  priority = static_cast<int32_t>(v);
+  return true;
+}
+
+// stages: one replica per stage, each with its own resources.
+bool StagesOf(const FieldReader& f, const json& stages, JobSpec& s, ApiError* err) {
+  for (const char* key : {"gpus", "gpu_fraction", "replicas", "gpu_memory_gib", "cpu_cores", "memory_gib", "sharing"}) {
+    if (f.Has(key)) {
+      *err = BadField(key, "not with stages (each stage gives its own resources; one replica runs per stage)");
+      return false;
+    }
+  }
+  if (s.kind == JobKind::kCpu) {
+    *err = BadField("stages", "a cpu job takes no GPUs");
+    return false;
+  }
+  if (!stages.is_array() || stages.empty() || stages.size() > kMaxGpusPerNode) {
+    *err = BadField("stages", "expected a list of 1 to " + std::to_string(kMaxGpusPerNode) + " stages");
+    return false;
+  }
+  for (size_t i = 0; i < stages.size(); ++i) {
+    FieldReader sf;
+    const std::string path = "stages[" + std::to_string(i) + "]";
+    if (!FieldReader::Open(stages[i], path,
+                           {"gpus", "gpu_fraction", "gpu_memory_gib", "sharing", "cpu_cores", "memory_gib"}, &sf,
+                           err)) {
+      return false;
+    }
+    Demand d;
+    std::string sharing;
+    if (!ResourcesOf(sf, false, d, sharing, err)) return false;
+    if (sharing == "auto") {
+      *err = BadField(path + ".sharing", "a stage needs a concrete mode (any, time-slice, mps or mig)");
+      return false;
+    }
+    if (d.gpu_count == 0) {
+      *err = BadField(path + ".gpus", "a stage needs GPUs");
+      return false;
+    }
+    s.stages.push_back(d);
+  }
+  s.replicas = static_cast<int32_t>(s.stages.size());
+  s.demand = s.stages[0];
+  return true;
+}
+
+// The job's shape: stages, or replicas (elastic up to max_replicas) of one demand.
+bool ShapeOf(const FieldReader& f, const ApiNames& names, JobSpec& s, ApiError* err) {
+  if (const json* stages = f.Find("stages")) return StagesOf(f, *stages, s, err);
+  int64_t replicas = 1;
+  if (!f.Int("replicas", replicas, 1, names.max_replicas, err)) return false;
+  s.replicas = static_cast<int32_t>(replicas);
+  // SCALE-7: an elastic job runs with `replicas` at least and grows up to max_replicas.
+  int64_t max_replicas = 0;
+  if (!f.Int("max_replicas", max_replicas, replicas, names.max_replicas, err)) return false;
+  if (max_replicas > 0) {
+    s.min_replicas = s.replicas;
+    s.max_replicas = static_cast<int32_t>(max_replicas);
+  }
+  std::string sharing;
+  if (!ResourcesOf(f, s.kind == JobKind::kCpu, s.demand, sharing, err)) return false;
+  s.auto_sharing = sharing == "auto";
+  return true;
+}
+
+// gpu_models, pools and requirement: where the job may run.
+bool PlacesOf(const FieldReader& f, const ApiNames& names, JobSpec& s, ApiError* err) {
+  std::vector<std::string> models;
+  if (!f.StringList("gpu_models", models, 64, err)) return false;
+  if (!models.empty()) {
+    s.demand.allowed_models = 0;
+    for (size_t i = 0; i < models.size(); ++i) {
+      const auto id = Catalog::Builtin().Find(models[i]);
+      if (!id) {
+        *err = BadField("gpu_models[" + std::to_string(i) + "]", "unknown GPU model '" + models[i].substr(0, 64) +
+                                                                     "' (known: " + Catalog::Builtin().Names() + ")");
+        return false;
+      }
+      s.demand.allowed_models |= GpuModelMask{1} << *id;
+    }
+  }
+  std::vector<std::string> pools;
+  if (!f.StringList("pools", pools, 64, err)) return false;
+  for (size_t i = 0; i < pools.size(); ++i) {
+    const auto id = names.pool_id(pools[i]);
+    const std::string field = "pools[" + std::to_string(i) + "]";
+    if (!id) {
+      *err = BadField(field, "unknown pool '" + pools[i].substr(0, 64) + "' (known: " + KnownNames(names.pools) + ")");
+      return false;
+    }
+    if (std::find(s.pools.begin(), s.pools.end(), *id) != s.pools.end()) {
+      *err = BadField(field, "pool '" + pools[i] + "' given twice");
+      return false;
+    }
+    s.pools.push_back(*id);
+  }
+  std::string requirement;
+  if (!f.String("requirement", requirement, 64, err)) return false;
+  if (!f.Has("requirement")) return true;
+  auto it = names.requirements.find(requirement);
+  if (it == names.requirements.end()) {
+    const std::string known = KnownNames(names.requirements);
+    *err = BadField("requirement", "unknown requirement '" + requirement + "' (known: " +
+                                       (known.empty() ? "none configured" : known) + ")");
+    return false;
+  }
+  s.demand.requirement = it->second;
+  return true;
+}
+
+// checkpointable and its interval and duration.
+bool CheckpointsOf(const FieldReader& f, JobSpec& s, ApiError* err) {
+  if (!f.Bool("checkpointable", s.checkpointable, err)) return false;
+  s.checkpoint_duration = std::chrono::seconds(30);
+  if (!DurationOf(f, "checkpoint_interval", s.checkpoint_interval, err)) return false;
+  if (!DurationOf(f, "checkpoint_duration", s.checkpoint_duration, err)) return false;
+  if (s.checkpointable) return true;
+  for (const char* key : {"checkpoint_interval", "checkpoint_duration"}) {
+    if (f.Has(key)) {
+      *err = BadField(key, "only for checkpointable jobs (set checkpointable: true)");
+      return false;
+    }
+  }
+  return true;
+}
+
+// deadline (a time) or deadline_after (from `now`), and expected_duration.
+bool TimesOf(const FieldReader& f, Instant now, JobSpec& s, ApiError* err) {
+  if (f.Has("deadline") && f.Has("deadline_after")) {
+    *err = BadField("deadline_after", "give either deadline or deadline_after, not both");
+    return false;
+  }
+  if (const json* d = f.Find("deadline")) {
+    if (!d->is_string()) {
+      *err = BadField("deadline", "expected an RFC 3339 time string, got " + JsonTypeName(*d));
+      return false;
+    }
+    auto t = ParseRfc3339(d->get_ref<const std::string&>());
+    if (!t) {
+      *err = BadField("deadline", t.error().message);
+      return false;
+    }
+    s.deadline = *t;
+  }
+  if (f.Has("deadline_after")) {
+    Duration after{0};
+    if (!DurationOf(f, "deadline_after", after, err)) return false;
+    if (after <= Duration(0)) {
+      *err = BadField("deadline_after", "must be positive");
+      return false;
+    }
+    s.deadline = now + after;
+  }
+  if (f.Has("expected_duration")) {
+    Duration d{0};
+    if (!DurationOf(f, "expected_duration", d, err)) return false;
+    s.expected_duration = d;
+  }
+  return true;
+}
+
+// A job that runs a command runs it in an image (EXEC-1): its own, else the
+// server's default, decided now (a later default_image changes no
+// submitted job).
+bool ImageOf(const ApiNames& names, TaskSpec& task, ApiError* err) {
+  if (task.empty() || !task.image.empty()) return true;
+  if (names.default_image.empty()) {
+    *err = BadField("image", "no image given and the server has no default_image (give image: host, or an "
+                             "absolute path to an image on the nodes)");
+    return false;
+  }
+  task.image = names.default_image;
+  return true;
+}
+
+}  // namespace
+
 ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, Instant now) {
   ApiResult<JobRequest> out;
   ApiError* err = &out.error;
   FieldReader f;
-  if (!FieldReader::Open(body, "",
-                         {"name", "tenant", "kind", "priority", "replicas", "max_replicas", "gpus", "gpu_fraction", "gpu_memory_gib",
-                          "sharing", "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement", "labels", "affinity",
-                          "anti_affinity",
-                          "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline",
-                          "deadline_after", "expected_duration", "stages", "command", "env", "working_dir",
-                          "checkpoint_signal", "checkpoint_timeout", "stop_grace", "image", "shm_gib", "network"},
-                         &f, err)) {
+  if (!FieldReader::Open(
+          body, "",
+          {"name", "tenant", "kind", "priority", "replicas", "max_replicas", "gpus", "gpu_fraction", "gpu_memory_gib",
+           "sharing", "cpu_cores", "memory_gib", "gpu_models", "pools", "requirement", "labels", "affinity",
+           "anti_affinity", "checkpointable", "checkpoint_interval", "checkpoint_duration", "deadline",
+           "deadline_after", "expected_duration", "stages", "command", "env", "working_dir", "checkpoint_signal",
+           "checkpoint_timeout", "stop_grace", "image", "shm_gib", "network"},
+          &f, err)) {
     return out;
   }
   JobRequest r;
@@ -183,194 +405,11 @@ ApiResult<JobRequest> ParseJobRequest(const json& body, const ApiNames& names, I
     return out;
   }
   s.kind = *k;
-  // priority: an integer or a class name
-  s.priority = names.priorities.contains("normal") ? names.priorities.at("normal") : 0;
-  if (const json* p = f.Find("priority")) {
-    if (p->is_string()) {
-      const std::string& name = p->get_ref<const std::string&>();
-      auto it = names.priorities.find(name);
-      if (it == names.priorities.end()) {
-        std::string known;
-        for (const auto& [n, v] : names.priorities) known += (known.empty() ? "" : ", ") + n;
-        *err = BadField("priority", "unknown priority class '" + name.substr(0, 64) + "' (known: " + known +
-                                        "; or an integer)");
-        return out;
-      }
-      s.priority = it->second;
-    } else {
-      // SEC: an integer lies within the configured classes (lowest to
-      // highest), so a tenant cannot rank itself above every class.
-      int64_t lo = -1000000, hi = 1000000;
-      if (!names.priorities.empty()) {
-        lo = hi = names.priorities.begin()->second;
-        for (const auto& [n, v] : names.priorities) {
-          lo = std::min<int64_t>(lo, v);
-          hi = std::max<int64_t>(hi, v);
-        }
-      }
-      int64_t v = 0;
-      if (!f.Int("priority", v, lo, hi, err)) return out;
-      s.priority = static_cast<int32_t>(v);
-    }
-  }
-  const bool cpu_kind = s.kind == JobKind::kCpu;
-  const json* stages = f.Find("stages");
-  if (stages) {
-    for (const char* key : {"gpus", "gpu_fraction", "replicas", "gpu_memory_gib", "cpu_cores", "memory_gib", "sharing"}) {
-      if (f.Has(key)) {
-        *err = BadField(key, "not with stages (each stage gives its own resources; one replica runs per stage)");
-        return out;
-      }
-    }
-    if (cpu_kind) {
-      *err = BadField("stages", "a cpu job takes no GPUs");
-      return out;
-    }
-    if (!stages->is_array() || stages->empty() || stages->size() > kMaxGpusPerNode) {
-      *err = BadField("stages", "expected a list of 1 to " + std::to_string(kMaxGpusPerNode) + " stages");
-      return out;
-    }
-    for (size_t i = 0; i < stages->size(); ++i) {
-      FieldReader sf;
-      const std::string path = "stages[" + std::to_string(i) + "]";
-      if (!FieldReader::Open((*stages)[i], path,
-                             {"gpus", "gpu_fraction", "gpu_memory_gib", "sharing", "cpu_cores", "memory_gib"}, &sf,
-                             err)) {
-        return out;
-      }
-      Demand d;
-      std::string sharing;
-      if (!ResourcesOf(sf, false, d, sharing, err)) return out;
-      if (sharing == "auto") {
-        *err = BadField(path + ".sharing", "a stage needs a concrete mode (any, time-slice, mps or mig)");
-        return out;
-      }
-      if (d.gpu_count == 0) {
-        *err = BadField(path + ".gpus", "a stage needs GPUs");
-        return out;
-      }
-      s.stages.push_back(d);
-    }
-    s.replicas = static_cast<int32_t>(s.stages.size());
-    s.demand = s.stages[0];
-  } else {
-    int64_t replicas = 1;
-    if (!f.Int("replicas", replicas, 1, names.max_replicas, err)) return out;
-    s.replicas = static_cast<int32_t>(replicas);
-    // SCALE-7: an elastic job runs with `replicas` at least and grows up to max_replicas.
-    int64_t max_replicas = 0;
-    if (!f.Int("max_replicas", max_replicas, replicas, names.max_replicas, err)) return out;
-    if (max_replicas > 0) {
-      s.min_replicas = s.replicas;
-      s.max_replicas = static_cast<int32_t>(max_replicas);
-    }
-    std::string sharing;
-    if (!ResourcesOf(f, cpu_kind, s.demand, sharing, err)) return out;
-    s.auto_sharing = sharing == "auto";
-  }
-  // constraints
-  std::vector<std::string> models;
-  if (!f.StringList("gpu_models", models, 64, err)) return out;
-  if (!models.empty()) {
-    s.demand.allowed_models = 0;
-    for (size_t i = 0; i < models.size(); ++i) {
-      const auto id = Catalog::Builtin().Find(models[i]);
-      if (!id) {
-        *err = BadField("gpu_models[" + std::to_string(i) + "]", "unknown GPU model '" + models[i].substr(0, 64) +
-                                                                     "' (known: " + Catalog::Builtin().Names() + ")");
-        return out;
-      }
-      s.demand.allowed_models |= GpuModelMask{1} << *id;
-    }
-  }
-  std::vector<std::string> pools;
-  if (!f.StringList("pools", pools, 64, err)) return out;
-  for (size_t i = 0; i < pools.size(); ++i) {
-    const auto id = names.pool_id(pools[i]);
-    if (!id) {
-      std::string known;
-      for (const std::string& p : names.pools) known += (known.empty() ? "" : ", ") + p;
-      *err = BadField("pools[" + std::to_string(i) + "]", "unknown pool '" + pools[i].substr(0, 64) + "' (known: " +
-                                                              known + ")");
-      return out;
-    }
-    if (std::find(s.pools.begin(), s.pools.end(), *id) != s.pools.end()) {
-      *err = BadField("pools[" + std::to_string(i) + "]", "pool '" + pools[i] + "' given twice");
-      return out;
-    }
-    s.pools.push_back(*id);
-  }
-  std::string requirement;
-  if (!f.String("requirement", requirement, 64, err)) return out;
-  if (f.Has("requirement")) {
-    auto it = names.requirements.find(requirement);
-    if (it == names.requirements.end()) {
-      std::string known;
-      for (const auto& [n, v] : names.requirements) known += (known.empty() ? "" : ", ") + n;
-      *err = BadField("requirement", "unknown requirement '" + requirement + "' (known: " +
-                                         (known.empty() ? "none configured" : known) + ")");
-      return out;
-    }
-    s.demand.requirement = it->second;
-  }
-  if (!LabelsOf(f, "labels", names, s.labels, err) || !LabelsOf(f, "affinity", names, s.affinity, err) ||
-      !LabelsOf(f, "anti_affinity", names, s.anti_affinity, err)) {
+  if (!PriorityOf(f, names, s.priority, err) || !ShapeOf(f, names, s, err) || !PlacesOf(f, names, s, err) ||
+      !LabelsOf(f, "labels", names, s.labels, err) || !LabelsOf(f, "affinity", names, s.affinity, err) ||
+      !LabelsOf(f, "anti_affinity", names, s.anti_affinity, err) || !CheckpointsOf(f, s, err) ||
+      !TimesOf(f, now, s, err) || !ParseTaskFields(f, s.task, err) || !ImageOf(names, s.task, err)) {
     return out;
-  }
-  // checkpoints and time
-  if (!f.Bool("checkpointable", s.checkpointable, err)) return out;
-  s.checkpoint_duration = std::chrono::seconds(30);
-  if (!DurationOf(f, "checkpoint_interval", s.checkpoint_interval, err)) return out;
-  if (!DurationOf(f, "checkpoint_duration", s.checkpoint_duration, err)) return out;
-  if (!s.checkpointable) {
-    for (const char* key : {"checkpoint_interval", "checkpoint_duration"}) {
-      if (f.Has(key)) {
-        *err = BadField(key, "only for checkpointable jobs (set checkpointable: true)");
-        return out;
-      }
-    }
-  }
-  if (f.Has("deadline") && f.Has("deadline_after")) {
-    *err = BadField("deadline_after", "give either deadline or deadline_after, not both");
-    return out;
-  }
-  if (const json* d = f.Find("deadline")) {
-    if (!d->is_string()) {
-      *err = BadField("deadline", "expected an RFC 3339 time string, got " + JsonTypeName(*d));
-      return out;
-    }
-    auto t = ParseRfc3339(d->get_ref<const std::string&>());
-    if (!t) {
-      *err = BadField("deadline", t.error().message);
-      return out;
-    }
-    s.deadline = *t;
-  }
-  if (f.Has("deadline_after")) {
-    Duration after{0};
-    if (!DurationOf(f, "deadline_after", after, err)) return out;
-    if (after <= Duration(0)) {
-      *err = BadField("deadline_after", "must be positive");
-      return out;
-    }
-    s.deadline = now + after;
-  }
-  if (f.Has("expected_duration")) {
-    Duration d{0};
-    if (!DurationOf(f, "expected_duration", d, err)) return out;
-    s.expected_duration = d;
-  }
-  if (!ParseTaskFields(f, s.task, err)) return out;
-  // A job that runs a command runs it in an image (EXEC-1): its own, else
-  // the server's default, decided now (a later default_image changes no
-  // submitted job).
-  if (!s.task.empty() && s.task.image.empty()) {
-    if (names.default_image.empty()) {
-      *err = BadField("image", "no image given and the server has no default_image (give image: host, or an "
-                               "absolute path to an image on the nodes)");
-      return out;
-    }
-    s.task.image = names.default_image;
   }
   out.value = std::move(r);
   return out;

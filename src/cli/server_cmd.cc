@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <expected>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "src/cli/etcd_flags.h"
 #include "src/cli/listener_tls.h"
@@ -58,44 +60,192 @@ void WarnOnFewDescriptors(const ServerSettings& s, int listeners) {
   }
 }
 
-int RunServer(const ServerFlags& f) {
+// Why start-up stops: the process's exit code and the message after "error: ".
+struct StartFailure {
+  int exit_code = kExitStartFailed;
+  std::string message;
+};
+template <typename T>
+using Started = std::expected<T, StartFailure>;
+
+StartFailure Usage(std::string message) { return {kExitUsage, std::move(message)}; }
+
+// Where the server listens, checked against the plain-listener rule.
+struct ListenPlan {
+  std::string host;
+  int port = 0;
+  std::optional<std::pair<std::string, int>> agent;  // --agent-listen
+  std::optional<http::TlsIdentity> tls;               // both listeners (the agent one asks for client CAs)
+  std::optional<http::TlsIdentity> api_tls;           // the API listener's: never asks for client certificates
+  std::string scheme;                                 // "http://" or "https://"
+};
+
+Started<ListenPlan> PlanListeners(const ServerFlags& f) {
+  ListenPlan plan;
   const auto listen = ParseListen(f.listen);
-  if (!listen) {
-    std::cerr << "error: " << listen.error().message << "\n";
-    return 2;
-  }
-  const auto& [host, port] = *listen;
-  std::optional<std::pair<std::string, int>> agent_listen;
+  if (!listen) return std::unexpected(Usage(listen.error().message));
+  std::tie(plan.host, plan.port) = *listen;
   if (!f.agent_listen.empty()) {
     auto a = ParseListen(f.agent_listen);
-    if (!a) {
-      std::cerr << "error: --agent-listen: " << a.error().message << "\n";
-      return 2;
-    }
-    agent_listen = *a;
+    if (!a) return std::unexpected(Usage("--agent-listen: " + a.error().message));
+    plan.agent = *a;
   }
   auto tls = LoadListenerTls(f.tls);
-  if (!tls) {
-    std::cerr << "error: " << tls.error().message << "\n";
-    return 2;
+  if (!tls) return std::unexpected(Usage(tls.error().message));
+  if (!f.tls.client_ca.empty() && !plan.agent) {
+    return std::unexpected(Usage(
+        "--agent-ca-cert needs --agent-listen: the API listener serves clients without certificates, so agents "
+        "that must present one get a listener of their own"));
   }
-  if (!f.tls.client_ca.empty() && !agent_listen) {
-    std::cerr << "error: --agent-ca-cert needs --agent-listen: the API listener serves clients without "
-                 "certificates, so agents that must present one get a listener of their own\n";
-    return 2;
-  }
-  // The API listener never asks for client certificates (the CLI has none).
-  std::optional<http::TlsIdentity> api_tls = *tls;
-  if (api_tls) api_tls->client_ca_pem.clear();
+  plan.tls = *tls;
+  plan.api_tls = *tls;
+  if (plan.api_tls) plan.api_tls->client_ca_pem.clear();
   for (const auto& [flag, where] : {std::pair{std::string("--listen"), std::optional(*listen)},
-                                    std::pair{std::string("--agent-listen"), agent_listen}}) {
+                                    std::pair{std::string("--agent-listen"), plan.agent}}) {
     if (!where) continue;
-    if (auto ok = CheckPlainListener(flag, where->first, tls->has_value(), f.tls.insecure); !ok) {
-      std::cerr << "error: " << ok.error().message << "\n";
-      return 2;
+    if (auto ok = CheckPlainListener(flag, where->first, plan.tls.has_value(), f.tls.insecure); !ok) {
+      return std::unexpected(Usage(ok.error().message));
     }
   }
-  const std::string scheme = *tls ? "https://" : "http://";
+  plan.scheme = plan.tls ? "https://" : "http://";
+  return plan;
+}
+
+// The replicated server's parts (--etcd): the client and the won election.
+struct Replication {
+  std::unique_ptr<EtcdClient> etcd;
+  std::unique_ptr<EtcdElection> election;
+};
+
+// Connects to etcd, checks the prefix, and waits to lead (a standby waits
+// here; a stop signal meanwhile ends it with exit code 0 and no message).
+// Sets `options` to open the journal in etcd, fenced by the leadership.
+Started<std::unique_ptr<Replication>> LeadInEtcd(const ServerFlags& f, const ListenPlan& plan,
+                                                 const sigset_t& signals, ServerOptions& options) {
+  auto etcd_options = EtcdClientOptionsFromFlags(f.etcd, f.tls.insecure);
+  if (!etcd_options) return std::unexpected(Usage(etcd_options.error().message));
+  if (auto ok = CheckEtcdPrefix(f.etcd_prefix); !ok) return std::unexpected(Usage(ok.error().message));
+  auto r = std::make_unique<Replication>();
+  r->etcd = std::make_unique<EtcdClient>(std::move(*etcd_options));
+  if (auto v = r->etcd->Version(); !v) {
+    return std::unexpected(StartFailure{kExitStartFailed,
+                                        "cannot reach etcd at " + r->etcd->Describe() + ": " + v.error().message});
+  }
+  // A prefix holding another cluster's keys stops a standby too, before it waits.
+  if (auto probe = OpenEtcdJournal(*r->etcd, EtcdJournalOptions{f.etcd_prefix}); !probe) {
+    return std::unexpected(StartFailure{kExitStartFailed, probe.error().message});
+  }
+  const std::string url = plan.scheme + HostForUrl(plan.host) + ":" + std::to_string(plan.port);
+  r->election = std::make_unique<EtcdElection>(*r->etcd, EtcdElectionOptions{f.etcd_prefix, url, f.lease_ttl_seconds});
+  LogInfo("campaigning for leadership", {{"etcd", r->etcd->Describe()}, {"prefix", f.etcd_prefix}});
+  const auto stop_asked = [&signals] {
+    const timespec zero{0, 0};
+    sigset_t s = signals;
+    return sigtimedwait(&s, nullptr, &zero) > 0;
+  };
+  const auto waiting = [](const std::string& leader) {
+    LogInfo("standing by: another server leads", {{"leader", leader}});
+  };
+  const auto lost = [](const std::string& why) {
+    // Commits fail from now on (answered 503 naming the leader); give
+    // them a moment, then stop: a restarted server campaigns again.
+    LogError("lost the leadership: stopping", {{"reason", why}});
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      std::fflush(nullptr);
+      std::_Exit(kExitLostLeadership);
+    }).detach();
+  };
+  if (auto won = r->election->Campaign(stop_asked, waiting, lost); !won) {
+    if (won.error().message == "stopped") return std::unexpected(StartFailure{kExitOk, ""});
+    return std::unexpected(StartFailure{kExitStartFailed, won.error().message});
+  }
+  LogInfo("leading", {{"prefix", f.etcd_prefix}, {"lease", std::to_string(r->election->lease())}});
+  options.state_name = "etcd " + f.etcd_prefix + " at " + r->etcd->Describe();
+  options.open_journal = [etcd = r->etcd.get(), election = r->election.get(), prefix = f.etcd_prefix] {
+    return OpenEtcdJournal(*etcd, EtcdJournalOptions{prefix, election});
+  };
+  return r;
+}
+
+// Binds both listeners; the URLs they serve on (the agent's empty without
+// --agent-listen).
+Started<std::pair<std::string, std::string>> BindListeners(HttpApi& api, const ListenPlan& plan) {
+  auto bound = api.Bind(plan.host, plan.port, plan.api_tls);
+  if (!bound) return std::unexpected(StartFailure{kExitStartFailed, "--listen: " + bound.error().message});
+  std::string agent_url;
+  if (plan.agent) {
+    auto b = api.BindAgent(plan.agent->first, plan.agent->second, plan.tls);
+    if (!b) return std::unexpected(StartFailure{kExitStartFailed, "--agent-listen: " + b.error().message});
+    agent_url = plan.scheme + HostForUrl(plan.agent->first) + ":" + std::to_string(*b);
+  }
+  return std::pair{plan.scheme + HostForUrl(plan.host) + ":" + std::to_string(*bound), agent_url};
+}
+
+void PrintListening(const ServerFlags& f, const std::string& url, const std::string& agent_url) {
+  const std::string token_file = f.admin_token_file.empty()
+                                     ? (std::filesystem::path(f.data_dir) / "admin.token").string()
+                                     : f.admin_token_file;
+  std::cout << "gpupool server: listening on " << url << "\n"
+            << (agent_url.empty() ? "" : "  agents:      " + agent_url + " (agent protocol and /healthz only)\n")
+            << "  data:        " << f.data_dir << "\n"
+            << "  admin token: " << token_file << "\n"
+            << "  try:         GPUPOOL_ADDR=" << url << " GPUPOOL_TOKEN=$(cat " << token_file
+            << ") build/gpupool pool list" << std::endl;
+  LogInfo("listening", {{"url", url}, {"agent_url", agent_url}});
+}
+
+// Opens the state (the data directory's journal, or etcd's), binds, and
+// starts the core; with --recover-from-journal, writes fresh snapshots.
+Started<std::unique_ptr<ServerCore>> OpenCore(const ServerFlags& f, const ServerOptions& options, int listeners) {
+  auto core = ServerCore::Open(options);
+  if (!core) {
+    return std::unexpected(StartFailure{
+        core.error().code == ErrorCode::kDataLoss ? kExitDataLoss : kExitStartFailed, core.error().message});
+  }
+  LogInfo("recovered", {{"data_dir", f.data_dir},
+                        {"replayed_events", std::to_string((*core)->replayed_events())},
+                        {"seconds", std::to_string((*core)->recovery_seconds())},
+                        {"integrity_check_seconds", std::to_string((*core)->integrity_check_seconds())},
+                        {"from", f.recover_from_journal ? "the journal's events alone" : "snapshots and events"}});
+  WarnOnFewDescriptors((*core)->settings(), listeners);
+  return std::move(*core);
+}
+
+// Fresh snapshots of both kinds after --recover-from-journal, so that the
+// next plain start does not meet the damaged ones again.
+Status WriteFreshSnapshots(ServerCore& core, const std::string& data_dir) {
+  if (const Reply r = core.Call(SnapshotCmd{}); r.error) {
+    return FailedPrecondition("cannot write fresh snapshots: " + r.error->message);
+  }
+  LogInfo("rebuilt the state from the journal and wrote fresh snapshots", {{"data_dir", data_dir}});
+  return {};
+}
+
+// Serves until SIGINT or SIGTERM (or until serving fails); true when it
+// stopped cleanly.
+bool ServeUntilSignalled(HttpApi& api, const sigset_t& signals) {
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    LogInfo("stopping", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+    api.Stop();
+  });
+  const Status served = api.Serve();
+  if (!served) LogError("cannot serve", {{"error", served.error().message}});
+  pthread_kill(waiter.native_handle(), SIGTERM);  // when Serve ended for another reason
+  waiter.join();
+  return served.has_value();
+}
+
+int Fail(const StartFailure& why) {
+  if (!why.message.empty()) std::cerr << "error: " << why.message << "\n";
+  return why.exit_code;
+}
+
+int RunServer(const ServerFlags& f) {
+  const auto plan = PlanListeners(f);
+  if (!plan) return Fail(plan.error());
   // Signals are taken by one thread (sigwait); every other thread blocks them.
   const sigset_t signals = BlockStopSignals();
   // Whatever the server creates is its owner's alone (the Env and the
@@ -106,136 +256,36 @@ int RunServer(const ServerFlags& f) {
   options.replay_from_start = f.recover_from_journal;
   // With --etcd: wait to lead, then open the journal in etcd (fenced by the
   // leadership: a deposed server's appends fail, and it stops).
-  std::unique_ptr<EtcdClient> etcd;
-  std::unique_ptr<EtcdElection> election;
+  std::unique_ptr<Replication> replication;
   if (!f.etcd.endpoints.empty()) {
-    auto etcd_options = EtcdClientOptionsFromFlags(f.etcd, f.tls.insecure);
-    if (!etcd_options) {
-      std::cerr << "error: " << etcd_options.error().message << "\n";
-      return 2;
-    }
-    if (auto ok = CheckEtcdPrefix(f.etcd_prefix); !ok) {
-      std::cerr << "error: " << ok.error().message << "\n";
-      return 2;
-    }
-    etcd = std::make_unique<EtcdClient>(std::move(*etcd_options));
-    if (auto v = etcd->Version(); !v) {
-      std::cerr << "error: cannot reach etcd at " << etcd->Describe() << ": " << v.error().message << "\n";
-      return 1;
-    }
-    // A prefix holding another cluster's keys stops a standby too, before it waits.
-    if (auto probe = OpenEtcdJournal(*etcd, EtcdJournalOptions{f.etcd_prefix}); !probe) {
-      std::cerr << "error: " << probe.error().message << "\n";
-      return 1;
-    }
-    election = std::make_unique<EtcdElection>(
-        *etcd, EtcdElectionOptions{f.etcd_prefix, scheme + HostForUrl(host) + ":" + std::to_string(port),
-                                   f.lease_ttl_seconds});
-    LogInfo("campaigning for leadership", {{"etcd", etcd->Describe()}, {"prefix", f.etcd_prefix}});
-    const auto stop_asked = [&signals] {
-      const timespec zero{0, 0};
-      sigset_t s = signals;
-      return sigtimedwait(&s, nullptr, &zero) > 0;
-    };
-    const auto waiting = [](const std::string& leader) {
-      LogInfo("standing by: another server leads", {{"leader", leader}});
-    };
-    const auto lost = [](const std::string& why) {
-      // Commits fail from now on (answered 503 naming the leader); give
-      // them a moment, then stop: a restarted server campaigns again.
-      LogError("lost the leadership: stopping", {{"reason", why}});
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        std::fflush(nullptr);
-        std::_Exit(kExitLostLeadership);
-      }).detach();
-    };
-    if (auto won = election->Campaign(stop_asked, waiting, lost); !won) {
-      if (won.error().message == "stopped") return 0;
-      std::cerr << "error: " << won.error().message << "\n";
-      return 1;
-    }
-    LogInfo("leading", {{"prefix", f.etcd_prefix}, {"lease", std::to_string(election->lease())}});
-    options.state_name = "etcd " + f.etcd_prefix + " at " + etcd->Describe();
-    options.open_journal = [&etcd, &election, &f] {
-      return OpenEtcdJournal(*etcd, EtcdJournalOptions{f.etcd_prefix, election.get()});
-    };
+    auto r = LeadInEtcd(f, *plan, signals, options);
+    if (!r) return Fail(r.error());
+    replication = std::move(*r);
   }
-  auto core = ServerCore::Open(options);
-  if (!core) {
-    std::cerr << "error: " << core.error().message << "\n";
-    return core.error().code == ErrorCode::kDataLoss ? kExitDataLoss : kExitStartFailed;
-  }
-  LogInfo("recovered", {{"data_dir", f.data_dir},
-                        {"replayed_events", std::to_string((*core)->replayed_events())},
-                        {"seconds", std::to_string((*core)->recovery_seconds())},
-                        {"integrity_check_seconds", std::to_string((*core)->integrity_check_seconds())},
-                        {"from", f.recover_from_journal ? "the journal's events alone" : "snapshots and events"}});
-  WarnOnFewDescriptors((*core)->settings(), agent_listen ? 2 : 1);
+  auto core = OpenCore(f, options, plan->agent ? 2 : 1);
+  if (!core) return Fail(core.error());
   HttpApi api(**core);
-  auto bound = api.Bind(host, port, api_tls);
-  if (!bound) {
-    std::cerr << "error: --listen: " << bound.error().message << "\n";
-    return 1;
-  }
-  std::string agent_url;
-  if (agent_listen) {
-    auto b = api.BindAgent(agent_listen->first, agent_listen->second, *tls);
-    if (!b) {
-      std::cerr << "error: --agent-listen: " << b.error().message << "\n";
-      return 1;
-    }
-    agent_url = scheme + HostForUrl(agent_listen->first) + ":" + std::to_string(*b);
-  }
+  const auto urls = BindListeners(api, *plan);
+  if (!urls) return Fail(urls.error());
+  const auto& [url, agent_url] = *urls;
   (*core)->Start();
   if (f.recover_from_journal) {
-    // Fresh snapshots of both kinds, so that the next plain start does not
-    // meet the damaged ones again.
-    if (const Reply r = (*core)->Call(SnapshotCmd{}); r.error) {
-      std::cerr << "error: cannot write fresh snapshots: " << r.error->message << "\n";
+    if (auto ok = WriteFreshSnapshots(**core, f.data_dir); !ok) {
       (*core)->Stop();
-      return kExitStartFailed;
-    }
-    LogInfo("rebuilt the state from the journal and wrote fresh snapshots", {{"data_dir", f.data_dir}});
-  }
-  const std::string url = scheme + HostForUrl(host) + ":" + std::to_string(*bound);
-  if (election) {
-    if (auto ok = election->Advertise(url); !ok) {
-      std::cerr << "error: " << ok.error().message << "\n";
-      return 1;
+      return Fail({kExitStartFailed, ok.error().message});
     }
   }
-  if (auto ok = WriteServerUrl(f.data_dir, url); !ok) {
-    std::cerr << "error: " << ok.error().message << "\n";
-    return 1;
+  if (replication) {
+    if (auto ok = replication->election->Advertise(url); !ok) return Fail({kExitStartFailed, ok.error().message});
   }
-  std::cout << "gpupool server: listening on " << url << "\n"
-            << (agent_url.empty() ? "" : "  agents:      " + agent_url + " (agent protocol and /healthz only)\n")
-            << "  data:        " << f.data_dir << "\n"
-            << "  admin token: "
-            << (f.admin_token_file.empty() ? (std::filesystem::path(f.data_dir) / "admin.token").string()
-                                           : f.admin_token_file)
-            << "\n"
-            << "  try:         GPUPOOL_ADDR=" << url << " GPUPOOL_TOKEN=$(cat "
-            << (f.admin_token_file.empty() ? (std::filesystem::path(f.data_dir) / "admin.token").string()
-                                           : f.admin_token_file)
-            << ") build/gpupool pool list" << std::endl;
-  LogInfo("listening", {{"url", url}, {"agent_url", agent_url}});
+  if (auto ok = WriteServerUrl(f.data_dir, url); !ok) return Fail({kExitStartFailed, ok.error().message});
+  PrintListening(f, url, agent_url);
 
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    LogInfo("stopping", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
-    api.Stop();
-  });
-  const Status served = api.Serve();
-  if (!served) LogError("cannot serve", {{"error", served.error().message}});
+  const bool clean = ServeUntilSignalled(api, signals);
   (*core)->Stop();
-  if (election) election->Resign();  // a standby takes over at once
-  pthread_kill(waiter.native_handle(), SIGTERM);  // when Serve ended for another reason
-  waiter.join();
+  if (replication) replication->election->Resign();  // a standby takes over at once
   LogInfo("stopped", {});
-  return served ? 0 : 1;
+  return clean ? 0 : 1;
 }
 
 }  // namespace

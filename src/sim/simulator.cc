@@ -643,13 +643,8 @@ Status Simulator::Resubmit(size_t index, Instant now) {
   return {};
 }
 
-Result<SimReport> Simulator::Run(const std::string& scenario_name) {
-  const Instant horizon = kTimeOrigin + options_.horizon;
+Status Simulator::ScheduleFaultsAndSpells() {
   const Cluster& cluster = engine_->state().cluster;
-  failed_.assign(cluster.node_count(), false);
-  scaling_ = !engine_->config().scaling.empty();
-  UpdateNodeCounts();
-  metrics_.Observe(kTimeOrigin);
   const Duration heartbeat_timeout = engine_->config().heartbeat_timeout;
   for (const FaultSpec& f : options_.faults) {
     const NodeIndex node = NodeNamed(cluster, f.node);
@@ -669,18 +664,116 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
   for (size_t i = 0; i < options_.world_changes.size(); ++i) {
     Push(kTimeOrigin + options_.world_changes[i].at, Kind::kWorldChange, static_cast<int64_t>(i));
   }
-  struct Spell {
-    NodeIndex node;
-    Instant from, to;
-    double temperature_c;
-  };
-  std::vector<Spell> spells;
+  spells_.clear();
   for (const HotSpell& h : options_.hot_spells) {
     const NodeIndex node = NodeNamed(cluster, h.node);
     if (node < 0) return NotFound("hot_spells: unknown node '" + h.node + "'");
-    spells.push_back({node, kTimeOrigin + h.at, kTimeOrigin + h.at + h.hot_for, h.temperature_c});
+    spells_.push_back({node, kTimeOrigin + h.at, kTimeOrigin + h.at + h.hot_for, h.temperature_c});
   }
-  const bool telemetry = engine_->config().hotspots.enabled;
+  return {};
+}
+
+Status Simulator::OnProvision(PoolId pool, Instant now) {
+  PoolProvider& p = provider_[pool];
+  const NodeTemplate* t = nullptr;
+  for (const PoolScalingConfig& c : engine_->config().scaling) {
+    if (c.pool == engine_->state().pools[pool].name) t = &c.node;
+  }
+  if (t == nullptr) return {};
+  const int64_t serial = p.serial++;
+  // FRAG-3: the provider puts the node beside the pool's scattered
+  // free GPUs when there are any, else in its own racks in turn.
+  std::string rack = engine_->FragmentedRack(pool);
+  if (rack.empty()) rack = ProvisionedNodeRack(*t, serial);
+  auto added = engine_->AddProvisionedNode(pool, ProvisionedNodeName(*t, serial), std::move(rack), now, sink_);
+  if (!added) return std::unexpected(added.error());
+  return {};
+}
+
+Status Simulator::OnItem(const Item& item, Instant now) {
+  switch (item.kind) {
+    case Kind::kCompletion: {
+      auto it = live_.find(item.id);
+      if (it == live_.end() || it->second.token != item.token || !it->second.computing) return {};
+      return engine_->Finish(item.id, true, now, sink_);
+    }
+    case Kind::kCheckpointDone: {
+      auto it = live_.find(item.id);
+      if (it == live_.end() || it->second.failed_at) return {};  // a failed node saves nothing
+      if (engine_->state().job(item.id).state != JobState::kCheckpointing) return {};
+      return engine_->CheckpointDone(item.id, now, sink_);
+    }
+    case Kind::kFault: OnFault(static_cast<NodeIndex>(item.id), now); return {};
+    case Kind::kRecover:
+      failed_[item.id] = false;
+      return engine_->Heartbeat(static_cast<NodeIndex>(item.id), now, sink_);
+    case Kind::kGpuFault:
+    case Kind::kGpuRecover: return OnGpuFault(item, now);
+    case Kind::kNodeOp: return OnNodeOp(static_cast<size_t>(item.id), now);
+    case Kind::kWorldChange: return options_.world_changes[static_cast<size_t>(item.id)].apply(*engine_, now, sink_);
+    case Kind::kPoll: return OnPoll(item.id, item.token, now);
+    case Kind::kResubmit: return Resubmit(static_cast<size_t>(item.id), now);
+    case Kind::kProvision: return OnProvision(static_cast<PoolId>(item.id), now);
+    case Kind::kWarmReady: {
+      PoolProvider& p = provider_[static_cast<PoolId>(item.id)];
+      --p.warm_coming;
+      if (p.warm_ready < p.warm_target) ++p.warm_ready;
+      UpdateNodeCounts();
+      metrics_.Observe(now);
+      return {};
+    }
+    case Kind::kTick: return {};
+  }
+  return {};
+}
+
+Status Simulator::OnTick(Instant now) {
+  const Cluster& cluster = engine_->state().cluster;
+  if (heartbeats_) {
+    for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
+      if (failed_[n] || cluster.node(n).condition == NodeCondition::kRemoved) continue;
+      GP_TRY(engine_->Heartbeat(n, now, sink_));
+    }
+  }
+  if (telemetry_) GP_TRY(ReportTelemetry(now));
+  engine_->Tick(now, sink_);
+  Push(now + options_.tick, Kind::kTick);
+  return {};
+}
+
+// OPS-2: each node's GPU telemetry. Utilization follows the GPUs'
+// allocations, and so does the temperature (40 C idle, 80 C full) but on a
+// node in a hot spell, where it is the spell's. Memory is not reported
+// (what jobs hold is not what they use).
+Status Simulator::ReportTelemetry(Instant now) {
+  const Cluster& cluster = engine_->state().cluster;
+  std::vector<GpuTelemetry> gpus;
+  for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
+    const Node& node = cluster.node(n);
+    if (failed_[n] || node.condition == NodeCondition::kRemoved || node.gpu_count == 0) continue;
+    double spell = -1;
+    for (const Spell& s : spells_) {
+      if (s.node == n && now >= s.from && now < s.to) spell = s.temperature_c;
+    }
+    gpus.clear();
+    for (int g = 0; g < node.gpu_count; ++g) {
+      const double util = 100.0 * (kMilliPerGpu - node.gpu_free_milli[g]) / kMilliPerGpu;
+      gpus.push_back({g, util, -1, spell >= 0 ? spell : 40 + 0.4 * util});
+    }
+    GP_TRY(engine_->ReportNodeTelemetry(n, gpus, now, sink_));
+  }
+  return {};
+}
+
+Result<SimReport> Simulator::Run(const std::string& scenario_name) {
+  const Instant horizon = kTimeOrigin + options_.horizon;
+  failed_.assign(engine_->state().cluster.node_count(), false);
+  scaling_ = !engine_->config().scaling.empty();
+  heartbeats_ = engine_->config().heartbeat_timeout > Duration(0);
+  telemetry_ = engine_->config().hotspots.enabled;
+  UpdateNodeCounts();
+  metrics_.Observe(kTimeOrigin);
+  GP_TRY(ScheduleFaultsAndSpells());
   if (options_.tick > Duration(0)) Push(kTimeOrigin + options_.tick, Kind::kTick);
   size_t next_arrival = 0;
   while (failure_) {
@@ -692,61 +785,7 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     if (heap_at == now && heap_.top().kind < Kind::kTick) {
       const Item item = heap_.top();
       heap_.pop();
-      Status ok;
-      switch (item.kind) {
-        case Kind::kCompletion: {
-          auto it = live_.find(item.id);
-          if (it == live_.end() || it->second.token != item.token || !it->second.computing) break;
-          ok = engine_->Finish(item.id, true, now, sink_);
-          break;
-        }
-        case Kind::kCheckpointDone: {
-          auto it = live_.find(item.id);
-          if (it == live_.end() || it->second.failed_at) break;  // a failed node saves nothing
-          if (engine_->state().job(item.id).state == JobState::kCheckpointing) {
-            ok = engine_->CheckpointDone(item.id, now, sink_);
-          }
-          break;
-        }
-        case Kind::kFault: OnFault(static_cast<NodeIndex>(item.id), now); break;
-        case Kind::kRecover:
-          failed_[item.id] = false;
-          ok = engine_->Heartbeat(static_cast<NodeIndex>(item.id), now, sink_);
-          break;
-        case Kind::kGpuFault:
-        case Kind::kGpuRecover: ok = OnGpuFault(item, now); break;
-        case Kind::kNodeOp: ok = OnNodeOp(static_cast<size_t>(item.id), now); break;
-        case Kind::kWorldChange: ok = options_.world_changes[static_cast<size_t>(item.id)].apply(*engine_, now, sink_); break;
-        case Kind::kPoll: ok = OnPoll(item.id, item.token, now); break;
-        case Kind::kResubmit: ok = Resubmit(static_cast<size_t>(item.id), now); break;
-        case Kind::kProvision: {
-          const PoolId pool = static_cast<PoolId>(item.id);
-          PoolProvider& p = provider_[pool];
-          const NodeTemplate* t = nullptr;
-          for (const PoolScalingConfig& c : engine_->config().scaling) {
-            if (c.pool == engine_->state().pools[pool].name) t = &c.node;
-          }
-          if (t == nullptr) break;
-          const int64_t serial = p.serial++;
-          // FRAG-3: the provider puts the node beside the pool's scattered
-          // free GPUs when there are any, else in its own racks in turn.
-          std::string rack = engine_->FragmentedRack(pool);
-          if (rack.empty()) rack = ProvisionedNodeRack(*t, serial);
-          auto added = engine_->AddProvisionedNode(pool, ProvisionedNodeName(*t, serial), std::move(rack), now, sink_);
-          if (!added) ok = std::unexpected(added.error());
-          break;
-        }
-        case Kind::kWarmReady: {
-          PoolProvider& p = provider_[static_cast<PoolId>(item.id)];
-          --p.warm_coming;
-          if (p.warm_ready < p.warm_target) ++p.warm_ready;
-          UpdateNodeCounts();
-          metrics_.Observe(now);
-          break;
-        }
-        case Kind::kTick: break;
-      }
-      if (!ok) return std::unexpected(ok.error());
+      GP_TRY(OnItem(item, now));
       continue;
     }
     if (arrival_at == now) {
@@ -759,38 +798,18 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
       continue;
     }
     heap_.pop();  // the tick
-    if (heartbeat_timeout > Duration(0)) {
-      for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
-        if (failed_[n] || cluster.node(n).condition == NodeCondition::kRemoved) continue;
-        GP_TRY(engine_->Heartbeat(n, now, sink_));
-      }
-    }
-    // OPS-2: each node's GPU telemetry. Utilization follows the GPUs'
-    // allocations, and so does the temperature (40 C idle, 80 C full) but on
-    // a node in a hot spell, where it is the spell's. Memory is not reported
-    // (what jobs hold is not what they use).
-    if (telemetry) {
-      std::vector<GpuTelemetry> gpus;
-      for (NodeIndex n = 0; n < cluster.node_count(); ++n) {
-        const Node& node = cluster.node(n);
-        if (failed_[n] || node.condition == NodeCondition::kRemoved || node.gpu_count == 0) continue;
-        double spell = -1;
-        for (const Spell& s : spells) {
-          if (s.node == n && now >= s.from && now < s.to) spell = s.temperature_c;
-        }
-        gpus.clear();
-        for (int g = 0; g < node.gpu_count; ++g) {
-          const double util = 100.0 * (kMilliPerGpu - node.gpu_free_milli[g]) / kMilliPerGpu;
-          gpus.push_back({g, util, -1, spell >= 0 ? spell : 40 + 0.4 * util});
-        }
-        GP_TRY(engine_->ReportNodeTelemetry(n, gpus, now, sink_));
-      }
-    }
-    engine_->Tick(now, sink_);
-    Push(now + options_.tick, Kind::kTick);
+    GP_TRY(OnTick(now));
   }
   if (!failure_) return std::unexpected(failure_.error());
-  // What is still held at the horizon.
+  SettleAtHorizon(horizon);
+  if (log_.is_open()) {
+    log_.flush();
+    if (!log_) return IoError(options_.event_log_path + ": write failed");
+  }
+  return Report(horizon, scenario_name);
+}
+
+void Simulator::SettleAtHorizon(Instant horizon) {
   std::vector<JobId> ids;
   for (const auto& [id, r] : live_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
@@ -805,10 +824,9 @@ Result<SimReport> Simulator::Run(const std::string& scenario_name) {
     }
   }
   for (auto& [index, r] : parked_) AwayUntil(r, horizon);  // its owner not back yet
-  if (log_.is_open()) {
-    log_.flush();
-    if (!log_) return IoError(options_.event_log_path + ": write failed");
-  }
+}
+
+SimReport Simulator::Report(Instant horizon, const std::string& scenario_name) {
   SimReport report = metrics_.Finish(horizon, scenario_name, events_, hash_.HexDigest());
   ScalingReport& s = report.scaling;
   s.cost = options_.provider.price_per_node_hour *

@@ -186,6 +186,17 @@ class Simulator {
   };
 
   void Push(Instant at, Kind kind, int64_t id = -1, uint64_t token = 0);
+  // Run's parts: the scenario's faults, node operations, world changes and
+  // hot spells as heap items (or spells_), checked against the cluster; one
+  // heap item coming due; a tick (heartbeats, telemetry, the engine's
+  // tick); what is still held at the horizon; the report.
+  Status ScheduleFaultsAndSpells();
+  Status OnItem(const Item& item, Instant now);
+  Status OnProvision(PoolId pool, Instant now);
+  Status OnTick(Instant now);
+  Status ReportTelemetry(Instant now);
+  void SettleAtHorizon(Instant horizon);
+  SimReport Report(Instant horizon, const std::string& scenario_name);
   void OnEvent(const Event& e);
   void OnPlaced(const JobPlaced& p, Instant now);
   // SCALE-7: an elastic job changed size: what it computed is kept (the
@@ -241,6 +252,17 @@ class Simulator {
   bool resubmitting_ = false;
   GpuLoad load_;
   std::vector<bool> failed_;          // per node: stopped heartbeating
+  // OPS-2: a node's temperature during a hot spell (options_.hot_spells).
+  struct Spell {
+    NodeIndex node;
+    Instant from, to;
+    double temperature_c;
+  };
+  std::vector<Spell> spells_;
+  // As the configuration said when Run began: ticks heartbeat every live
+  // node, and report GPU telemetry (OPS-2).
+  bool heartbeats_ = false;
+  bool telemetry_ = false;
   std::vector<GpuMask> gpu_unhealthy_;  // per node: its GPUs in a GPU fault (EXEC-11)
   Instant scrub_at_{};                // the GPUs the engine scrubbed at that instant
   std::map<NodeIndex, GpuMask> scrubbed_;
