@@ -1,8 +1,14 @@
-// A little-endian byte writer and a bounds-checked reader, for binary
-// snapshots. The reader never reads past its end: a short or corrupt input
-// sets failed() and yields zeros, and the caller turns that into an Error.
+// The project's one byte codec (issue 21): little-endian fixed-width
+// integers, LEB128 varints and zigzag varints as free functions, and on
+// them a byte writer and a bounds-checked reader, for binary snapshots and
+// event records. The reader never reads past its end: a short or corrupt
+// input sets failed() and yields zeros, and the caller turns that into an
+// Error. The engine's snapshot codec (src/engine/snapshot.cc) keeps its own
+// reader for its field-named messages, on the same functions.
 #pragma once
 
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -10,6 +16,54 @@
 #include <type_traits>
 
 namespace gpupool {
+
+// `bytes` (1 to 8) low bytes of `v`, least significant first.
+inline void StoreLe(char* p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+inline uint64_t LoadLe64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if constexpr (std::endian::native == std::endian::big) v = std::byteswap(v);
+  return v;
+}
+
+// A varint: 7 bits a byte, the low ones first, the high bit set on every
+// byte but the last; at most kMaxVarintBytes. A zigzag varint maps
+// 0, -1, 1, -2, ... to 0, 1, 2, 3, ... first, so small negatives stay short.
+inline constexpr int kMaxVarintBytes = 10;
+// Writes `v` at `out` (room for kMaxVarintBytes); returns the bytes written.
+inline int EncodeVarint(uint64_t v, char* out) {
+  int n = 0;
+  while (v >= 0x80) {
+    out[n++] = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  out[n++] = static_cast<char>(v);
+  return n;
+}
+inline uint64_t ZigzagEncode(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+inline int64_t ZigzagDecode(uint64_t u) { return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1); }
+
+enum class VarintRead { kOk, kTruncated, kMalformed };
+// Reads a varint from [*p, end) into *v and advances *p past it. kTruncated
+// when the input ends inside it; kMalformed when it runs over 64 bits.
+// On failure *v is 0.
+inline VarintRead DecodeVarint(const char** p, const char* end, uint64_t* v) {
+  *v = 0;
+  uint64_t out = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (*p == end) return VarintRead::kTruncated;
+    const auto b = static_cast<uint8_t>(*(*p)++);
+    if (shift == 63 && b > 1) break;
+    out |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = out;
+      return VarintRead::kOk;
+    }
+  }
+  return VarintRead::kMalformed;
+}
 
 class ByteWriter {
  public:
@@ -30,6 +84,11 @@ class ByteWriter {
   void PutRaw(const T& v) {
     out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
   }
+  void PutVarint(uint64_t v) {
+    char b[kMaxVarintBytes];
+    out_.append(b, EncodeVarint(v, b));
+  }
+  void PutZigzag(int64_t v) { PutVarint(ZigzagEncode(v)); }
   std::string& bytes() { return out_; }
 
  private:
@@ -48,6 +107,18 @@ class ByteReader {
     std::memcpy(&v, in_.data() + pos_ - sizeof(T), sizeof(T));
     return v;
   }
+  uint64_t GetVarint() {
+    if (failed_) return 0;
+    const char* p = in_.data() + pos_;
+    uint64_t v = 0;
+    if (DecodeVarint(&p, in_.data() + in_.size(), &v) != VarintRead::kOk) {
+      failed_ = true;
+      return 0;
+    }
+    pos_ = static_cast<size_t>(p - in_.data());
+    return v;
+  }
+  int64_t GetZigzag() { return ZigzagDecode(GetVarint()); }
   std::string GetString() {
     const uint64_t n = Get<uint64_t>();
     if (n > remaining()) {

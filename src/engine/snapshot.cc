@@ -41,6 +41,7 @@
 
 #include <xxhash.h>
 
+#include "src/base/bytes.h"
 #include "src/base/check.h"
 #include "src/model/mig.h"
 
@@ -48,17 +49,6 @@ namespace gpupool {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'P', 'S', 'N', 'A', 'P', '\r', '\n'};
-
-uint64_t LoadLe64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  if constexpr (std::endian::native == std::endian::big) v = std::byteswap(v);
-  return v;
-}
-
-void StoreLe(char* p, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
 
 // --- writing ----------------------------------------------------------------
 
@@ -68,16 +58,10 @@ class Writer {
   uint32_t version() const { return version_; }
 
   void U(uint64_t v) {
-    char buf[10];
-    int n = 0;
-    while (v >= 0x80) {
-      buf[n++] = static_cast<char>(v | 0x80);
-      v >>= 7;
-    }
-    buf[n++] = static_cast<char>(v);
-    out_.append(buf, n);
+    char buf[kMaxVarintBytes];
+    out_.append(buf, EncodeVarint(v, buf));
   }
-  void S(int64_t v) { U((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
+  void S(int64_t v) { U(ZigzagEncode(v)); }
   void B(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void Bool(bool v) { B(v ? 1 : 0); }
   void F(double v) {
@@ -252,23 +236,14 @@ class Reader {
   uint64_t U(const char* field) {
     if (error_) return 0;
     uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) {
-        Fail(field, "truncated");
-        return 0;
-      }
-      const auto b = static_cast<uint8_t>(*p_++);
-      if (shift == 63 && b > 1) break;
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
+    switch (DecodeVarint(&p_, end_, &v)) {
+      case VarintRead::kOk: return v;
+      case VarintRead::kTruncated: Fail(field, "truncated"); return 0;
+      case VarintRead::kMalformed: Fail(field, "malformed number"); return 0;
     }
-    Fail(field, "malformed number");
     return 0;
   }
-  int64_t S(const char* field) {
-    const uint64_t u = U(field);
-    return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1);
-  }
+  int64_t S(const char* field) { return ZigzagDecode(U(field)); }
   // An integer that must fit T.
   template <class T>
   T Int(const char* field) {
