@@ -35,19 +35,6 @@ std::string Trim(std::string s) {
 ServerProcess::ServerProcess(std::string data_dir, std::vector<std::string> extra_args, std::string listen)
     : data_dir_(std::move(data_dir)), extra_args_(std::move(extra_args)), listen_(std::move(listen)) {}
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) Kill();
 }

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/server/testing/free_port.h"
+
 namespace gpupool::testing {
 
 class ServerProcess {
@@ -57,8 +59,8 @@ struct HttpResult {
 };
 
 // One request; `token` empty sends no Authorization header.
-// A port that was free a moment ago on 127.0.0.1.
-int FreePort();
+// A port that was free a moment ago on 127.0.0.1 (free_port.h).
+inline int FreePort() { return FreeLoopbackPort(); }
 
 HttpResult Http(const ServerProcess& s, const std::string& method, const std::string& path, const std::string& token,
                 const std::optional<nlohmann::json>& body = std::nullopt);

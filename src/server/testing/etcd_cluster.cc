@@ -14,23 +14,10 @@
 #include <thread>
 
 #include "src/server/etcd_client.h"
+#include "src/server/testing/free_port.h"
 
 namespace gpupool::testing {
 namespace {
-
-// A port that was free a moment ago on 127.0.0.1.
-int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string Url(int port) { return "http://127.0.0.1:" + std::to_string(port); }
 
