@@ -84,6 +84,8 @@ bench: build
 	else \
 	  echo "==> $(TRACE_DIR) not found: skipping the FGD protocol timing (it needs the trace)"; \
 	fi
+	@echo "==> what-if: a month of a 1,000-GPU pool's journal checked against a new configuration (bench/whatif; issue 20: goal under 30 s)"
+	@$(BUILD_DIR)/gpupool_whatif_bench --binary $(BUILD_DIR)/gpupool
 	@echo "==> server load: 32 clients, 10,000 nodes, 100,000 queued jobs, recovery after SIGKILL (bench/server_load)"
 	@$(BUILD_DIR)/gpupool_server_load --binary $(BUILD_DIR)/gpupool --clients 32 --nodes 10000 --queued 100000 --seconds 20
 	@echo "==> agent load: 1,000 simulated agents heartbeating every 5 s with job churn (bench/agent_load)"

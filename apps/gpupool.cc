@@ -3,6 +3,7 @@
 
 #include "src/cli/agent_cmd.h"
 #include "src/cli/completion.h"
+#include "src/cli/config_check.h"
 #include "src/cli/sim_fgd.h"
 #include "src/cli/server_cmd.h"
 #include "src/cli/sim_replay.h"
@@ -19,6 +20,9 @@ int main(int argc, char** argv) {
   gpupool::AddSimRunCommand(*sim);
   gpupool::AddSimClaimsCommand(*sim);
   gpupool::AddSimReplayCommand(*sim);
+  CLI::App* config = app.add_subcommand("config", "Check a configuration change against the pool's own history");
+  config->require_subcommand(1);
+  gpupool::AddConfigCheckCommand(*config);
   gpupool::AddServerCommand(app);
   gpupool::AddAgentCommand(app);
   gpupool::AddDevCommand(app);

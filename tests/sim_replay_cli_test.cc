@@ -83,8 +83,19 @@ TEST_F(SimReplayCliTest, AConfigThatDoesNotParseIsNamedWithItsPosition) {
 }
 
 TEST_F(SimReplayCliTest, WithoutTheConfigurationInForceItSaysTheJournalDoesNotRecordIt) {
+  // A journal of a release before configurations were recorded: no "configs" meta.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((root_ + "/data/gpupool.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                             "INSERT INTO meta VALUES ('schema_version', '2');"
+                             "CREATE TABLE events(seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, type TEXT NOT NULL, "
+                             "body TEXT NOT NULL, actor TEXT NOT NULL DEFAULT '', request_id TEXT NOT NULL DEFAULT '');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
   const BinaryRun r = RunGpupool({"sim", "replay", "--from", root_ + "/data"});
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not record the configuration"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--current-config"), std::string::npos) << r.err;
 }
 

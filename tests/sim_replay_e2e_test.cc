@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "src/server/config_record.h"
 #include "tests/agent_e2e_fixture.h"
 
 namespace gpupool::testing {
@@ -112,6 +113,75 @@ TEST_F(SimReplayE2eTest, ATighterLimitMakesJobsWaitLonger) {
   // One at a time, the last jobs end after the journal does (the replay's horizon).
   EXPECT_LT(j["new"]["jobs"]["completed"].get<int>(), 6) << r.out;
   EXPECT_EQ(j["in_force"]["jobs"]["completed"], 6) << r.out;
+}
+
+TEST_F(SimReplayE2eTest, TheJournalRecordsEachConfigurationSoTheReplayNeedsNoFile) {
+  RunWorkload();
+  agents_.clear();
+  EXPECT_NE(server_->log().find("configuration in force"), std::string::npos) << server_->log();
+  EXPECT_NE(server_->log().find(ConfigSha256(kReplayConfig)), std::string::npos) << "the log names the hash";
+  ASSERT_EQ(server_->Stop(), 0);
+  const BinaryRun r = RunGpupool({"sim", "replay", "--from", root_ + "/data", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_NE(j["in_force_config"].get<std::string>().find("as recorded in the journal"), std::string::npos) << r.out;
+  EXPECT_EQ(j["fidelity"]["compared"], 6) << r.out;
+  EXPECT_LE(j["fidelity"]["start_error_max_s"].get<double>(), 0.25) << r.out;
+
+  // A restart under another configuration: recorded, and the replay says
+  // the history ran under two.
+  std::string changed = kReplayConfig;
+  changed.replace(changed.find("tick: 100ms"), 11, "tick: 200ms");
+  std::ofstream(root_ + "/config.yaml") << changed;
+  ASSERT_TRUE(server_->Start()) << server_->log();
+  ASSERT_EQ(server_->Stop(), 0);
+  const BinaryRun again = RunGpupool({"sim", "replay", "--from", root_ + "/data", "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const json k = json::parse(again.out);
+  EXPECT_NE(k["in_force_config"].get<std::string>().find(ConfigSha256(changed).substr(0, 12)), std::string::npos)
+      << again.out;
+  EXPECT_NE(k["caveats"].dump().find("the configuration changed at"), std::string::npos) << again.out;
+  std::ofstream(root_ + "/old.yaml") << kReplayConfig;
+  const BinaryRun given = RunGpupool({"sim", "replay", "--from", root_ + "/data", "--current-config",
+                                      root_ + "/old.yaml", "--json"});
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_NE(given.out.find("is not the configuration the journal records in force"), std::string::npos) << given.out;
+}
+
+// `gpupool config check`, as a CI step would run it: the same configuration
+// passes, one that halves the tenant's limit breaks the default objectives
+// (fewer of its jobs complete), and a custom SLO file is used.
+TEST_F(SimReplayE2eTest, ConfigCheckPassesTheSameConfigurationAndFailsOneThatHurts) {
+  RunWorkload();
+  agents_.clear();
+  ASSERT_EQ(server_->Stop(), 0);
+  std::ofstream(root_ + "/same.yaml") << kReplayConfig;
+  std::ofstream(root_ + "/tight.yaml") << kTightConfig;
+  const BinaryRun same = RunGpupool({"config", "check", root_ + "/same.yaml", "--against", root_ + "/data"});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("every objective holds"), std::string::npos) << same.out;
+
+  const BinaryRun tight = RunGpupool({"config", "check", root_ + "/tight.yaml", "--against", root_ + "/data",
+                                      "--json"});
+  EXPECT_EQ(tight.exit_code, 1) << tight.out << tight.err;
+  const json j = json::parse(tight.out);
+  EXPECT_FALSE(j["holds"].get<bool>());
+  // One at a time, four of the six jobs end after the journal does.
+  bool completed_broken = false;
+  for (const json& rule : j["rules"]) {
+    if (rule["rule"] == "completed" && !rule["holds"].get<bool>()) completed_broken = true;
+  }
+  EXPECT_TRUE(completed_broken) << j["rules"].dump(2);
+
+  // An objective loose enough for the tight configuration holds.
+  std::ofstream(root_ + "/slo.yaml") << "rules:\n  - {measure: wait_p95_s, max: 3600}\n";
+  const BinaryRun loose = RunGpupool({"config", "check", root_ + "/tight.yaml", "--against", root_ + "/data",
+                                      "--slo", root_ + "/slo.yaml"});
+  EXPECT_EQ(loose.exit_code, 0) << loose.out << loose.err;
+  const BinaryRun bad = RunGpupool({"config", "check", root_ + "/tight.yaml", "--against", root_ + "/data",
+                                    "--slo", root_ + "/tight.yaml"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find(root_ + "/tight.yaml:1:1: name: unknown key 'name'"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include "src/base/time_text.h"
 #include "src/control/control_loops.h"
 #include "src/engine/snapshot.h"
+#include "src/config/yaml_reader.h"
+#include "src/server/config_record.h"
 #include "src/server/data_dir.h"
 #include "src/server/default_config.h"
 #include "src/server/exit_codes.h"
@@ -107,10 +109,11 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
   std::unique_ptr<ServerCore> core(new ServerCore());
   core->options_ = options;
   core->env_ = options.env ? options.env : Env::Default();
-  GP_ASSIGN_OR_RETURN(core->config_, LoadConfig(options));
+  GP_ASSIGN_OR_RETURN(core->config_, core->LoadConfig(options));
   GP_TRY(core->OpenStores());
   core->SetUpServices();
   GP_TRY(core->Recover());
+  GP_TRY(core->RecordConfig());
   // Only once the state is there: a first start that fails before its
   // bootstrap leaves nothing beside the database (FilesBesidesDatabase).
   GP_ASSIGN_OR_RETURN(core->admin_token_,
@@ -120,9 +123,27 @@ Result<std::unique_ptr<ServerCore>> ServerCore::Open(const ServerOptions& option
 }
 
 Result<ServerConfig> ServerCore::LoadConfig(const ServerOptions& options) {
-  if (!options.config_path.empty()) return LoadServerConfig(options.config_path);
-  return ParseServerConfig(options.config_text.empty() ? kDefaultServerConfig : options.config_text,
-                           "embedded configuration", ".");
+  if (!options.config_path.empty()) {
+    GP_ASSIGN_OR_RETURN(config_text_, ReadConfigFile(options.config_path));
+    config_source_ = options.config_path;
+    return ParseServerConfig(config_text_, options.config_path, ConfigFileDir(options.config_path));
+  }
+  config_text_ = options.config_text.empty() ? kDefaultServerConfig : options.config_text;
+  config_source_ = "embedded configuration";
+  return ParseServerConfig(config_text_, config_source_, ".");
+}
+
+// The configuration this start runs under, in the journal when it differs
+// from the last one recorded (config_record.h), and its hash in the log.
+Status ServerCore::RecordConfig() {
+  GP_ASSIGN_OR_RETURN(const int64_t last, journal_->LastSeq());
+  GP_ASSIGN_OR_RETURN(const ConfigRecord r, RecordConfigInForce(*journal_, config_text_, config_source_, last + 1,
+                                                                ToMillis(env_->Now())));
+  LogInfo("configuration in force", {{"source", config_source_},
+                                     {"sha256", r.sha256},
+                                     {"since_seq", std::to_string(r.since_seq)},
+                                     {"recorded_text", r.text_kept ? "yes" : "no (larger than the limit)"}});
+  return {};
 }
 
 Status ServerCore::OpenStores() {

@@ -295,7 +295,8 @@ class ServerCore {
 
   // Start-up (Open): the configuration, the stores, the services around
   // the Engine, then the state.
-  static Result<ServerConfig> LoadConfig(const ServerOptions& options);
+  Result<ServerConfig> LoadConfig(const ServerOptions& options);  // sets config_text_, config_source_
+  Status RecordConfig();
   Status OpenStores();
   Status CheckIdentity(const std::vector<std::string>& others);
   Status RefuseFilesWithoutState(const std::vector<std::string>& others) const;
@@ -362,6 +363,7 @@ class ServerCore {
 
   // Set in Open, then read-only.
   ServerConfig config_;
+  std::string config_text_, config_source_;  // the configuration's bytes and where they came from
   ServerOptions options_;
   Env* env_ = nullptr;
   ApiNames names_;

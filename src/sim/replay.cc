@@ -61,8 +61,16 @@ Status ApplyJobEvent(const Event& e, History& h, std::map<JobId, size_t>& index)
     if (ObservedJob* j = job(c->job)) {
       if (j->first_placed) j->ended = e.at; else j->cancelled_pending = true;
     }
+  } else if (const auto* ps = std::get_if<PreemptionStarted>(&e.body)) {
+    ObservedJob* j = job(ps->victim);
+    if (j != nullptr && ps->checkpoint) j->checkpoint_started = e.at;
   } else if (const auto* v = std::get_if<JobPreempted>(&e.body)) {
-    if (ObservedJob* j = job(v->victim)) ++j->preemptions;
+    if (ObservedJob* j = job(v->victim)) {
+      ++j->preemptions;
+      const Instant stopped = j->checkpoint_started.value_or(e.at);
+      if (j->last_placed) j->kept_work += std::max(Duration(0), stopped - *j->last_placed - v->lost_work);
+      j->checkpoint_started.reset();
+    }
     ++h.preemptions;
   }
   if (std::holds_alternative<JobReclaimed>(e.body)) ++h.idle_reclaims;

@@ -4,9 +4,9 @@
 //
 // Honest simulation: the replay knows what the daemon knew. A job's request
 // and submit time come from its JobSubmitted; its observed run time (its
-// last placement to its JobFinished, or to a JobCancelled while it ran) is
-// used only to end it that long after it starts in the replay, never by the
-// policies. A job still running (or still pending) at the journal's end
+// last placement to its JobFinished, or to a JobCancelled while it ran,
+// plus the run time its earlier attempts kept: ObservedJob::kept_work) is
+// used only as the work it does in the replay, never by the policies. A job still running (or still pending) at the journal's end
 // keeps running to the horizon (the last event). Nodes that joined later
 // (agents registering), tenants created and quotas set after the bootstrap
 // are applied at the times they happened.
@@ -50,6 +50,12 @@ struct ObservedJob {
   bool rejected = false;
   bool cancelled_pending = false;  // cancelled before it ever ran: not replayed
   int64_t preemptions = 0;
+  // Run time of earlier attempts whose work was kept: each preempted
+  // attempt from its placement to its checkpoint's start (to its stop when
+  // it did not checkpoint), less the work it lost. The replay's job runs
+  // this plus its last attempt's run time.
+  Duration kept_work{0};
+  std::optional<Instant> checkpoint_started;  // while a preemption's checkpoint runs
 };
 
 // What a journal says happened.
@@ -81,6 +87,7 @@ struct ReplayOptions {
   // replace the history's later changes to them.
   bool new_config = false;
   bool check_invariants = false;
+  std::string event_log_path;  // when set, the replay's events as JSON lines (SimOptions::event_log_path)
 };
 
 // One replayed job (by index into History::jobs), on the journal's timeline.

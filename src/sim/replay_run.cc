@@ -85,7 +85,7 @@ Result<std::vector<SimJob>> ReplayJobs(const History& h, const ClusterConfig& c,
     }
     if (j.spec.deadline) j.spec.deadline = kTimeOrigin + (*j.spec.deadline - h.origin);
     j.arrival = kTimeOrigin + (o.submitted - h.origin);
-    j.work = o.ended && o.last_placed ? *o.ended - *o.last_placed : forever;
+    j.work = o.ended && o.last_placed ? o.kept_work + (*o.ended - *o.last_placed) : forever;
     j.priority_class = PriorityClass(c, o.spec.priority);
     jobs.push_back(std::move(j));
     index.push_back(i);
@@ -168,6 +168,7 @@ Result<ReplayRun> ReplayHistory(const History& h, const ClusterConfig& config, c
   so.costs.checkpoint_overhead = 0;
   so.costs.restore_factor = 0;
   so.check_invariants = o.check_invariants;
+  so.event_log_path = o.event_log_path;
   so.world_changes = WorldChanges(h, config, ids, o.new_config);
   so.on_submitted = [&](JobId job, size_t sim_index) { sim_job[job] = sim_index; };
   so.on_event = [&](const Event& e) {
