@@ -8,6 +8,7 @@
 #include "src/cli/server_cmd.h"
 #include "src/cli/sim_replay.h"
 #include "src/cli/sim_run.h"
+#include "src/cli/sim_tune.h"
 #include "src/client/commands.h"
 
 int main(int argc, char** argv) {
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   gpupool::AddSimRunCommand(*sim);
   gpupool::AddSimClaimsCommand(*sim);
   gpupool::AddSimReplayCommand(*sim);
+  gpupool::AddSimTuneCommand(*sim);
   CLI::App* config = app.add_subcommand("config", "Check a configuration change against the pool's own history");
   config->require_subcommand(1);
   gpupool::AddConfigCheckCommand(*config);

@@ -82,5 +82,22 @@ TEST_F(WhatifMonthTest, ConfigCheckPassesTheSameConfigurationAndFailsATinyLimit)
   EXPECT_TRUE(interns_broken) << j["rules"].dump(2);
 }
 
+// `sim tune` over the journal: the candidates replay the month.
+TEST_F(WhatifMonthTest, TuneSearchesThePoolsOwnHistory) {
+  std::ofstream(*root_ + "/space.yaml")
+      << "parameters:\n  - {path: 'tenants[interns].quota.gpu.limit_gpus', min: 4, max: 64, integer: true}\n";
+  const BinaryRun r = RunGpupool({"sim", "tune", "--from", *root_ + "/data", "--space", *root_ + "/space.yaml",
+                                  "--objective", "completed", "--budget", "4", "--parallel", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 4u);
+  EXPECT_TRUE(j["runs"][0]["baseline"].get<bool>());
+  EXPECT_EQ(j["runs"][0]["values"]["tenants[interns].quota.gpu.limit_gpus"], "32") << "read from the recorded file";
+  const double baseline = j["runs"][0]["objective"].get<double>();
+  EXPECT_GT(baseline, 3'000);
+  EXPECT_GE(j["runs"][j["best"][0].get<size_t>()]["objective"].get<double>(), baseline);
+  EXPECT_NE(j["source"].get<std::string>().find("as recorded in the journal"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpupool::testing

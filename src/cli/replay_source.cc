@@ -103,6 +103,7 @@ struct InForce {
   ServerConfig config;
   std::string name;
   std::vector<std::string> caveats;
+  std::string text;
 };
 
 // Caveats when the recorded configuration changed while the replayed jobs
@@ -140,6 +141,7 @@ Result<InForce> RecordedInForce(const JournalRead& j, const std::string& from) {
   auto parsed = ParseServerConfig(text->second, out.name, ConfigFileDir(last.source));
   if (!parsed) return std::unexpected(parsed.error());
   out.config = std::move(*parsed);
+  out.text = text->second;
   return out;
 }
 
@@ -158,7 +160,7 @@ Result<std::optional<GivenConfig>> ReadGiven(const ReplaySourceFlags& f) {
 
 Result<InForce> FindInForce(const ReplaySourceFlags& f, std::optional<GivenConfig> given, const JournalRead& j) {
   if (!given) return RecordedInForce(j, f.from);
-  InForce out{std::move(given->config), f.current_config, {}};
+  InForce out{std::move(given->config), f.current_config, {}, given->text};
   if (j.configs.empty()) {
     out.caveats.push_back("the journal does not record the configuration in force: it was taken from "
                           "--current-config");
@@ -205,27 +207,38 @@ Result<ReplayRun> RunUnder(const History& h, const ServerConfig& in_force, const
 
 }  // namespace
 
-Result<ReplayOutcome> ReplayFromDataDir(const ReplaySourceFlags& f) {
+Result<ReplayInput> LoadReplayInput(const ReplaySourceFlags& f) {
   GP_ASSIGN_OR_RETURN(std::optional<GivenConfig> given, ReadGiven(f));
+  GP_ASSIGN_OR_RETURN(JournalRead j, ReadJournal(f.from));
+  GP_ASSIGN_OR_RETURN(InForce in_force, FindInForce(f, std::move(given), j));
+  ReplayInput in;
+  GP_ASSIGN_OR_RETURN(in.history, HistoryOf(f, j));
+  in.in_force = std::move(in_force.config);
+  in.in_force_text = std::move(in_force.text);
+  in.in_force_name = std::move(in_force.name);
+  in.caveats = std::move(in_force.caveats);
+  NoteChanges(j, in.history, in.caveats);
+  for (std::string& c : HistoryCaveats(in.history)) in.caveats.push_back(std::move(c));
+  return in;
+}
+
+Result<ReplayOutcome> ReplayFromDataDir(const ReplaySourceFlags& f) {
   std::optional<ServerConfig> next;
   if (!f.config.empty()) {
     GP_ASSIGN_OR_RETURN(ServerConfig loaded, LoadServerConfig(f.config));
     next = std::move(loaded);
   }
-  GP_ASSIGN_OR_RETURN(JournalRead j, ReadJournal(f.from));
-  GP_ASSIGN_OR_RETURN(InForce in_force, FindInForce(f, std::move(given), j));
+  GP_ASSIGN_OR_RETURN(ReplayInput in, LoadReplayInput(f));
   ReplayOutcome o;
-  GP_ASSIGN_OR_RETURN(o.history, HistoryOf(f, j));
-  o.in_force_name = in_force.name;
-  GP_ASSIGN_OR_RETURN(o.in_force, RunUnder(o.history, in_force.config, in_force.config, false, in_force.name,
-                                                 f.event_log));
+  o.history = std::move(in.history);
+  o.in_force_name = in.in_force_name;
+  GP_ASSIGN_OR_RETURN(o.in_force, RunUnder(o.history, in.in_force, in.in_force, false, in.in_force_name,
+                                           f.event_log));
   if (next) {
-    GP_ASSIGN_OR_RETURN(o.next, RunUnder(o.history, in_force.config, *next, true, f.config));
+    GP_ASSIGN_OR_RETURN(o.next, RunUnder(o.history, in.in_force, *next, true, f.config));
   }
   o.fidelity = CompareWithHistory(o.history, o.in_force);
-  o.caveats = std::move(in_force.caveats);
-  NoteChanges(j, o.history, o.caveats);
-  for (std::string& c : HistoryCaveats(o.history)) o.caveats.push_back(std::move(c));
+  o.caveats = std::move(in.caveats);
   return o;
 }
 

@@ -24,6 +24,17 @@ struct ReplaySourceFlags {
   std::string event_log;       // "": none; else the in-force replay's events, as JSON lines
 };
 
+// The history and the configuration in force, read (the journal through a
+// copy) but not replayed.
+struct ReplayInput {
+  History history;
+  ServerConfig in_force;
+  std::string in_force_text;  // its YAML
+  std::string in_force_name;  // the file, or the recorded configuration's source and hash
+  std::vector<std::string> caveats;
+};
+Result<ReplayInput> LoadReplayInput(const ReplaySourceFlags& f);
+
 struct ReplayOutcome {
   History history;
   std::string in_force_name;  // the file, or the recorded configuration's source and hash

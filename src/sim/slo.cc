@@ -324,6 +324,20 @@ std::string FormatSloTable(const std::vector<SloVerdict>& v) {
   return out;
 }
 
+std::optional<double> SloMeasureValue(const std::string& measure, SloScope scope, const std::string& key,
+                                      const SimReport& r, const SimReport& in_force) {
+  const MeasureDef* m = FindMeasure(measure);
+  if (m == nullptr || !SloMeasureTakes(measure, scope)) return std::nullopt;
+  std::string note;
+  return m->get(r, in_force, scope, key, note);
+}
+
+bool SloMeasureTakes(const std::string& measure, SloScope scope) {
+  const MeasureDef* m = FindMeasure(measure);
+  if (m == nullptr) return false;
+  return scope == SloScope::kAll ? m->all : scope == SloScope::kPriority ? m->priority : m->tenant;
+}
+
 std::vector<std::string> SloMeasureNames() {
   std::vector<std::string> out;
   for (const MeasureDef& m : Measures()) out.emplace_back(m.name);

@@ -74,6 +74,14 @@ std::vector<SloVerdict> CheckSlo(const SloFile& slo, const SimReport& in_force, 
 bool AllHold(const std::vector<SloVerdict>& v);
 std::string FormatSloTable(const std::vector<SloVerdict>& v);
 
+// The value of `measure` on a scope of `r` (`in_force`: the report a
+// guarantee share is owed against); empty when it has none there or the
+// measure is unknown.
+std::optional<double> SloMeasureValue(const std::string& measure, SloScope scope, const std::string& key,
+                                      const SimReport& r, const SimReport& in_force);
+// Whether `measure` is known and takes `scope`.
+bool SloMeasureTakes(const std::string& measure, SloScope scope);
+
 // The measures a rule may name, and whether each takes a priority or
 // tenant scope (for messages and docs).
 std::vector<std::string> SloMeasureNames();
