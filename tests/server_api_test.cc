@@ -244,6 +244,7 @@ TEST_F(ServerApiTest, AuthorizationOfEveryEndpoint) {
       {"GET", "/v1/regions", std::nullopt, true},
       {"PUT", "/v1/regions", json{{"policy", "off"}}, false},  // what the configuration has: no region order
       {"GET", "/v1/events", std::nullopt, false},
+      {"GET", "/v1/export", std::nullopt, false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.method + " " + c.path);

@@ -62,7 +62,7 @@ class SimReplayE2eTest : public AgentE2eTest {
     std::vector<int64_t> ids;
     for (const char* secs : {"1", "2", "1", "1.5", "1", "0.5"}) {
       ids.push_back(Submit({{"name", std::string("sleep-") + secs}, {"tenant", "team"}, {"gpus", 1},
-                            {"command", {"sleep", secs}}}));
+                            {"command", {"sleep", secs}}, {"env", {{"SECRET_TOKEN", "hunter2"}}}}));
     }
     for (const int64_t id : ids) ASSERT_TRUE(WaitState(id, "succeeded", std::chrono::seconds(30))) << Job(id).dump();
   }
@@ -182,6 +182,42 @@ TEST_F(SimReplayE2eTest, ConfigCheckPassesTheSameConfigurationAndFailsOneThatHur
                                     "--slo", root_ + "/tight.yaml"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find(root_ + "/tight.yaml:1:1: name: unknown key 'name'"), std::string::npos) << bad.err;
+}
+
+// The same replay from the running server's GET /v1/export, with the admin
+// token: the same history, the configuration it records, and no job's
+// environment value in what the server sends.
+TEST_F(SimReplayE2eTest, ReplayFromTheServersExportMatchesTheDataDirectory) {
+  RunWorkload();
+  agents_.clear();
+  std::ofstream(root_ + "/admin.token") << admin_;
+  const BinaryRun url = RunGpupool({"sim", "replay", "--from", server_->url(), "--token-file", root_ + "/admin.token",
+                                    "--json"});
+  ASSERT_EQ(url.exit_code, 0) << url.err;
+  const json j = json::parse(url.out);
+  EXPECT_EQ(j["fidelity"]["compared"], 6) << url.out;
+  EXPECT_LE(j["fidelity"]["start_error_max_s"].get<double>(), 0.25) << url.out;
+  EXPECT_NE(j["in_force_config"].get<std::string>().find("as recorded in the journal"), std::string::npos);
+
+  const auto page = Http(*server_, "GET", "/v1/export?since=0&limit=10000", admin_);
+  ASSERT_EQ(page.status, 200) << page.text;
+  EXPECT_EQ(page.text.find("hunter2"), std::string::npos) << "an environment value left the server";
+  EXPECT_NE(page.text.find("SECRET_TOKEN"), std::string::npos) << "the names are kept";
+  EXPECT_NE(page.text.find("\"config_text\""), std::string::npos);
+  EXPECT_EQ(Http(*server_, "GET", "/v1/export?limit=0", admin_).status, 400);
+
+  const BinaryRun no_token = RunGpupool({"sim", "replay", "--from", server_->url()});
+  EXPECT_EQ(no_token.exit_code, 2);
+  EXPECT_NE(no_token.err.find("/v1/export"), std::string::npos) << no_token.err;
+
+  ASSERT_EQ(server_->Stop(), 0);
+  const BinaryRun dir = RunGpupool({"sim", "replay", "--from", root_ + "/data", "--json"});
+  ASSERT_EQ(dir.exit_code, 0) << dir.err;
+  // The same jobs replay alike (the directory's journal goes on past the
+  // export with the server's stop, and its lines keep their values).
+  const json d = json::parse(dir.out);
+  EXPECT_EQ(d["in_force"]["by_priority"], j["in_force"]["by_priority"]) << "the export and the directory replay alike";
+  EXPECT_EQ(d["fidelity"]["compared"], j["fidelity"]["compared"]);
 }
 
 }  // namespace

@@ -67,12 +67,11 @@ void AddConfigCheckCommand(CLI::App& config) {
   CLI::App* cmd = config.add_subcommand(
       "check", "Replay the pool's history under a new configuration and check it against objectives (for CI)");
   cmd->add_option("config", f->source.config, "the new server configuration")->required();
-  cmd->add_option("--against", f->source.from, "the server's data directory (read through a copy; never written)")
+  cmd->add_option("--against", f->source.from,
+                  "the server's data directory (read through a copy; never written), or its URL (GET /v1/export)")
       ->required();
   cmd->add_option("--slo", f->slo, "the objectives (YAML; default: see docs/whatif.md)");
-  cmd->add_option("--since", f->source.since, "only jobs that ended within this long of the journal's end (e.g. 7d)");
-  cmd->add_option("--current-config", f->source.current_config,
-                  "the server configuration the history ran under (default: the one the journal records)");
+  AddReplaySourceOptions(*cmd, f->source);
   cmd->add_flag("--json", f->json, "print the verdicts and the replay as JSON");
   cmd->add_option("--report", f->report, "also write the replay's self-contained HTML report to this file");
   cmd->callback([f] {

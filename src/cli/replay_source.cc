@@ -1,94 +1,16 @@
 // See replay_source.h.
 #include "src/cli/replay_source.h"
 
-#include <stdlib.h>
-
 #include <filesystem>
 #include <map>
 
 #include "src/base/time_text.h"
+#include "src/cli/journal_read.h"
 #include "src/config/yaml_reader.h"
 #include "src/server/config_record.h"
-#include "src/server/data_dir.h"
-#include "src/server/journal.h"
-#include "src/server/journal_copy.h"
 
 namespace gpupool {
 namespace {
-
-// A temporary folder removed when it goes out of scope.
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "gpupool-replay-XXXXXX").string();
-    if (::mkdtemp(t.data()) != nullptr) path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// What the journal holds for a replay.
-struct JournalRead {
-  std::vector<Event> events;
-  std::vector<ConfigRecord> configs;          // oldest first
-  std::map<std::string, std::string> texts;   // by sha256, those kept
-};
-
-Status ReadEventsInto(Journal& journal, const std::string& source, std::vector<Event>& events) {
-  Status decoded;
-  GP_TRY(journal.ReadEvents(0, -1, [&](const JournalEvent& je) {
-    auto e = EventFromJson(je.json);
-    if (!e) {
-      decoded = DataLoss(source + ": event " + std::to_string(je.seq) + ": " + e.error().message +
-                         " (written by a newer gpupool?)");
-      return false;
-    }
-    events.push_back(std::move(*e));
-    return static_cast<int64_t>(events.size()) <= kMaxReplayEvents;
-  }));
-  return decoded;
-}
-
-Status ReadConfigsInto(Journal& journal, const std::string& source, JournalRead& out) {
-  auto records = ReadConfigRecords(journal);
-  if (!records) return std::unexpected(Error{records.error().code, source + ": " + records.error().message});
-  out.configs = std::move(*records);
-  for (const ConfigRecord& r : out.configs) {
-    if (!r.text_kept || out.texts.contains(r.sha256)) continue;
-    GP_ASSIGN_OR_RETURN(auto text, ReadConfigText(journal, r.sha256));
-    if (text) out.texts[r.sha256] = std::move(*text);
-  }
-  return {};
-}
-
-// Every event of the data directory's journal, decoded by the server's own
-// decoder, and the configurations it records, read from a consistent copy
-// (the source is never written).
-Result<JournalRead> ReadJournal(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return NotFound(dir + ": not a directory");
-  const std::string source = (std::filesystem::path(dir) / kDatabaseFile).string();
-  TempDir tmp;
-  if (tmp.path().empty()) return IoError("cannot create a temporary folder for the journal's copy");
-  GP_TRY(CopySqliteJournal(dir, tmp.path() + "/" + kDatabaseFile));
-  auto journal = OpenSqliteJournal(tmp.path());
-  if (!journal) {
-    std::string m = journal.error().message;
-    const std::string copy = tmp.path() + "/" + kDatabaseFile;
-    if (auto at = m.find(copy); at != std::string::npos) m.replace(at, copy.size(), source);
-    return std::unexpected(Error{journal.error().code, m});
-  }
-  JournalRead out;
-  GP_TRY(ReadEventsInto(**journal, source, out.events));
-  GP_TRY(ReadConfigsInto(**journal, source, out));
-  return out;
-}
 
 // --since: jobs that ended before the window are left out (the world's
 // set-up is kept whole).
@@ -209,7 +131,7 @@ Result<ReplayRun> RunUnder(const History& h, const ServerConfig& in_force, const
 
 Result<ReplayInput> LoadReplayInput(const ReplaySourceFlags& f) {
   GP_ASSIGN_OR_RETURN(std::optional<GivenConfig> given, ReadGiven(f));
-  GP_ASSIGN_OR_RETURN(JournalRead j, ReadJournal(f.from));
+  GP_ASSIGN_OR_RETURN(JournalRead j, IsServerUrl(f.from) ? ReadServerExport(f.from, f.client) : ReadDataDirJournal(f.from));
   GP_ASSIGN_OR_RETURN(InForce in_force, FindInForce(f, std::move(given), j));
   ReplayInput in;
   GP_ASSIGN_OR_RETURN(in.history, HistoryOf(f, j));
@@ -240,6 +162,15 @@ Result<ReplayOutcome> ReplayFromDataDir(const ReplaySourceFlags& f) {
   o.fidelity = CompareWithHistory(o.history, o.in_force);
   o.caveats = std::move(in.caveats);
   return o;
+}
+
+void AddReplaySourceOptions(CLI::App& cmd, ReplaySourceFlags& f) {
+  cmd.add_option("--since", f.since, "only jobs that ended within this long of the journal's end (e.g. 7d)");
+  cmd.add_option("--current-config", f.current_config,
+                 "the server configuration the history ran under (default: the one the journal records)");
+  cmd.add_option("--token", f.client.token, "with a server's URL: the admin token");
+  cmd.add_option("--token-file", f.client.token_file, "with a server's URL: a file holding the admin token");
+  cmd.add_option("--ca-cert", f.client.ca_cert, "with an https URL: the CA that signs the server's certificate");
 }
 
 ReplayReportInput ReportInputOf(const ReplaySourceFlags& f, const ReplayOutcome& o) {

@@ -1,15 +1,19 @@
-// What `gpupool sim replay` and `gpupool config check` share (issue 20):
-// a data directory's journal read through a consistent copy (never
-// written), the configuration in force found (the one the journal records,
+// What `gpupool sim replay`, `gpupool config check` and `gpupool sim tune`
+// share (issue 20): a journal read (src/cli/journal_read.h: a data
+// directory through a consistent copy, or a running server's export), the
+// configuration in force found (the one the journal records,
 // or the operator's file), and the history replayed under it and under a
 // new configuration.
 #pragma once
+
+#include <CLI/CLI.hpp>
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/client/client_config.h"
 #include "src/server/server_config.h"
 #include "src/sim/replay.h"
 #include "src/sim/replay_report.h"
@@ -17,12 +21,18 @@
 namespace gpupool {
 
 struct ReplaySourceFlags {
-  std::string from;            // the data directory
+  std::string from;            // the data directory, or a server's URL (its GET /v1/export)
   std::string since;           // "" or a duration ("7d")
   std::string config;          // the new configuration's file ("" when none)
   std::string current_config;  // "" : the one the journal records
   std::string event_log;       // "": none; else the in-force replay's events, as JSON lines
+  ClientFlags client;          // with a URL: the admin token and the CA (src/client/client_config.h)
 };
+
+// The options every what-if command takes besides its source: --since,
+// --current-config, and for a server's URL --token, --token-file and
+// --ca-cert (else GPUPOOL_TOKEN, GPUPOOL_CA_CERT or the client's config file).
+void AddReplaySourceOptions(CLI::App& cmd, ReplaySourceFlags& f);
 
 // The history and the configuration in force, read (the journal through a
 // copy) but not replayed.

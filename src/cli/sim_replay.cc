@@ -37,11 +37,11 @@ int Replay(const ReplayFlags& f) {
 void AddSimReplayCommand(CLI::App& sim) {
   auto f = std::make_shared<ReplayFlags>();
   CLI::App* cmd = sim.add_subcommand("replay", "Replay a server's own history under its configuration and a new one");
-  cmd->add_option("--from", f->source.from, "the server's data directory (read through a copy; never written)")->required();
-  cmd->add_option("--since", f->source.since, "only jobs that ended within this long of the journal's end (e.g. 7d)");
+  cmd->add_option("--from", f->source.from,
+                  "the server's data directory (read through a copy; never written), or its URL (GET /v1/export)")
+      ->required();
   cmd->add_option("--config", f->source.config, "a new server configuration to replay the history under");
-  cmd->add_option("--current-config", f->source.current_config,
-                  "the server configuration the history ran under (default: the one the journal records)");
+  AddReplaySourceOptions(*cmd, f->source);
   cmd->add_option("--event-log", f->source.event_log,
                   "write the replay's events under the configuration in force to this file, one JSON line each");
   cmd->add_flag("--json", f->json, "print the report as JSON");

@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "src/cli/journal_read.h"
 #include "src/cli/replay_source.h"
 #include "src/config/yaml_reader.h"
 #include "src/sim/html_report.h"
@@ -141,8 +142,8 @@ int Tune(const TuneFlags& f) {
   auto space = LoadTuneSpace(f.space);
   if (!space) return Fail(space.error().message);
   std::error_code ec;
-  auto target = std::filesystem::is_directory(f.source.from, ec) ? HistoryTarget(f.source)
-                                                                  : ScenarioTarget(f.source.from);
+  const bool history = IsServerUrl(f.source.from) || std::filesystem::is_directory(f.source.from, ec);
+  auto target = history ? HistoryTarget(f.source) : ScenarioTarget(f.source.from);
   if (!target) return Fail(target.error().message);
   auto r = gpupool::Tune(*space, target->base_text, target->evaluate, *o);
   if (!r) return Fail(f.space + ": " + r.error().message);
@@ -174,8 +175,8 @@ int Tune(const TuneFlags& f) {
 void AddSimTuneCommand(CLI::App& sim) {
   auto f = std::make_shared<TuneFlags>();
   CLI::App* cmd = sim.add_subcommand("tune", "Search configuration parameters on the pool's history or a scenario");
-  cmd->add_option("--from", f->source.from, "a server's data directory (its history replayed), or a scenario file")
-      ->required();
+  cmd->add_option("--from", f->source.from,
+                  "a server's data directory or URL (its history replayed), or a scenario file")->required();
   cmd->add_option("--space", f->space, "the parameters to search (YAML; see docs/whatif.md)")->required();
   cmd->add_option("--objective", f->objective, "the measure to optimise (e.g. allocation_pct, wait_p95_s:priority=high)")
       ->required();
@@ -183,9 +184,7 @@ void AddSimTuneCommand(CLI::App& sim) {
   cmd->add_option("--budget", f->budget, "runs, the configuration as it is included (default 64)");
   cmd->add_option("--seed", f->seed, "the search's seed (the same seed, the same result)");
   cmd->add_option("--parallel", f->parallel, "runs at once (default: the machine's cores)");
-  cmd->add_option("--since", f->source.since, "with a data directory: only jobs that ended within this long of its end");
-  cmd->add_option("--current-config", f->source.current_config,
-                  "with a data directory: the configuration it ran under (default: the one its journal records)");
+  AddReplaySourceOptions(*cmd, f->source);
   cmd->add_option("--best-config", f->best_config, "write the best configuration found to this file");
   cmd->add_flag("--json", f->json, "print every run as JSON");
   cmd->add_option("--report", f->report, "also write a self-contained HTML report to this file");

@@ -6,27 +6,25 @@
 #include "src/base/sha256.h"
 
 namespace gpupool {
-namespace {
 
-nlohmann::json ToJson(const ConfigRecord& r) {
+nlohmann::json ConfigRecordJson(const ConfigRecord& r) {
   return {{"sha256", r.sha256}, {"source", r.source},   {"since_seq", r.since_seq},
           {"at_ms", r.at_ms},   {"bytes", r.bytes},     {"text_kept", r.text_kept}};
 }
 
-Result<ConfigRecord> FromJson(const nlohmann::json& j, size_t i) {
-  const std::string where = std::string(kConfigIndexMeta) + "[" + std::to_string(i) + "]";
-  if (!j.is_object()) return DataLoss("journal meta " + where + " is not an object");
+Result<ConfigRecord> ConfigRecordFromJson(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) return DataLoss(where + " is not an object");
   ConfigRecord r;
   const auto str = [&](const char* k, std::string& out) -> Status {
     auto it = j.find(k);
-    if (it == j.end() || !it->is_string()) return DataLoss("journal meta " + where + "." + k + " is not a string");
+    if (it == j.end() || !it->is_string()) return DataLoss(where + "." + k + " is not a string");
     out = it->get<std::string>();
     return {};
   };
   const auto num = [&](const char* k, int64_t& out) -> Status {
     auto it = j.find(k);
     if (it == j.end() || !it->is_number_integer()) {
-      return DataLoss("journal meta " + where + "." + k + " is not an integer");
+      return DataLoss(where + "." + k + " is not an integer");
     }
     out = it->get<int64_t>();
     return {};
@@ -40,8 +38,6 @@ Result<ConfigRecord> FromJson(const nlohmann::json& j, size_t i) {
   r.text_kept = kept != j.end() && kept->is_boolean() && kept->get<bool>();
   return r;
 }
-
-}  // namespace
 
 std::string ConfigSha256(std::string_view text) {
   Sha256 h;
@@ -58,7 +54,8 @@ Result<std::vector<ConfigRecord>> ReadConfigRecords(Journal& journal) {
   const auto j = nlohmann::json::parse(*stored, nullptr, /*allow_exceptions=*/false);
   if (!j.is_array()) return DataLoss(std::string("journal meta ") + kConfigIndexMeta + " is not a list");
   for (size_t i = 0; i < j.size(); ++i) {
-    GP_ASSIGN_OR_RETURN(ConfigRecord r, FromJson(j[i], i));
+    GP_ASSIGN_OR_RETURN(ConfigRecord r, ConfigRecordFromJson(j[i], std::string("journal meta ") + kConfigIndexMeta +
+                                                                       "[" + std::to_string(i) + "]"));
     out.push_back(std::move(r));
   }
   return out;
@@ -88,7 +85,7 @@ Result<ConfigRecord> RecordConfigInForce(Journal& journal, std::string_view text
   const int64_t drop = static_cast<int64_t>(records.size()) - kMaxConfigRecords;
   if (drop > 0) records.erase(records.begin(), records.begin() + drop);
   nlohmann::json index = nlohmann::json::array();
-  for (const ConfigRecord& each : records) index.push_back(ToJson(each));
+  for (const ConfigRecord& each : records) index.push_back(ConfigRecordJson(each));
   batch.meta.emplace_back(kConfigIndexMeta, index.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   GP_TRY(journal.Commit(batch));
   return r;

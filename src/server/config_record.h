@@ -23,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "src/base/status.h"
 #include "src/server/journal.h"
 
@@ -42,6 +44,10 @@ struct ConfigRecord {
 };
 
 std::string ConfigSha256(std::string_view text);
+// A record as the index (and the export, src/server/export_view.h) writes
+// it, and back; kDataLoss naming `where` and the field.
+nlohmann::json ConfigRecordJson(const ConfigRecord& r);
+Result<ConfigRecord> ConfigRecordFromJson(const nlohmann::json& j, const std::string& where);
 std::string ConfigTextMeta(const std::string& sha256);
 
 // The index (empty when the journal has none); kDataLoss when it is not a

@@ -13,6 +13,7 @@
 #include "src/base/time_text.h"
 #include "src/model/gpu_catalog.h"
 #include "src/server/console.h"
+#include "src/server/export_view.h"
 #include "src/server/log.h"
 #include "src/server/usage_view.h"
 #include "src/server/views.h"
@@ -351,6 +352,7 @@ void HttpApi::Routes() {
       {Method::kPut, "/v1/regions", L::kApi, nullptr, &HttpApi::SetRegions},
       {Method::kGet, "/v1/events", L::kApi, &HttpApi::ListEvents, nullptr},
       {Method::kGet, "/v1/audit", L::kApi, &HttpApi::ListAudit, nullptr},
+      {Method::kGet, "/v1/export", L::kApi, &HttpApi::ExportJournal, nullptr},
       {Method::kGet, "/v1/usage", L::kApi, &HttpApi::GetUsage, nullptr},
       {Method::kGet, "/v1/timeseries/pools", L::kApi, &HttpApi::PoolSeries, nullptr},
       {Method::kGet, "/v1/timeseries/tenants", L::kApi, &HttpApi::TenantSeries, nullptr},
@@ -1279,6 +1281,22 @@ void HttpApi::ListAudit(const Request& req, Response& res) {
   if (!ok) return SendError(res, MakeApiError(503, "unavailable", ok.error().message));
   out += "],\"next_since\":" + std::to_string(next) + "}";
   SendText(res, std::move(out), "application/json");
+}
+
+// GET /v1/export: the journal for `gpupool sim replay --from URL`, paged,
+// env values redacted, the configuration in force on the first page
+// (src/server/export_view.h).
+void HttpApi::ExportJournal(const Request& req, Response& res) {
+  if (!Auth(req, res, true)) return;
+  ApiError err;
+  int64_t since = 0, limit = 1000;
+  if (!IntParam(req, "since", since, 0, INT64_MAX, &err) ||
+      !IntParam(req, "limit", limit, 1, kMaxEventLimit, &err)) {
+    return SendError(res, err);
+  }
+  auto page = ExportPage(core_.journal(), since, limit);
+  if (!page) return SendError(res, MakeApiError(503, "unavailable", page.error().message));
+  SendText(res, std::move(*page), "application/json");
 }
 
 // GET /v1/usage: GPU usage accounting (src/server/usage_view.h).

@@ -135,6 +135,7 @@ class HttpApi {
   void GetRegions(const Request& req, Response& res);      // GET /v1/regions
   void SetRegions(const ExchangePtr& ex);                  // PUT /v1/regions (admin)
   void ListEvents(const Request& req, Response& res);      // GET /v1/events (admin)
+  void ExportJournal(const Request& req, Response& res);   // GET /v1/export (admin)
   void ListAudit(const Request& req, Response& res);       // GET /v1/audit (admin)
   void GetUsage(const Request& req, Response& res);        // GET /v1/usage
   void PoolSeries(const Request& req, Response& res);      // GET /v1/timeseries/pools
