@@ -80,9 +80,17 @@ struct ModelFamilies {
   MetricFamily util = Gauge("gpupool_gpu_reported_utilization_percent",
                             "GPU utilization in the node agent's last heartbeat (percent)");
   MetricFamily alloc = Gauge("gpupool_gpu_allocated_milli", "Compute share of the GPU allocated (thousandths)");
+  MetricFamily forecasts = Gauge("gpupool_forecast_predictions",
+                                 "Demand forecasts whose time has come, per scaling pool, since the server started");
+  MetricFamily forecast_error = Gauge("gpupool_forecast_mean_abs_error_gpus",
+                                      "Mean |forecast - actual demand| of the autoscaler's forecasts (GPUs)");
+  MetricFamily forecast_actual = Gauge("gpupool_forecast_mean_actual_gpus",
+                                       "Mean actual demand at the forecasts' times (GPUs), to scale the error by");
   std::vector<MetricFamily*> All() {
-    return {&queue, &guaranteed, &limit, &used, &borrowed, &lent, &exhausted, &capacity, &scale_requested,
-            &scale_failed, &node_up, &condition, &hotspot, &booked, &unbooked, &unhealthy, &util, &alloc};
+    return {&queue,     &guaranteed, &limit,   &used,     &borrowed,  &lent,          &exhausted,
+            &capacity,  &scale_requested, &scale_failed, &forecasts, &forecast_error, &forecast_actual,
+            &node_up,   &condition,  &hotspot, &booked,   &unbooked,  &unhealthy,     &util,
+            &alloc};
   }
 };
 
@@ -298,6 +306,11 @@ std::string Metrics::Render(const ReadModel& model) const {
       const ScaleOutCounts c = it == scale_out.end() ? ScaleOutCounts{} : it->second;
       CounterSample(f.scale_requested, {{"pool", pools[p].name}}, static_cast<double>(c.requested_nodes));
       CounterSample(f.scale_failed, {{"pool", pools[p].name}}, static_cast<double>(c.failed_nodes));
+    }
+    for (const ForecastStats& fs : s.forecasts) {
+      Sample(f.forecasts, {{"pool", fs.pool}}, static_cast<double>(fs.predictions));
+      Sample(f.forecast_error, {{"pool", fs.pool}}, fs.mean_abs_error_gpus);
+      Sample(f.forecast_actual, {{"pool", fs.pool}}, fs.mean_actual_gpus);
     }
     SampleNodes(model, s, utils, f);
   }

@@ -12,6 +12,10 @@
 //   gpupool_node_hotspot{node,pool} (1 while OPS-2 holds the node hot)
 //   gpupool_quota_exhausted{tenant,pool} (1 while a QuotaExhausted alert is
 //     outstanding: a job waits because the tenant is at its elastic limit)
+//   gpupool_forecast_predictions{pool}, gpupool_forecast_mean_abs_error_gpus
+//     {pool}, gpupool_forecast_mean_actual_gpus{pool}: the autoscaler's
+//     demand forecasts whose time has come and how far off they were
+//     (SCALE-3; pools with forecasting on; since the server started)
 //   gpupool_scale_out_{requested,failed}_nodes_total{pool} (counters, from
 //     ScaleOutRequested / ScaleOutFailed since the process started; every
 //     pool has a sample from the start, so that increase() sees the first)

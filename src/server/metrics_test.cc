@@ -52,8 +52,9 @@ class MetricsTest : public ::testing::Test {
     cluster_.SetGpuHealth(1, 0b100);  // GPU 2 of n1
   }
 
-  std::string Render(bool exhausted) {
+  std::string Render(bool exhausted, std::vector<ForecastStats> forecasts = {}) {
     auto s = std::make_shared<EngineSummary>();
+    s->forecasts = std::move(forecasts);
     s->usage = {{{16'000, 8'000, 0, exhausted}, {}}};
     s->capacity.resize(2);
     s->pool_nodes = {2, 0};
@@ -118,6 +119,16 @@ TEST_F(MetricsTest, ScaleOutCountersHaveEveryPoolFromTheStart) {
   // A pool that never scaled has its zero, so that increase() sees the first failure.
   EXPECT_TRUE(Has(m, R"(gpupool_scale_out_requested_nodes_total{pool="spare"} 0)")) << m;
   EXPECT_TRUE(Has(m, R"(gpupool_scale_out_failed_nodes_total{pool="spare"} 0)")) << m;
+}
+
+TEST_F(MetricsTest, TheAutoscalersForecastErrorPerPool) {
+  const std::string m = Render(false, {ForecastStats{"h100", 12, 3.5, 40.0}});
+  EXPECT_TRUE(Has(m, "# TYPE gpupool_forecast_mean_abs_error_gpus gauge")) << m;
+  EXPECT_TRUE(Has(m, R"(gpupool_forecast_predictions{pool="h100"} 12)")) << m;
+  EXPECT_TRUE(Has(m, R"(gpupool_forecast_mean_abs_error_gpus{pool="h100"} 3.5)")) << m;
+  EXPECT_TRUE(Has(m, R"(gpupool_forecast_mean_actual_gpus{pool="h100"} 40)")) << m;
+  EXPECT_EQ(Render(false).find("gpupool_forecast_predictions{"), std::string::npos)
+      << "no sample for a pool without forecasting";
 }
 
 }  // namespace

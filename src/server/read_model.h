@@ -22,6 +22,7 @@
 #include "src/base/bytes.h"
 #include "src/base/status.h"
 #include "src/engine/event.h"
+#include "src/engine/scaling.h"
 #include "src/engine/regions.h"
 #include "src/model/pool.h"
 #include "src/model/tenant.h"
@@ -101,6 +102,9 @@ struct EngineSummary {
   // Pending jobs by tenant and pool they may run in (a job allowed in two
   // pools counts in both): the time series' queue lengths.
   std::map<std::pair<TenantId, PoolId>, int64_t> queued_by_pool;
+  // The autoscaler's forecast accuracy per scaling pool with forecasting on
+  // (SCALE-3, Engine::forecast_stats; since the engine started).
+  std::vector<ForecastStats> forecasts;
 };
 
 class ReadModel {

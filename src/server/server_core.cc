@@ -760,6 +760,7 @@ std::shared_ptr<const EngineSummary> ServerCore::Summarize() const {
       }
     }
   }
+  s->forecasts = engine_->forecast_stats();
   return s;
 }
 

@@ -79,6 +79,15 @@ std::vector<ReplayRow> ReplayRows(const SimReport& a, const SimReport* b) {
   both("deadline evictions", [](const SimReport& r) { return std::to_string(r.reclaim.deadline_evictions); });
   both("jobs completed", [](const SimReport& r) { return std::to_string(r.all.completed); });
   both("jobs unfinished at the end", [](const SimReport& r) { return std::to_string(r.unfinished); });
+  both("GPUs busy, mean (%)", [](const SimReport& r) { return Num(r.sharing.gpu_busy_pct_mean); });
+  both("GPU-hours lost to preemption", [](const SimReport& r) { return Num(r.gpu_hours_lost, 2); });
+  both("scale-outs / nodes added", [](const SimReport& r) {
+    return std::to_string(r.scaling.scale_outs) + " / " + std::to_string(r.scaling.nodes_added);
+  });
+  both("node cost (provider's price x node-hours)", [](const SimReport& r) { return Num(r.scaling.cost, 2); });
+  both("forecasts / mean abs error (GPUs)", [](const SimReport& r) {
+    return std::to_string(r.scaling.forecasts) + " / " + Num(r.scaling.forecast_mae_gpus, 2);
+  });
   return rows;
 }
 

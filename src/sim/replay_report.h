@@ -32,7 +32,8 @@ struct ReplayRow {
 };
 // Waits (p50/p95 s) by priority class and by tenant, allocation and each
 // tenant's share of the GPUs, preemptions, idle reclaims, deadline
-// evictions, jobs completed and unfinished.
+// evictions, jobs completed and unfinished, busy share, GPU-hours lost,
+// scale-outs, node cost and the autoscaler's forecast error (SCALE-3).
 std::vector<ReplayRow> ReplayRows(const SimReport& in_force, const SimReport* next);
 
 std::string FormatReplayReport(const ReplayReportInput& in);
