@@ -201,6 +201,16 @@ Result<std::vector<std::string>> YamlReader::StringList(const YAML::Node& n, con
   return out;
 }
 
+Result<YAML::Node> YamlReader::RequiredList(const YamlFields& f, std::string_view key, size_t max,
+                                            std::string_view what) const {
+  GP_TRY(Require(f, key));
+  const YAML::Node& list = *f.Find(key);
+  const std::string path = f.PathOf(key);
+  if (!list.IsSequence() || list.size() == 0) return Fail(list, path, "expected a list of at least one of the " + std::string(what));
+  if (list.size() > max) return Fail(list, path, "at most " + std::to_string(max) + " " + std::string(what));
+  return list;
+}
+
 Status YamlReader::StringField(const YamlFields& f, std::string_view key, std::string& out, bool allow_empty) const {
   const YAML::Node* n = f.Find(key);
   if (!n) return {};

@@ -114,6 +114,9 @@ class YamlReader {
   // `allowed` is empty, among `allowed`.
   Result<YamlFields> Map(const YAML::Node& node, std::string path, const std::vector<std::string_view>& allowed) const;
   Status Require(const YamlFields& f, std::string_view key) const;
+  // The list under `key`, which must be there with 1 to `max` items;
+  // `what` names them in messages ("rules", "parameters").
+  Result<YAML::Node> RequiredList(const YamlFields& f, std::string_view key, size_t max, std::string_view what) const;
 
   // --- scalars ----------------------------------------------------------
   Result<std::string> String(const YAML::Node& n, const std::string& path, bool allow_empty = false) const;

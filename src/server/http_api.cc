@@ -1222,16 +1222,23 @@ bool ActorMatches(const std::string& actor, const std::string& filter) {
   return actor.size() > filter.size() && actor.starts_with(filter) && actor[filter.size()] == ':';
 }
 
+// `since` and `limit` of a page of journal events (limit 1 to
+// kMaxEventLimit); false after answering 400.
+bool PageParams(const Request& req, Response& res, int64_t& since, int64_t& limit) {
+  ApiError err;
+  if (!IntParam(req, "since", since, 0, INT64_MAX, &err) || !IntParam(req, "limit", limit, 1, kMaxEventLimit, &err)) {
+    SendError(res, err);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void HttpApi::ListEvents(const Request& req, Response& res) {
   if (!Auth(req, res, true)) return;
-  ApiError err;
   int64_t since = 0, limit = 1000;
-  if (!IntParam(req, "since", since, 0, INT64_MAX, &err) ||
-      !IntParam(req, "limit", limit, 1, kMaxEventLimit, &err)) {
-    return SendError(res, err);
-  }
+  if (!PageParams(req, res, since, limit)) return;
   std::string out = "{\"events\":[";
   int64_t next = since;
   bool first = true;
@@ -1252,12 +1259,8 @@ void HttpApi::ListEvents(const Request& req, Response& res) {
 // whatever the filter); `next_since` continues after the last one scanned.
 void HttpApi::ListAudit(const Request& req, Response& res) {
   if (!Auth(req, res, true)) return;
-  ApiError err;
   int64_t since = 0, limit = 1000;
-  if (!IntParam(req, "since", since, 0, INT64_MAX, &err) ||
-      !IntParam(req, "limit", limit, 1, kMaxEventLimit, &err)) {
-    return SendError(res, err);
-  }
+  if (!PageParams(req, res, since, limit)) return;
   const std::string actor = req.Param("actor");
   if (actor.size() > 200) return SendError(res, BadField("actor", "at most 200 characters"));
   std::string out = "{\"entries\":[";
@@ -1288,12 +1291,8 @@ void HttpApi::ListAudit(const Request& req, Response& res) {
 // (src/server/export_view.h).
 void HttpApi::ExportJournal(const Request& req, Response& res) {
   if (!Auth(req, res, true)) return;
-  ApiError err;
   int64_t since = 0, limit = 1000;
-  if (!IntParam(req, "since", since, 0, INT64_MAX, &err) ||
-      !IntParam(req, "limit", limit, 1, kMaxEventLimit, &err)) {
-    return SendError(res, err);
-  }
+  if (!PageParams(req, res, since, limit)) return;
   auto page = ExportPage(core_.journal(), since, limit);
   if (!page) return SendError(res, MakeApiError(503, "unavailable", page.error().message));
   SendText(res, std::move(*page), "application/json");

@@ -200,12 +200,7 @@ class SloReader : public YamlReader {
   Result<SloFile> Parse(const YAML::Node& root) const {
     SloFile out{std::string(source()), {}};
     GP_ASSIGN_OR_RETURN(YamlFields f, Map(root, "", {"rules"}));
-    GP_TRY(Require(f, "rules"));
-    const YAML::Node& rules = *f.Find("rules");
-    if (!rules.IsSequence() || rules.size() == 0) return Fail(rules, "rules", "expected a list of at least one rule");
-    if (rules.size() > static_cast<size_t>(kMaxSloRules)) {
-      return Fail(rules, "rules", "at most " + std::to_string(kMaxSloRules) + " rules");
-    }
+    GP_ASSIGN_OR_RETURN(const YAML::Node rules, RequiredList(f, "rules", kMaxSloRules, "rules"));
     for (size_t i = 0; i < rules.size(); ++i) {
       GP_ASSIGN_OR_RETURN(SloRule r, Rule(rules[i], ItemPath("rules", i)));
       out.rules.push_back(std::move(r));

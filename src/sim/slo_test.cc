@@ -76,7 +76,7 @@ TEST(SloTest, BadFilesAreNamedWithTheirPosition) {
             std::string::npos);
   EXPECT_NE(error("rules:\n  - {measure: completed, min: 1, colour: red}\n").find("unknown key 'colour'"),
             std::string::npos);
-  EXPECT_NE(error("rules: []\n").find("at least one rule"), std::string::npos);
+  EXPECT_NE(error("rules: []\n").find("expected a list of at least one of the rules"), std::string::npos);
   EXPECT_NE(error("rules: [\n").find("slo.yaml:"), std::string::npos);
 }
 

@@ -33,12 +33,7 @@ class SpaceReader : public YamlReader {
   Result<TuneSpace> Parse(const YAML::Node& root) const {
     TuneSpace out{std::string(source()), {}};
     GP_ASSIGN_OR_RETURN(YamlFields f, Map(root, "", {"parameters"}));
-    GP_TRY(Require(f, "parameters"));
-    const YAML::Node& list = *f.Find("parameters");
-    if (!list.IsSequence() || list.size() == 0) return Fail(list, "parameters", "expected a list of at least one");
-    if (list.size() > static_cast<size_t>(kMaxTuneParameters)) {
-      return Fail(list, "parameters", "at most " + std::to_string(kMaxTuneParameters) + " parameters");
-    }
+    GP_ASSIGN_OR_RETURN(const YAML::Node list, RequiredList(f, "parameters", kMaxTuneParameters, "parameters"));
     for (size_t i = 0; i < list.size(); ++i) {
       GP_ASSIGN_OR_RETURN(TuneParameter p, Parameter(list[i], ItemPath("parameters", i)));
       for (const TuneParameter& q : out.parameters) {
