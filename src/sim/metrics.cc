@@ -201,6 +201,17 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.gpu_hours_in_service = capacity_area_ / 1000.0 / kMsPerHour;
   r.preemptions = preemptions_;
   r.gpu_hours_lost = lost_ / 1000.0 / kMsPerHour;
+  ReportPools(r);
+  ReportJobs(horizon, r);
+  ReportTenants(r);
+  r.jobs_completed_per_hour = r.horizon_h > 0 ? static_cast<double>(r.all.completed) / r.horizon_h : 0;
+  ReportSharingAndReclaim(r);
+  ReportRecovery(r);
+  ReportMovesAndScaling(r);
+  return r;
+}
+
+void MetricsCollector::ReportPools(SimReport& r) const {
   for (size_t p = 0; p < state_->pools.size(); ++p) {
     PoolReport& pr = r.pools[state_->pools[p].name];
     if (p < pool_area_.size() && p < pool_capacity_area_.size() && pool_capacity_area_[p] > 0) {
@@ -209,10 +220,24 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
     if (p < pool_area_.size()) pr.gpu_hours_used = pool_area_[p] / 1000.0 / kMsPerHour;
     pr.at_end = state_->Capacity(static_cast<PoolId>(p));
   }
+}
 
-  struct Samples {
-    std::vector<double> wait, jct;
-  };
+namespace {
+
+struct Samples {
+  std::vector<double> wait, jct;
+};
+
+void Fill(ClassReport& c, Samples& s) {
+  c.wait_s = ComputePercentiles(s.wait);
+  c.wait_quantiles_s = PercentileSteps(s.wait);
+  c.jct_s = ComputePercentiles(s.jct);
+}
+
+}  // namespace
+
+// Waits and completion times by class and tenant, from the job records.
+void MetricsCollector::ReportJobs(Instant horizon, SimReport& r) const {
   Samples all;
   std::map<std::string, Samples> by_class;
   std::map<std::string, Samples> by_tenant;
@@ -251,13 +276,13 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
       ++r.unfinished;
     }
   }
-  auto fill = [](ClassReport& c, Samples& s) {
-    c.wait_s = ComputePercentiles(s.wait);
-    c.wait_quantiles_s = PercentileSteps(s.wait);
-    c.jct_s = ComputePercentiles(s.jct);
-  };
-  fill(r.all, all);
-  for (auto& [name, c] : r.by_priority) fill(c, by_class[name]);
+  Fill(r.all, all);
+  for (auto& [name, c] : r.by_priority) Fill(c, by_class[name]);
+  for (const Tenant& t : state_->tenants) Fill(r.by_tenant[t.name].jobs, by_tenant[t.name]);
+}
+
+// Each tenant's share received, its entitlements, preemptions and losses.
+void MetricsCollector::ReportTenants(SimReport& r) const {
   double weight_total = 0;
   for (const Tenant& t : state_->tenants) {
     for (const TenantPool& tp : t.pools) {
@@ -269,7 +294,6 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   }
   for (const Tenant& t : state_->tenants) {
     TenantReport& tr = r.by_tenant[t.name];
-    fill(tr.jobs, by_tenant[t.name]);
     const auto id = static_cast<size_t>(t.id);
     if (id < tenant_area_.size() && capacity_area_ > 0) tr.share_received_pct = 100.0 * tenant_area_[id] / capacity_area_;
     double guaranteed = 0, pool_gpus = 0, weight = 0;
@@ -286,8 +310,9 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
       tr.gpu_hours_lost = tenant_lost_[id] / 1000.0 / kMsPerHour;
     }
   }
-  r.jobs_completed_per_hour = r.horizon_h > 0 ? static_cast<double>(r.all.completed) / r.horizon_h : 0;
+}
 
+void MetricsCollector::ReportSharingAndReclaim(SimReport& r) {
   // Busy GPUs over the GPUs in service (time-weighted).
   r.sharing.gpu_busy_pct_mean = capacity_area_ > 0 ? 100.0 * busy_area_ * 1000.0 / capacity_area_ : 0;
   r.sharing.interference_slowdown_pct = uncrowded_ms_ > 0 ? 100.0 * (wall_ms_ / uncrowded_ms_ - 1.0) : 0;
@@ -306,6 +331,9 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
   r.reclaim.busy_while_away_hours = busy_while_away_ms_ / kMsPerHour;
   r.reclaim.idle_gpu_hours = idle_gpu_ms_ / kMsPerHour;
   r.reclaim.held_gpu_hours = held_gpu_ms_ / kMsPerHour;
+}
+
+void MetricsCollector::ReportRecovery(SimReport& r) {
   r.recovery.node_failures = node_failures_;
   r.recovery.interruptions = static_cast<int64_t>(lost_work_s_.size());
   r.recovery.not_replaced = not_replaced_;
@@ -316,6 +344,9 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
     r.recovery.replaced_within_30s_pct = 100.0 * static_cast<double>(fast) / static_cast<double>(replace_latency_s_.size());
   }
   r.recovery.lost_work_s = ComputePercentiles(lost_work_s_);
+}
+
+void MetricsCollector::ReportMovesAndScaling(SimReport& r) {
   r.topology = topology_;
   r.scaling = scaling_;
   r.defrag = defrag_;
@@ -344,7 +375,6 @@ SimReport MetricsCollector::Finish(Instant horizon, std::string scenario, int64_
       r.scaling.nodes_max = std::max(r.scaling.nodes_max, n);
     }
   }
-  return r;
 }
 
 nlohmann::json ToJson(const SimReport& r) {

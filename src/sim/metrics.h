@@ -273,6 +273,13 @@ class MetricsCollector {
   SimReport Finish(Instant horizon, std::string scenario, int64_t events, std::string sha256);
 
  private:
+  // Finish's parts, each filling its sections of the report.
+  void ReportPools(SimReport& r) const;
+  void ReportJobs(Instant horizon, SimReport& r) const;
+  void ReportTenants(SimReport& r) const;
+  void ReportSharingAndReclaim(SimReport& r);  // sorts the latency samples
+  void ReportRecovery(SimReport& r);
+  void ReportMovesAndScaling(SimReport& r);
   struct JobRecord {
     Instant submitted{};
     std::optional<Instant> started, completed;
