@@ -259,177 +259,187 @@ Result<int> FollowLogs(ApiClient& api, int64_t id, int64_t tail_bytes, double in
   return 0;
 }
 
+// gpupool job submit
+void AddJobSubmit(CLI::App* job) {
+  struct Flags {
+    GlobalFlags g;
+    std::string file;
+    JobFlags job;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = job->add_subcommand(
+      "submit", "Submit a job: from a YAML file (examples/*.yaml), from flags, or a file with flags overriding it");
+  cmd->add_option("-f,--file", f->file, "job file (YAML, the keys of a job request)");
+  AddJobFlags(cmd, f->job);
+  AddGlobalFlags(cmd, f->g);
+  cmd->callback([f] {
+    Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+      json request = json::object();
+      if (!f->file.empty()) {
+        GP_ASSIGN_OR_RETURN(request, LoadJobFile(f->file));
+      } else if (f->job.name.empty()) {
+        return InvalidArgument("give --file FILE, or at least --name (and the job's other flags)");
+      }
+      ApplyJobFlags(f->job, request);
+      GP_ASSIGN_OR_RETURN(auto job, api.Post("/v1/jobs", request));
+      const std::string id = job.value("id", json()).dump();
+      const std::string state = job.value("state", std::string("?"));
+      Print(job, out, [&] {
+        if (state == "rejected") return std::string();  // said on stderr below
+        std::string line = "job " + id + " submitted (" + state + ")";
+        if (auto w = job.find("waiting"); w != job.end() && w->is_string()) line += ": " + w->get<std::string>();
+        return line + "\n";
+      });
+      if (state == "rejected") {
+        std::cerr << "error: job " << id << " was rejected: " << job.value("reason", std::string("no reason given"))
+                  << "\n";
+        return 1;
+      }
+      return 0;
+    });
+  });
+}
+
+// gpupool job list
+void AddJobList(CLI::App* job) {
+  struct Flags {
+    GlobalFlags g;
+    std::string state, tenant;
+    int64_t limit = 100;
+    bool all = false, oldest_first = false;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd =
+      job->add_subcommand("list", "List jobs, the newest first: the newest 100 unless --limit or --all");
+  cmd->add_option("--state", f->state, "only jobs in this state")
+      ->check(CLI::IsMember(
+          {"pending", "running", "checkpointing", "succeeded", "failed", "cancelled", "rejected", "evicted"}));
+  cmd->add_option("--tenant", f->tenant, "only this tenant's jobs (admin)");
+  auto* limit = cmd->add_option("--limit", f->limit, "at most this many jobs")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_flag("--all", f->all, "every job (in pages of 1000)")->excludes(limit);
+  cmd->add_flag("--oldest-first", f->oldest_first, "in ascending id instead");
+  AddGlobalFlags(cmd, f->g);
+  cmd->callback([f] {
+    Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+      // Pages of at most 1000 (the server's maximum), following the
+      // cursor until the server has no more or the limit is reached.
+      constexpr int64_t kPage = 1000;
+      const char* cursor = f->oldest_first ? "after" : "before";
+      const std::string next_key = f->oldest_first ? "next_after" : "next_before";
+      const int64_t cap = f->all ? INT64_MAX : f->limit;
+      json jobs = json::array();
+      json next = nullptr;
+      while (true) {
+        QueryParams q;
+        if (!f->state.empty()) q.push_back({"state", f->state});
+        if (!f->tenant.empty()) q.push_back({"tenant", f->tenant});
+        q.push_back({"order", f->oldest_first ? "oldest" : "newest"});
+        q.push_back({"limit", std::to_string(std::min(kPage, cap - static_cast<int64_t>(jobs.size())))});
+        if (!next.is_null()) q.push_back({cursor, next.dump()});
+        GP_ASSIGN_OR_RETURN(auto page, api.Get("/v1/jobs", q));
+        const json& items = page["jobs"];
+        if (items.is_array()) {
+          for (const auto& j : items) jobs.push_back(j);
+        }
+        const json previous = next;
+        next = page.value(next_key, json());
+        if (!next.is_null() && (!next.is_number_integer() || next == previous)) {
+          return FailedPrecondition("the server's job list did not advance (" + next_key + " " + next.dump() +
+                                    " after " + previous.dump() + ")");
+        }
+        const bool full = static_cast<int64_t>(jobs.size()) >= cap;
+        if (next.is_null() || full || !items.is_array() || items.empty()) break;
+      }
+      const json result = {{"jobs", jobs}, {next_key, next}};
+      Print(result, out, [&] { return FormatJobsTable(jobs, NowUnixMillis()); });
+      return 0;
+    });
+  });
+}
+
+// gpupool job get
+void AddJobGet(CLI::App* job) {
+  struct Flags {
+    GlobalFlags g;
+    int64_t id = 0;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = job->add_subcommand("get", "Show one job");
+  cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
+  AddGlobalFlags(cmd, f->g);
+  cmd->callback([f] {
+    Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+      GP_ASSIGN_OR_RETURN(auto job, api.Get(JobPath(f->id)));
+      Print(job, out, [&] { return FormatJobDetail(job, NowUnixMillis()); });
+      return 0;
+    });
+  });
+}
+
+// gpupool job cancel
+void AddJobCancel(CLI::App* job) {
+  struct Flags {
+    GlobalFlags g;
+    int64_t id = 0;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = job->add_subcommand("cancel", "Cancel a job (pending or running)");
+  cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
+  AddGlobalFlags(cmd, f->g);
+  cmd->callback([f] {
+    Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+      GP_ASSIGN_OR_RETURN(auto job, api.Delete(JobPath(f->id)));
+      Print(job, out, [&] {
+        return "job " + std::to_string(f->id) + " " + job.value("state", std::string("cancelled")) + "\n";
+      });
+      return 0;
+    });
+  });
+}
+
+// gpupool job logs
+void AddJobLogs(CLI::App* job) {
+  struct Flags {
+    GlobalFlags g;
+    int64_t id = 0;
+    int64_t tail_bytes = 1 << 20;
+    bool follow = false;
+    double interval_s = 1;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = job->add_subcommand("logs", "Print a job's task output (stdout and stderr, every replica and attempt)");
+  cmd->add_option("--tail-bytes", f->tail_bytes, "at most this many bytes of each log, from its end")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{64} << 20));
+  auto* follow = cmd->add_flag("-f,--follow", f->follow, "keep printing what the job writes until it ends");
+  cmd->add_option("--interval", f->interval_s, "with --follow: seconds between polls")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 60.0))
+      ->needs(follow);
+  cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
+  AddGlobalFlags(cmd, f->g);
+  cmd->callback([f] {
+    Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
+      if (f->follow) {
+        if (out != Output::kTable) return InvalidArgument("--follow prints the text as it comes: leave out -o");
+        return FollowLogs(api, f->id, f->tail_bytes, f->interval_s);
+      }
+      GP_ASSIGN_OR_RETURN(auto text,
+                          api.GetText(JobPath(f->id) + "/logs", {{"tail_bytes", std::to_string(f->tail_bytes)}}));
+      Print(json{{"job", f->id}, {"logs", text}}, out, [&] { return text; });
+      return 0;
+    });
+  });
+}
+
 void AddJobCommands(CLI::App& app) {
   CLI::App* job = app.add_subcommand("job", "Submit, list, inspect and cancel jobs (REST API client)");
   job->require_subcommand(1);
-
-  {
-    struct Flags {
-      GlobalFlags g;
-      std::string file;
-      JobFlags job;
-    };
-    auto f = std::make_shared<Flags>();
-    CLI::App* cmd = job->add_subcommand(
-        "submit", "Submit a job: from a YAML file (examples/*.yaml), from flags, or a file with flags overriding it");
-    cmd->add_option("-f,--file", f->file, "job file (YAML, the keys of a job request)");
-    AddJobFlags(cmd, f->job);
-    AddGlobalFlags(cmd, f->g);
-    cmd->callback([f] {
-      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        json request = json::object();
-        if (!f->file.empty()) {
-          GP_ASSIGN_OR_RETURN(request, LoadJobFile(f->file));
-        } else if (f->job.name.empty()) {
-          return InvalidArgument("give --file FILE, or at least --name (and the job's other flags)");
-        }
-        ApplyJobFlags(f->job, request);
-        GP_ASSIGN_OR_RETURN(auto job, api.Post("/v1/jobs", request));
-        const std::string id = job.value("id", json()).dump();
-        const std::string state = job.value("state", std::string("?"));
-        Print(job, out, [&] {
-          if (state == "rejected") return std::string();  // said on stderr below
-          std::string line = "job " + id + " submitted (" + state + ")";
-          if (auto w = job.find("waiting"); w != job.end() && w->is_string()) line += ": " + w->get<std::string>();
-          return line + "\n";
-        });
-        if (state == "rejected") {
-          std::cerr << "error: job " << id << " was rejected: " << job.value("reason", std::string("no reason given"))
-                    << "\n";
-          return 1;
-        }
-        return 0;
-      });
-    });
-  }
-
-  {
-    struct Flags {
-      GlobalFlags g;
-      std::string state, tenant;
-      int64_t limit = 100;
-      bool all = false, oldest_first = false;
-    };
-    auto f = std::make_shared<Flags>();
-    CLI::App* cmd =
-        job->add_subcommand("list", "List jobs, the newest first: the newest 100 unless --limit or --all");
-    cmd->add_option("--state", f->state, "only jobs in this state")
-        ->check(CLI::IsMember(
-            {"pending", "running", "checkpointing", "succeeded", "failed", "cancelled", "rejected", "evicted"}));
-    cmd->add_option("--tenant", f->tenant, "only this tenant's jobs (admin)");
-    auto* limit = cmd->add_option("--limit", f->limit, "at most this many jobs")->check(CLI::PositiveNumber)->capture_default_str();
-    cmd->add_flag("--all", f->all, "every job (in pages of 1000)")->excludes(limit);
-    cmd->add_flag("--oldest-first", f->oldest_first, "in ascending id instead");
-    AddGlobalFlags(cmd, f->g);
-    cmd->callback([f] {
-      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        // Pages of at most 1000 (the server's maximum), following the
-        // cursor until the server has no more or the limit is reached.
-        constexpr int64_t kPage = 1000;
-        const char* cursor = f->oldest_first ? "after" : "before";
-        const std::string next_key = f->oldest_first ? "next_after" : "next_before";
-        const int64_t cap = f->all ? INT64_MAX : f->limit;
-        json jobs = json::array();
-        json next = nullptr;
-        while (true) {
-          QueryParams q;
-          if (!f->state.empty()) q.push_back({"state", f->state});
-          if (!f->tenant.empty()) q.push_back({"tenant", f->tenant});
-          q.push_back({"order", f->oldest_first ? "oldest" : "newest"});
-          q.push_back({"limit", std::to_string(std::min(kPage, cap - static_cast<int64_t>(jobs.size())))});
-          if (!next.is_null()) q.push_back({cursor, next.dump()});
-          GP_ASSIGN_OR_RETURN(auto page, api.Get("/v1/jobs", q));
-          const json& items = page["jobs"];
-          if (items.is_array()) {
-            for (const auto& j : items) jobs.push_back(j);
-          }
-          const json previous = next;
-          next = page.value(next_key, json());
-          if (!next.is_null() && (!next.is_number_integer() || next == previous)) {
-            return FailedPrecondition("the server's job list did not advance (" + next_key + " " + next.dump() +
-                                      " after " + previous.dump() + ")");
-          }
-          const bool full = static_cast<int64_t>(jobs.size()) >= cap;
-          if (next.is_null() || full || !items.is_array() || items.empty()) break;
-        }
-        const json result = {{"jobs", jobs}, {next_key, next}};
-        Print(result, out, [&] { return FormatJobsTable(jobs, NowUnixMillis()); });
-        return 0;
-      });
-    });
-  }
-
-  {
-    struct Flags {
-      GlobalFlags g;
-      int64_t id = 0;
-    };
-    auto f = std::make_shared<Flags>();
-    CLI::App* cmd = job->add_subcommand("get", "Show one job");
-    cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
-    AddGlobalFlags(cmd, f->g);
-    cmd->callback([f] {
-      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        GP_ASSIGN_OR_RETURN(auto job, api.Get(JobPath(f->id)));
-        Print(job, out, [&] { return FormatJobDetail(job, NowUnixMillis()); });
-        return 0;
-      });
-    });
-  }
-
-  {
-    struct Flags {
-      GlobalFlags g;
-      int64_t id = 0;
-    };
-    auto f = std::make_shared<Flags>();
-    CLI::App* cmd = job->add_subcommand("cancel", "Cancel a job (pending or running)");
-    cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
-    AddGlobalFlags(cmd, f->g);
-    cmd->callback([f] {
-      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        GP_ASSIGN_OR_RETURN(auto job, api.Delete(JobPath(f->id)));
-        Print(job, out, [&] {
-          return "job " + std::to_string(f->id) + " " + job.value("state", std::string("cancelled")) + "\n";
-        });
-        return 0;
-      });
-    });
-  }
-
-  {
-    struct Flags {
-      GlobalFlags g;
-      int64_t id = 0;
-      int64_t tail_bytes = 1 << 20;
-      bool follow = false;
-      double interval_s = 1;
-    };
-    auto f = std::make_shared<Flags>();
-    CLI::App* cmd = job->add_subcommand("logs", "Print a job's task output (stdout and stderr, every replica and attempt)");
-    cmd->add_option("--tail-bytes", f->tail_bytes, "at most this many bytes of each log, from its end")
-        ->capture_default_str()
-        ->check(CLI::Range(int64_t{1}, int64_t{64} << 20));
-    auto* follow = cmd->add_flag("-f,--follow", f->follow, "keep printing what the job writes until it ends");
-    cmd->add_option("--interval", f->interval_s, "with --follow: seconds between polls")
-        ->capture_default_str()
-        ->check(CLI::Range(0.1, 60.0))
-        ->needs(follow);
-    cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
-    AddGlobalFlags(cmd, f->g);
-    cmd->callback([f] {
-      Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-        if (f->follow) {
-          if (out != Output::kTable) return InvalidArgument("--follow prints the text as it comes: leave out -o");
-          return FollowLogs(api, f->id, f->tail_bytes, f->interval_s);
-        }
-        GP_ASSIGN_OR_RETURN(auto text,
-                            api.GetText(JobPath(f->id) + "/logs", {{"tail_bytes", std::to_string(f->tail_bytes)}}));
-        Print(json{{"job", f->id}, {"logs", text}}, out, [&] { return text; });
-        return 0;
-      });
-    });
-  }
+  AddJobSubmit(job);
+  AddJobList(job);
+  AddJobGet(job);
+  AddJobCancel(job);
+  AddJobLogs(job);
 }
 
 // --- tenants ----------------------------------------------------------------
