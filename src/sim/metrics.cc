@@ -377,9 +377,94 @@ void MetricsCollector::ReportMovesAndScaling(SimReport& r) {
   }
 }
 
-nlohmann::json ToJson(const SimReport& r) {
-  nlohmann::json by_priority = nlohmann::json::object(), by_tenant = nlohmann::json::object();
-  for (const auto& [name, c] : r.by_priority) by_priority[name] = ClassJson(c);
+namespace {
+
+nlohmann::json SharingJson(const SharingReport& x) {
+  return {{"gpu_busy_pct_mean", Round3(x.gpu_busy_pct_mean)},
+          {"interference_slowdown_pct", Round3(x.interference_slowdown_pct)},
+          {"share_limit_slowdown_pct", Round3(x.share_limit_slowdown_pct)},
+          {"sharing_slowdown_pct", Round3(x.sharing_slowdown_pct)},
+          {"scrubs", x.scrubs},
+          {"mig_setups", x.mig_setups},
+          {"mig_recuts", x.mig_recuts}};
+}
+
+nlohmann::json ReclaimJson(const ReclaimReport& x) {
+  return {{"idle_reclaims", x.idle_reclaims},
+          {"deadline_evictions", x.deadline_evictions},
+          {"resumed", x.resumed},
+          {"never_resumed", x.never_resumed},
+          {"reclaim_latency_s", PercentilesJson(x.reclaim_latency_s)},
+          {"reallocation_latency_s", PercentilesJson(x.reallocation_latency_s)},
+          {"resume_latency_s", PercentilesJson(x.resume_latency_s)},
+          {"busy_while_away_hours", Round3(x.busy_while_away_hours)},
+          {"idle_gpu_hours", Round3(x.idle_gpu_hours)},
+          {"held_gpu_hours", Round3(x.held_gpu_hours)}};
+}
+
+nlohmann::json RecoveryJson(const RecoveryReport& x) {
+  return {{"node_failures", x.node_failures},
+          {"interruptions", x.interruptions},
+          {"not_replaced", x.not_replaced},
+          {"replace_latency_s", PercentilesJson(x.replace_latency_s)},
+          {"placement_latency_s", PercentilesJson(x.placement_latency_s)},
+          {"replaced_within_30s_pct", Round3(x.replaced_within_30s_pct)},
+          {"lost_work_s", PercentilesJson(x.lost_work_s)}};
+}
+
+nlohmann::json TopologyJson(const TopologyReport& x) {
+  return {{"placements", x.placements},
+          {"spanning_nodes", x.spanning_nodes},
+          {"spanning_racks", x.spanning_racks},
+          {"steps", Round3(x.steps)},
+          {"cross_rack_gib", Round3(x.cross_rack_gib)},
+          {"cross_node_gib", Round3(x.cross_node_gib)},
+          {"cross_rack_gib_per_step", Round3(x.cross_rack_gib_per_step())},
+          {"comm_hours", Round3(x.comm_hours)},
+          {"comm_overhead_pct", Round3(x.comm_overhead_pct())}};
+}
+
+nlohmann::json ScalingJson(const ScalingReport& x) {
+  return {{"scale_outs", x.scale_outs},
+          {"nodes_requested", x.nodes_requested},
+          {"nodes_added", x.nodes_added},
+          {"warm_starts", x.warm_starts},
+          {"drains", x.drains},
+          {"nodes_removed", x.nodes_removed},
+          {"drained_jobs", x.drained_jobs},
+          {"elastic_resizes", x.elastic_resizes},
+          {"elastic_reshard_hours", Round3(x.elastic_reshard_hours)},
+          {"drain_moves", MoveJson(x.drain_moves)},
+          {"drained_lost_work_s", Round3(x.drained_lost_work_s)},
+          {"node_hours", Round3(x.node_hours)},
+          {"warm_node_hours", Round3(x.warm_node_hours)},
+          {"cost", Round3(x.cost)},
+          {"nodes_min", Round3(x.nodes_min)},
+          {"nodes_max", Round3(x.nodes_max)},
+          {"forecasts", x.forecasts},
+          {"forecast_mae_gpus", Round3(x.forecast_mae_gpus)},
+          {"forecast_mean_actual_gpus", Round3(x.forecast_mean_actual_gpus)}};
+}
+
+nlohmann::json DefragJson(const DefragReport& x) {
+  return {{"migrations", x.migrations},
+          {"migrations_per_hour", Round3(x.migrations_per_hour)},
+          {"migration_lost_work_s", Round3(x.migration_lost_work_s)},
+          {"moved", MoveJson(x.moved)},
+          {"unallocated_while_waiting_pct", Round3(x.unallocated_while_waiting_pct)},
+          {"waiting_hours", Round3(x.waiting_hours)}};
+}
+
+nlohmann::json HotspotsJson(const HotspotReport& x) {
+  return {{"detected", x.detected},
+          {"cleared", x.cleared},
+          {"moves", x.moves},
+          {"moved", MoveJson(x.moved)}};
+}
+
+// The by_priority, by_tenant and pools objects.
+nlohmann::json ByTenantJson(const SimReport& r) {
+  nlohmann::json by_tenant = nlohmann::json::object();
   for (const auto& [name, t] : r.by_tenant) {
     by_tenant[name] = {{"jobs", ClassJson(t.jobs)},
                        {"share_received_pct", Round3(t.share_received_pct)},
@@ -388,6 +473,10 @@ nlohmann::json ToJson(const SimReport& r) {
                        {"preemptions", t.preemptions},
                        {"gpu_hours_lost", Round3(t.gpu_hours_lost)}};
   }
+  return by_tenant;
+}
+
+nlohmann::json PoolsJson(const SimReport& r) {
   nlohmann::json pools = nlohmann::json::object();
   for (const auto& [name, p] : r.pools) {
     const auto gpus = [](int64_t milli) { return Round3(static_cast<double>(milli) / 1000.0); };
@@ -400,14 +489,22 @@ nlohmann::json ToJson(const SimReport& r) {
                      {"fragmented", gpus(p.at_end.fragmented_milli)},
                      {"available", gpus(p.at_end.available_milli)}}}};
   }
+  return pools;
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const SimReport& r) {
+  nlohmann::json by_priority = nlohmann::json::object();
+  for (const auto& [name, c] : r.by_priority) by_priority[name] = ClassJson(c);
   nlohmann::json series = nlohmann::json::array();
   for (const auto& [h, pct] : r.allocation_series) series.push_back({Round3(h), Round3(pct)});
   return {{"scenario", r.scenario},
           {"horizon_h", Round3(r.horizon_h)},
           {"jobs", ClassJson(r.all)},
           {"by_priority", by_priority},
-          {"by_tenant", by_tenant},
-          {"pools", pools},
+          {"by_tenant", ByTenantJson(r)},
+          {"pools", PoolsJson(r)},
           {"gpu_allocation_pct_mean", Round3(r.allocation_pct_mean)},
           {"gpu_allocation_series", series},
           {"jobs_completed_per_hour", Round3(r.jobs_completed_per_hour)},
@@ -415,75 +512,13 @@ nlohmann::json ToJson(const SimReport& r) {
           {"gpu_hours_lost_to_preemption", Round3(r.gpu_hours_lost)},
           {"unfinished", r.unfinished},
           {"ended", r.ended},
-          {"sharing",
-           {{"gpu_busy_pct_mean", Round3(r.sharing.gpu_busy_pct_mean)},
-            {"interference_slowdown_pct", Round3(r.sharing.interference_slowdown_pct)},
-            {"share_limit_slowdown_pct", Round3(r.sharing.share_limit_slowdown_pct)},
-            {"sharing_slowdown_pct", Round3(r.sharing.sharing_slowdown_pct)},
-            {"scrubs", r.sharing.scrubs},
-            {"mig_setups", r.sharing.mig_setups},
-            {"mig_recuts", r.sharing.mig_recuts}}},
-          {"reclaim",
-           {{"idle_reclaims", r.reclaim.idle_reclaims},
-            {"deadline_evictions", r.reclaim.deadline_evictions},
-            {"resumed", r.reclaim.resumed},
-            {"never_resumed", r.reclaim.never_resumed},
-            {"reclaim_latency_s", PercentilesJson(r.reclaim.reclaim_latency_s)},
-            {"reallocation_latency_s", PercentilesJson(r.reclaim.reallocation_latency_s)},
-            {"resume_latency_s", PercentilesJson(r.reclaim.resume_latency_s)},
-            {"busy_while_away_hours", Round3(r.reclaim.busy_while_away_hours)},
-            {"idle_gpu_hours", Round3(r.reclaim.idle_gpu_hours)},
-            {"held_gpu_hours", Round3(r.reclaim.held_gpu_hours)}}},
-          {"recovery",
-           {{"node_failures", r.recovery.node_failures},
-            {"interruptions", r.recovery.interruptions},
-            {"not_replaced", r.recovery.not_replaced},
-            {"replace_latency_s", PercentilesJson(r.recovery.replace_latency_s)},
-            {"placement_latency_s", PercentilesJson(r.recovery.placement_latency_s)},
-            {"replaced_within_30s_pct", Round3(r.recovery.replaced_within_30s_pct)},
-            {"lost_work_s", PercentilesJson(r.recovery.lost_work_s)}}},
-          {"topology",
-           {{"placements", r.topology.placements},
-            {"spanning_nodes", r.topology.spanning_nodes},
-            {"spanning_racks", r.topology.spanning_racks},
-            {"steps", Round3(r.topology.steps)},
-            {"cross_rack_gib", Round3(r.topology.cross_rack_gib)},
-            {"cross_node_gib", Round3(r.topology.cross_node_gib)},
-            {"cross_rack_gib_per_step", Round3(r.topology.cross_rack_gib_per_step())},
-            {"comm_hours", Round3(r.topology.comm_hours)},
-            {"comm_overhead_pct", Round3(r.topology.comm_overhead_pct())}}},
-          {"scaling",
-           {{"scale_outs", r.scaling.scale_outs},
-            {"nodes_requested", r.scaling.nodes_requested},
-            {"nodes_added", r.scaling.nodes_added},
-            {"warm_starts", r.scaling.warm_starts},
-            {"drains", r.scaling.drains},
-            {"nodes_removed", r.scaling.nodes_removed},
-            {"drained_jobs", r.scaling.drained_jobs},
-            {"elastic_resizes", r.scaling.elastic_resizes},
-            {"elastic_reshard_hours", Round3(r.scaling.elastic_reshard_hours)},
-            {"drain_moves", MoveJson(r.scaling.drain_moves)},
-            {"drained_lost_work_s", Round3(r.scaling.drained_lost_work_s)},
-            {"node_hours", Round3(r.scaling.node_hours)},
-            {"warm_node_hours", Round3(r.scaling.warm_node_hours)},
-            {"cost", Round3(r.scaling.cost)},
-            {"nodes_min", Round3(r.scaling.nodes_min)},
-            {"nodes_max", Round3(r.scaling.nodes_max)},
-            {"forecasts", r.scaling.forecasts},
-            {"forecast_mae_gpus", Round3(r.scaling.forecast_mae_gpus)},
-            {"forecast_mean_actual_gpus", Round3(r.scaling.forecast_mean_actual_gpus)}}},
-          {"defrag",
-           {{"migrations", r.defrag.migrations},
-            {"migrations_per_hour", Round3(r.defrag.migrations_per_hour)},
-            {"migration_lost_work_s", Round3(r.defrag.migration_lost_work_s)},
-            {"moved", MoveJson(r.defrag.moved)},
-            {"unallocated_while_waiting_pct", Round3(r.defrag.unallocated_while_waiting_pct)},
-            {"waiting_hours", Round3(r.defrag.waiting_hours)}}},
-          {"hotspots",
-           {{"detected", r.hotspots.detected},
-            {"cleared", r.hotspots.cleared},
-            {"moves", r.hotspots.moves},
-            {"moved", MoveJson(r.hotspots.moved)}}},
+          {"sharing", SharingJson(r.sharing)},
+          {"reclaim", ReclaimJson(r.reclaim)},
+          {"recovery", RecoveryJson(r.recovery)},
+          {"topology", TopologyJson(r.topology)},
+          {"scaling", ScalingJson(r.scaling)},
+          {"defrag", DefragJson(r.defrag)},
+          {"hotspots", HotspotsJson(r.hotspots)},
           {"events", r.events},
           {"event_log_sha256", r.event_log_sha256}};
 }
