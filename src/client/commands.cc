@@ -357,44 +357,43 @@ void AddJobList(CLI::App* job) {
   });
 }
 
-// gpupool job get
-void AddJobGet(CLI::App* job) {
+// A job subcommand on one job by id: `call` asks the server and returns
+// the answer, `text` gives its table form.
+using JobCall = std::function<Result<json>(ApiClient&, int64_t id)>;
+using JobText = std::function<std::string(const json& answer, int64_t id)>;
+void AddJobIdCommand(CLI::App* job, const char* name, const char* help, JobCall call, JobText text) {
   struct Flags {
     GlobalFlags g;
     int64_t id = 0;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* cmd = job->add_subcommand("get", "Show one job");
+  CLI::App* cmd = job->add_subcommand(name, help);
   cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
   AddGlobalFlags(cmd, f->g);
-  cmd->callback([f] {
-    Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-      GP_ASSIGN_OR_RETURN(auto job, api.Get(JobPath(f->id)));
-      Print(job, out, [&] { return FormatJobDetail(job, NowUnixMillis()); });
+  cmd->callback([f, call, text] {
+    Run(f->g, [f, &call, &text](ApiClient& api, Output out) -> Result<int> {
+      GP_ASSIGN_OR_RETURN(auto answer, call(api, f->id));
+      Print(answer, out, [&] { return text(answer, f->id); });
       return 0;
     });
   });
 }
 
+// gpupool job get
+void AddJobGet(CLI::App* job) {
+  AddJobIdCommand(
+      job, "get", "Show one job", [](ApiClient& api, int64_t id) { return api.Get(JobPath(id)); },
+      [](const json& answer, int64_t) { return FormatJobDetail(answer, NowUnixMillis()); });
+}
+
 // gpupool job cancel
 void AddJobCancel(CLI::App* job) {
-  struct Flags {
-    GlobalFlags g;
-    int64_t id = 0;
-  };
-  auto f = std::make_shared<Flags>();
-  CLI::App* cmd = job->add_subcommand("cancel", "Cancel a job (pending or running)");
-  cmd->add_option("id", f->id, "job id")->required()->check(CLI::NonNegativeNumber);
-  AddGlobalFlags(cmd, f->g);
-  cmd->callback([f] {
-    Run(f->g, [f](ApiClient& api, Output out) -> Result<int> {
-      GP_ASSIGN_OR_RETURN(auto job, api.Delete(JobPath(f->id)));
-      Print(job, out, [&] {
-        return "job " + std::to_string(f->id) + " " + job.value("state", std::string("cancelled")) + "\n";
+  AddJobIdCommand(
+      job, "cancel", "Cancel a job (pending or running)",
+      [](ApiClient& api, int64_t id) { return api.Delete(JobPath(id)); },
+      [](const json& answer, int64_t id) {
+        return "job " + std::to_string(id) + " " + answer.value("state", std::string("cancelled")) + "\n";
       });
-      return 0;
-    });
-  });
 }
 
 // gpupool job logs
