@@ -308,46 +308,14 @@ void Simulator::OnResized(const JobResized& e, Instant now) {
 }
 
 void Simulator::OnEvent(const Event& e) {
-  if (options_.on_event) options_.on_event(e);
-  ++events_;
-  std::string line = ToJsonLine(e);
-  line.push_back('\n');
-  hash_.Update(line);
-  if (log_.is_open()) log_ << line;
-  if (options_.check_invariants && failure_) {
-    Status ok = CheckInvariants(engine_->state());
-    if (const auto* placed = std::get_if<JobPlaced>(&e.body); ok && placed) {
-      ok = CheckPlacedOnScrubbedGpus(engine_->state(), *placed);
-    }
-    if (!ok) failure_ = std::unexpected(Error{ok.error().code, ok.error().message + " after " + line});
-  }
+  LogEvent(e);
   const Instant now = e.at;
   if (const auto* s = std::get_if<JobSubmitted>(&e.body)) {
-    if (options_.on_submitted) options_.on_submitted(s->job, submitting_);
-    if (resubmitting_) {
-      live_[s->job] = std::move(parked_.at(submitting_));
-      parked_.erase(submitting_);
-    } else {
-      live_[s->job].index = submitting_;
-      metrics_.Submitted(submitting_, now);
-    }
+    OnSubmitted(*s, now);
   } else if (std::get_if<JobRejected>(&e.body)) {
-    if (resubmitting_) {
-      parked_.erase(submitting_);
-      metrics_.Ended(submitting_);
-    } else {
-      metrics_.Rejected(submitting_);
-    }
+    OnRejected();
   } else if (const auto* na = std::get_if<NodeAdded>(&e.body)) {
-    ++in_service_;
-    if (failed_.size() < static_cast<size_t>(engine_->state().cluster.node_count())) {
-      failed_.resize(engine_->state().cluster.node_count(), false);
-    }
-    if (na->provisioned) {
-      --provisioning_;
-      ++metrics_.scaling().nodes_added;
-    }
-    UpdateNodeCounts();
+    OnNodeAdded(*na);
   } else if (const auto* so = std::get_if<ScaleOutRequested>(&e.body)) {
     OnScaleOut(*so, now);
   } else if (std::holds_alternative<NodeDrainStarted>(e.body)) {
@@ -357,11 +325,7 @@ void Simulator::OnEvent(const Event& e) {
     ++metrics_.scaling().nodes_removed;
     UpdateNodeCounts();
   } else if (const auto* w = std::get_if<WarmPoolSized>(&e.body)) {
-    provider_[w->pool].warm_target = w->nodes;
-    PoolProvider& p = provider_[w->pool];
-    p.warm_ready = std::min(p.warm_ready, w->nodes);  // extra warm nodes are released
-    RefillWarmPool(w->pool, now);
-    UpdateNodeCounts();
+    OnWarmPoolSized(*w, now);
   } else if (std::holds_alternative<HotspotDetected>(e.body)) {
     ++metrics_.hotspots().detected;
   } else if (std::holds_alternative<HotspotCleared>(e.body)) {
@@ -379,69 +343,150 @@ void Simulator::OnEvent(const Event& e) {
   } else if (const auto* rs = std::get_if<JobResized>(&e.body)) {
     OnResized(*rs, now);
   } else if (const auto* ps = std::get_if<PreemptionStarted>(&e.body)) {
-    Running& r = live_.at(ps->victim);
-    if (ps->reason == PreemptReason::kDrain) drained_.insert(ps->victim);
-    if (ps->reason == PreemptReason::kHotspot) ++metrics_.hotspots().moves;
-    if (ps->reason == PreemptReason::kDefrag) {
-      migrating_.insert(ps->victim);
-      ++metrics_.defrag().migrations;
-    }
-    if ((ps->reason == PreemptReason::kDefrag || ps->reason == PreemptReason::kDrain ||
-         ps->reason == PreemptReason::kHotspot) && r.placed) {
-      r.moved_at = r.computing ? now : r.stopped_at;
-      r.moved_for = ps->reason;
-    }
-    if (ps->checkpoint && r.computing) StartCheckpoint(ps->victim, r, now);
+    OnPreemptionStarted(*ps, now);
   } else if (const auto* pr = std::get_if<JobPreempted>(&e.body)) {
-    Running& r = live_.at(pr->victim);
-    Duration lost{0};
-    if (!r.checkpointed) {  // stopped without a checkpoint now: keep what periodic checkpoints saved
-      if (r.computing) StopComputing(pr->victim, r, now);
-      if (r.placed) lost = SavePeriodic(r);
-    }
-    metrics_.Preempted(r.index, lost);
-    if (migrating_.erase(pr->victim)) metrics_.defrag().migration_lost_work_s += ToSeconds(lost);
-    if (drained_.erase(pr->victim)) {
-      ++metrics_.scaling().drained_jobs;
-      metrics_.scaling().drained_lost_work_s += ToSeconds(lost);
-    }
-    Release(pr->victim, r, now);
+    OnPreempted(*pr, now);
   } else if (const auto* rs = std::get_if<ReclaimStarted>(&e.body)) {
-    Running& r = live_.at(rs->job);
-    if (rs->reason == ReclaimReason::kIdle) {
-      const Duration t = now - r.util_origin;
-      r.idle_from = now;
-      if (r.util.valid() && r.util.At(t) < IdleThreshold()) {
-        r.idle_from = std::max(r.run_start, r.util_origin + r.util.BelowSince(t, IdleThreshold()));
-      }
-    }
-    if (rs->checkpoint && r.computing) StartCheckpoint(rs->job, r, now);
+    OnReclaimStarted(*rs, now);
   } else if (const auto* rc = std::get_if<JobReclaimed>(&e.body)) {
     OnReclaimed(*rc, now);
   } else if (const auto* ji = std::get_if<JobInterrupted>(&e.body)) {
-    Running& r = live_.at(ji->job);
-    if (r.computing) StopComputing(ji->job, r, now);
-    if (!r.failed_at) r.failed_at = now;
-    const Duration lost = r.checkpointed ? Duration(0) : SavePeriodic(r);
-    r.checkpointed = false;
-    metrics_.Interrupted(lost);
-    Release(ji->job, r, now);
+    OnInterrupted(*ji, now);
   } else if (const auto* f = std::get_if<JobFinished>(&e.body)) {
-    Running& r = live_.at(f->job);
-    if (r.computing) StopComputing(f->job, r, now);
-    Release(f->job, r, now);
-    metrics_.Completed(r.index, now);
-    live_.erase(f->job);
+    OnFinished(*f, now);
   } else if (const auto* c = std::get_if<JobCancelled>(&e.body)) {
-    auto it = live_.find(c->job);
-    if (it != live_.end()) {
-      if (it->second.computing) StopComputing(c->job, it->second, now);
-      Release(c->job, it->second, now);
-      live_.erase(it);
-    }
+    OnCancelled(*c, now);
   }
   metrics_.SetGpuBusy(load_.busy_gpus());
   metrics_.Observe(now);
+}
+
+// The hook, the log's hash and file, and the invariants after the event.
+void Simulator::LogEvent(const Event& e) {
+  if (options_.on_event) options_.on_event(e);
+  ++events_;
+  std::string line = ToJsonLine(e);
+  line.push_back('\n');
+  hash_.Update(line);
+  if (log_.is_open()) log_ << line;
+  if (options_.check_invariants && failure_) {
+    Status ok = CheckInvariants(engine_->state());
+    if (const auto* placed = std::get_if<JobPlaced>(&e.body); ok && placed) {
+      ok = CheckPlacedOnScrubbedGpus(engine_->state(), *placed);
+    }
+    if (!ok) failure_ = std::unexpected(Error{ok.error().code, ok.error().message + " after " + line});
+  }
+}
+
+void Simulator::OnSubmitted(const JobSubmitted& s, Instant now) {
+  if (options_.on_submitted) options_.on_submitted(s.job, submitting_);
+  if (resubmitting_) {
+    live_[s.job] = std::move(parked_.at(submitting_));
+    parked_.erase(submitting_);
+  } else {
+    live_[s.job].index = submitting_;
+    metrics_.Submitted(submitting_, now);
+  }
+}
+
+void Simulator::OnRejected() {
+  if (resubmitting_) {
+    parked_.erase(submitting_);
+    metrics_.Ended(submitting_);
+  } else {
+    metrics_.Rejected(submitting_);
+  }
+}
+
+void Simulator::OnNodeAdded(const NodeAdded& na) {
+  ++in_service_;
+  if (failed_.size() < static_cast<size_t>(engine_->state().cluster.node_count())) {
+    failed_.resize(engine_->state().cluster.node_count(), false);
+  }
+  if (na.provisioned) {
+    --provisioning_;
+    ++metrics_.scaling().nodes_added;
+  }
+  UpdateNodeCounts();
+}
+
+void Simulator::OnWarmPoolSized(const WarmPoolSized& w, Instant now) {
+  provider_[w.pool].warm_target = w.nodes;
+  PoolProvider& p = provider_[w.pool];
+  p.warm_ready = std::min(p.warm_ready, w.nodes);  // extra warm nodes are released
+  RefillWarmPool(w.pool, now);
+  UpdateNodeCounts();
+}
+
+void Simulator::OnPreemptionStarted(const PreemptionStarted& ps, Instant now) {
+  Running& r = live_.at(ps.victim);
+  if (ps.reason == PreemptReason::kDrain) drained_.insert(ps.victim);
+  if (ps.reason == PreemptReason::kHotspot) ++metrics_.hotspots().moves;
+  if (ps.reason == PreemptReason::kDefrag) {
+    migrating_.insert(ps.victim);
+    ++metrics_.defrag().migrations;
+  }
+  if ((ps.reason == PreemptReason::kDefrag || ps.reason == PreemptReason::kDrain ||
+       ps.reason == PreemptReason::kHotspot) && r.placed) {
+    r.moved_at = r.computing ? now : r.stopped_at;
+    r.moved_for = ps.reason;
+  }
+  if (ps.checkpoint && r.computing) StartCheckpoint(ps.victim, r, now);
+}
+
+void Simulator::OnPreempted(const JobPreempted& pr, Instant now) {
+  Running& r = live_.at(pr.victim);
+  Duration lost{0};
+  if (!r.checkpointed) {  // stopped without a checkpoint now: keep what periodic checkpoints saved
+    if (r.computing) StopComputing(pr.victim, r, now);
+    if (r.placed) lost = SavePeriodic(r);
+  }
+  metrics_.Preempted(r.index, lost);
+  if (migrating_.erase(pr.victim)) metrics_.defrag().migration_lost_work_s += ToSeconds(lost);
+  if (drained_.erase(pr.victim)) {
+    ++metrics_.scaling().drained_jobs;
+    metrics_.scaling().drained_lost_work_s += ToSeconds(lost);
+  }
+  Release(pr.victim, r, now);
+}
+
+void Simulator::OnReclaimStarted(const ReclaimStarted& rs, Instant now) {
+  Running& r = live_.at(rs.job);
+  if (rs.reason == ReclaimReason::kIdle) {
+    const Duration t = now - r.util_origin;
+    r.idle_from = now;
+    if (r.util.valid() && r.util.At(t) < IdleThreshold()) {
+      r.idle_from = std::max(r.run_start, r.util_origin + r.util.BelowSince(t, IdleThreshold()));
+    }
+  }
+  if (rs.checkpoint && r.computing) StartCheckpoint(rs.job, r, now);
+}
+
+void Simulator::OnInterrupted(const JobInterrupted& ji, Instant now) {
+  Running& r = live_.at(ji.job);
+  if (r.computing) StopComputing(ji.job, r, now);
+  if (!r.failed_at) r.failed_at = now;
+  const Duration lost = r.checkpointed ? Duration(0) : SavePeriodic(r);
+  r.checkpointed = false;
+  metrics_.Interrupted(lost);
+  Release(ji.job, r, now);
+}
+
+void Simulator::OnFinished(const JobFinished& f, Instant now) {
+  Running& r = live_.at(f.job);
+  if (r.computing) StopComputing(f.job, r, now);
+  Release(f.job, r, now);
+  metrics_.Completed(r.index, now);
+  live_.erase(f.job);
+}
+
+void Simulator::OnCancelled(const JobCancelled& c, Instant now) {
+  auto it = live_.find(c.job);
+  if (it != live_.end()) {
+    if (it->second.computing) StopComputing(c.job, it->second, now);
+    Release(c.job, it->second, now);
+    live_.erase(it);
+  }
 }
 
 void Simulator::OnReclaimed(const JobReclaimed& rc, Instant now) {

@@ -198,6 +198,18 @@ class Simulator {
   void SettleAtHorizon(Instant horizon);
   SimReport Report(Instant horizon, const std::string& scenario_name);
   void OnEvent(const Event& e);
+  // OnEvent's parts, one per kind of event with more than a line to it.
+  void LogEvent(const Event& e);
+  void OnSubmitted(const JobSubmitted& s, Instant now);
+  void OnRejected();
+  void OnNodeAdded(const NodeAdded& na);
+  void OnWarmPoolSized(const WarmPoolSized& w, Instant now);
+  void OnPreemptionStarted(const PreemptionStarted& ps, Instant now);
+  void OnPreempted(const JobPreempted& pr, Instant now);
+  void OnReclaimStarted(const ReclaimStarted& rs, Instant now);
+  void OnInterrupted(const JobInterrupted& ji, Instant now);
+  void OnFinished(const JobFinished& f, Instant now);
+  void OnCancelled(const JobCancelled& c, Instant now);
   void OnPlaced(const JobPlaced& p, Instant now);
   // SCALE-7: an elastic job changed size: what it computed is kept (the
   // reshard saves it), it computes again after the reshard, at a rate in
