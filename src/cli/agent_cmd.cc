@@ -247,37 +247,75 @@ struct DevFlags {
   std::string ca_cert;   // --ca-cert: what the local agent trusts for the server's certificate
 };
 
+// What `gpupool dev`'s flags give, checked before anything starts.
+struct DevSetUp {
+  std::string host;
+  int port = 0;
+  std::vector<GpuDevice> gpus;
+  std::optional<http::TlsIdentity> tls;
+  ClientTls agent_tls;  // the local agent's TLS to the server
+};
+
+Result<DevSetUp> CheckDevFlags(const DevFlags& f) {
+  DevSetUp d;
+  GP_ASSIGN_OR_RETURN(auto listen, ParseListen(f.listen));
+  std::tie(d.host, d.port) = listen;
+  GP_ASSIGN_OR_RETURN(d.gpus, ParseFakeGpus(f.fake_gpus, f.node));
+  GP_ASSIGN_OR_RETURN(d.tls, LoadListenerTls(f.tls));
+  GP_TRY(CheckPlainListener("--listen", d.host, d.tls.has_value(), f.tls.insecure));
+  d.agent_tls.ca_cert_file = f.ca_cert;
+  if (!f.ca_cert.empty() && !d.tls.has_value()) {
+    return InvalidArgument("--ca-cert is for the local agent's TLS to the server: give --tls-cert and --tls-key too");
+  }
+  GP_TRY(CheckClientTls(d.agent_tls));
+  return d;
+}
+
+// The local agent: fake GPUs, its work under the data folder.
+AgentOptions DevAgentOptions(const DevFlags& f, const std::string& url, const ClientTls& tls, std::string token) {
+  AgentOptions o;
+  o.server_url = url;
+  o.server_tls = tls;
+  o.token = std::move(token);
+  o.node = f.node;
+  o.node_class = "nvlink";
+  o.work_dir = (fs::path(f.data_dir) / "agent").string();
+  o.checkpoint_root = (fs::path(f.data_dir) / "checkpoints").string();
+  // The agent's device metrics, as the DCGM exporter would serve them.
+  o.metrics_host = "127.0.0.1";
+  o.metrics_port = 0;
+  return o;
+}
+
+void PrintDevBanner(const DevFlags& f, const std::string& url, const std::string& work_dir,
+                    const std::string& metrics_url) {
+  const std::string admin = (fs::path(f.data_dir) / "admin.token").string();
+  std::cout << "gpupool dev: server and one agent (" << f.node << ", fake GPUs " << f.fake_gpus << ")\n"
+            << "  address:      " << url << "\n"
+            << "  console:      " << url << "/ (the web console: sign in with a token below)\n"
+            << "  admin token:  " << admin << "\n"
+            << "  team-a token: " << (fs::path(f.data_dir) / "tokens" / "team-a.token").string()
+            << " (created with an empty data folder)\n"
+            << "  agent log:    " << work_dir << "/agent.log\n"
+            << "  metrics:      " << metrics_url << " (the agent's GPUs, DCGM exporter names)\n"
+            << "  try:\n"
+            << "    export GPUPOOL_ADDR=" << url << " GPUPOOL_TOKEN=$(cat " << admin << ")"
+            << (f.ca_cert.empty() ? "" : " GPUPOOL_CA_CERT=" + f.ca_cert) << "\n"
+            << "    build/gpupool job submit -f examples/dev-training.yaml\n"
+            << "    build/gpupool job submit -f examples/dev-idle-notebook.yaml   # goes idle, is reclaimed\n"
+            << "    build/gpupool job list; build/gpupool job logs 1; build/gpupool node list\n"
+            << "  Ctrl-C stops everything." << std::endl;
+}
+
 int RunDev(const DevFlags& f) {
-  const auto listen = ParseListen(f.listen);
-  if (!listen) {
-    std::cerr << "error: " << listen.error().message << "\n";
+  auto setup = CheckDevFlags(f);
+  if (!setup) {
+    std::cerr << "error: " << setup.error().message << "\n";
     return 2;
   }
-  const auto& [host, port] = *listen;
-  auto gpus = ParseFakeGpus(f.fake_gpus, f.node);
-  if (!gpus) {
-    std::cerr << "error: " << gpus.error().message << "\n";
-    return 2;
-  }
-  auto tls = LoadListenerTls(f.tls);
-  if (!tls) {
-    std::cerr << "error: " << tls.error().message << "\n";
-    return 2;
-  }
-  if (auto ok = CheckPlainListener("--listen", host, tls->has_value(), f.tls.insecure); !ok) {
-    std::cerr << "error: " << ok.error().message << "\n";
-    return 2;
-  }
-  ClientTls agent_tls;
-  agent_tls.ca_cert_file = f.ca_cert;
-  if (!f.ca_cert.empty() && !tls->has_value()) {
-    std::cerr << "error: --ca-cert is for the local agent's TLS to the server: give --tls-cert and --tls-key too\n";
-    return 2;
-  }
-  if (auto ok = CheckClientTls(agent_tls); !ok) {
-    std::cerr << "error: " << ok.error().message << "\n";
-    return 2;
-  }
+  const std::string& host = setup->host;
+  const int port = setup->port;
+  auto& tls = setup->tls;
   const sigset_t signals = BlockStopSignals();
   ::setenv("GPUPOOL_LOG_REQUESTS", "0", /*overwrite=*/0);  // heartbeats would drown the rest
 
@@ -291,8 +329,8 @@ int RunDev(const DevFlags& f) {
     return core.error().code == ErrorCode::kDataLoss ? kExitDataLoss : kExitStartFailed;
   }
   HttpApi api(**core);
-  const bool serves_tls = tls->has_value();
-  auto bound = api.Bind(host, port, std::move(*tls));
+  const bool serves_tls = tls.has_value();
+  auto bound = api.Bind(host, port, std::move(tls));
   if (!bound) {
     std::cerr << "error: --listen: " << bound.error().message << "\n";
     return 1;
@@ -310,21 +348,11 @@ int RunDev(const DevFlags& f) {
     std::cerr << "error: cannot issue the agent's token: " << r.error->message << "\n";
     return 1;
   }
-  AgentOptions o;
-  o.server_url = url;
-  o.server_tls = agent_tls;
-  o.token = token;
-  o.node = f.node;
-  o.node_class = "nvlink";
-  o.work_dir = (fs::path(f.data_dir) / "agent").string();
-  o.checkpoint_root = (fs::path(f.data_dir) / "checkpoints").string();
+  const AgentOptions o = DevAgentOptions(f, url, setup->agent_tls, token);
   // Containers where runc works (the agent probes it), else plain
   // processes with a warning.
-  auto fake = std::make_unique<FakeBackend>(std::move(*gpus), "", (fs::absolute(o.work_dir) / "dev").string());
+  auto fake = std::make_unique<FakeBackend>(std::move(setup->gpus), "", (fs::absolute(o.work_dir) / "dev").string());
   if (auto ok = fake->MakeDeviceNodes(); !ok) LogInfo("fake GPUs without device nodes", {{"reason", ok.error().message}});
-  // The agent's device metrics, as the DCGM exporter would serve them.
-  o.metrics_host = "127.0.0.1";
-  o.metrics_port = 0;
   Agent agent(o, std::move(fake));
   auto metrics_url = agent.StartMetrics();
   if (!metrics_url) {
@@ -339,22 +367,7 @@ int RunDev(const DevFlags& f) {
     }
   });
   std::thread agent_thread([&] { agent.Run(); });
-  const std::string admin = (fs::path(f.data_dir) / "admin.token").string();
-  std::cout << "gpupool dev: server and one agent (" << f.node << ", fake GPUs " << f.fake_gpus << ")\n"
-            << "  address:      " << url << "\n"
-            << "  console:      " << url << "/ (the web console: sign in with a token below)\n"
-            << "  admin token:  " << admin << "\n"
-            << "  team-a token: " << (fs::path(f.data_dir) / "tokens" / "team-a.token").string()
-            << " (created with an empty data folder)\n"
-            << "  agent log:    " << o.work_dir << "/agent.log\n"
-            << "  metrics:      " << *metrics_url << " (the agent's GPUs, DCGM exporter names)\n"
-            << "  try:\n"
-            << "    export GPUPOOL_ADDR=" << url << " GPUPOOL_TOKEN=$(cat " << admin << ")"
-            << (f.ca_cert.empty() ? "" : " GPUPOOL_CA_CERT=" + f.ca_cert) << "\n"
-            << "    build/gpupool job submit -f examples/dev-training.yaml\n"
-            << "    build/gpupool job submit -f examples/dev-idle-notebook.yaml   # goes idle, is reclaimed\n"
-            << "    build/gpupool job list; build/gpupool job logs 1; build/gpupool node list\n"
-            << "  Ctrl-C stops everything." << std::endl;
+  PrintDevBanner(f, url, o.work_dir, *metrics_url);
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
