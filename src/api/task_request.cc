@@ -73,7 +73,10 @@ std::string SignalName(int signal) {
   return std::to_string(signal);
 }
 
-bool ParseTaskFields(const FieldReader& f, TaskSpec& task, ApiError* err) {
+namespace {
+
+// command: argv, 1 to kMaxArgs strings, the program not empty.
+bool CommandOf(const FieldReader& f, TaskSpec& task, ApiError* err) {
   if (const json* c = f.Find("command")) {
     if (!c->is_array()) {
       *err = BadField(f.PathOf("command"), "expected an array of strings (argv), got " + JsonTypeName(*c));
@@ -99,13 +102,11 @@ bool ParseTaskFields(const FieldReader& f, TaskSpec& task, ApiError* err) {
       task.command.push_back(s);
     }
   }
-  const bool has_command = !task.command.empty();
-  for (std::string_view key : kTaskKeys) {
-    if (key != "command" && f.Has(key) && !has_command) {
-      *err = BadField(f.PathOf(key), "only for jobs that run a command (set command)");
-      return false;
-    }
-  }
+  return true;
+}
+
+// env: NAME: value strings; the agent's own variables refused.
+bool EnvOf(const FieldReader& f, TaskSpec& task, ApiError* err) {
   if (const json* e = f.Find("env")) {
     if (!e->is_object()) {
       *err = BadField(f.PathOf("env"), "expected an object of NAME: value strings, got " + JsonTypeName(*e));
@@ -137,11 +138,11 @@ bool ParseTaskFields(const FieldReader& f, TaskSpec& task, ApiError* err) {
       task.env.emplace_back(name, v);
     }
   }
-  if (!f.String("working_dir", task.working_dir, kMaxPathBytes, err)) return false;
-  if (f.Has("working_dir") && (task.working_dir.empty() || task.working_dir[0] != '/' || !NoNul(task.working_dir))) {
-    *err = BadField(f.PathOf("working_dir"), "expected an absolute path");
-    return false;
-  }
+  return true;
+}
+
+// checkpoint_signal: a signal by name (kSignals).
+bool CheckpointSignalOf(const FieldReader& f, TaskSpec& task, ApiError* err) {
   std::string signal;
   if (!f.String("checkpoint_signal", signal, 16, err)) return false;
   if (f.Has("checkpoint_signal")) {
@@ -154,8 +155,11 @@ bool ParseTaskFields(const FieldReader& f, TaskSpec& task, ApiError* err) {
     }
     task.checkpoint_signal = *s;
   }
-  if (!TaskDuration(f, "checkpoint_timeout", task.checkpoint_timeout, err)) return false;
-  if (!TaskDuration(f, "stop_grace", task.stop_grace, err)) return false;
+  return true;
+}
+
+// image, shm_gib and network: the container.
+bool ContainerOf(const FieldReader& f, TaskSpec& task, ApiError* err) {
   if (const json* i = f.Find("image")) {
     if (!i->is_string()) {
       *err = BadField(f.PathOf("image"), "expected a string (\"host\" or an absolute path), got " + JsonTypeName(*i));
@@ -188,6 +192,28 @@ bool ParseTaskFields(const FieldReader& f, TaskSpec& task, ApiError* err) {
     task.network_isolated = network == "isolated";
   }
   return true;
+}
+}  // namespace
+
+bool ParseTaskFields(const FieldReader& f, TaskSpec& task, ApiError* err) {
+  if (!CommandOf(f, task, err)) return false;
+  const bool has_command = !task.command.empty();
+  for (std::string_view key : kTaskKeys) {
+    if (key != "command" && f.Has(key) && !has_command) {
+      *err = BadField(f.PathOf(key), "only for jobs that run a command (set command)");
+      return false;
+    }
+  }
+  if (!EnvOf(f, task, err)) return false;
+  if (!f.String("working_dir", task.working_dir, kMaxPathBytes, err)) return false;
+  if (f.Has("working_dir") && (task.working_dir.empty() || task.working_dir[0] != '/' || !NoNul(task.working_dir))) {
+    *err = BadField(f.PathOf("working_dir"), "expected an absolute path");
+    return false;
+  }
+  if (!CheckpointSignalOf(f, task, err)) return false;
+  if (!TaskDuration(f, "checkpoint_timeout", task.checkpoint_timeout, err)) return false;
+  if (!TaskDuration(f, "stop_grace", task.stop_grace, err)) return false;
+  return ContainerOf(f, task, err);
 }
 
 void TaskToRequest(const TaskSpec& task, json& request) {
