@@ -153,9 +153,9 @@ Result<JournalRead> ReadServerExport(const std::string& url, const ClientFlags& 
     }
     GP_ASSIGN_OR_RETURN(const int64_t next, ReadExportPage(*page, where, since, out));
     if (next >= last) break;
-    if (next == since) {
-      return DataLoss(where + ": no events, but the server had " + std::to_string(last) +
-                      " (a truncated export)");
+    if (next <= since) {  // no progress: a loop on a broken or truncated export would never end
+      return DataLoss(where + ": no events past " + std::to_string(since) + ", but the server had " +
+                      std::to_string(last) + " (a truncated export)");
     }
     since = next;
   }

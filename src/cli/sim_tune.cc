@@ -110,7 +110,6 @@ std::string HtmlTuneReport(const std::string& described, const TuneSpace& space,
                   " runs, seed " + std::to_string(o.seed) + ".</p><h2>Best</h2>" + HtmlTable(space, r, r.best, o);
   if (o.front) {
     ChartSeries front{"front", {}};
-    ChartSeries all{"every run", {}};
     for (const size_t i : r.pareto) front.points.emplace_back(*r.runs[i].front, *r.runs[i].objective);
     std::sort(front.points.begin(), front.points.end());
     h += "<h2>Trade-off front</h2>" +

@@ -327,6 +327,14 @@ std::optional<double> SloMeasureValue(const std::string& measure, SloScope scope
   return m->get(r, in_force, scope, key, note);
 }
 
+bool SloMeasureLowerIsBetter(const std::string& measure) {
+  for (const char* name : {"wait_p50_s", "wait_p95_s", "wait_mean_s", "jct_p95_s", "rejected", "preemptions",
+                           "gpu_hours_lost", "deadline_evictions", "unfinished"}) {
+    if (measure == name) return true;
+  }
+  return false;
+}
+
 bool SloMeasureTakes(const std::string& measure, SloScope scope) {
   const MeasureDef* m = FindMeasure(measure);
   if (m == nullptr) return false;

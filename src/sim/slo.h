@@ -79,6 +79,9 @@ std::string FormatSloTable(const std::vector<SloVerdict>& v);
 // measure is unknown.
 std::optional<double> SloMeasureValue(const std::string& measure, SloScope scope, const std::string& key,
                                       const SimReport& r, const SimReport& in_force);
+// Whether less of `measure` is better (waits, losses, refusals, trouble);
+// more is better for the others (allocation, shares, completions).
+bool SloMeasureLowerIsBetter(const std::string& measure);
 // Whether `measure` is known and takes `scope`.
 bool SloMeasureTakes(const std::string& measure, SloScope scope);
 

@@ -17,15 +17,6 @@ namespace {
 constexpr const char* kAsConfigured = "(as configured)";
 constexpr size_t kMaxBest = 10;
 
-// Lower is better for these; higher for every other measure.
-bool LowerIsBetter(const std::string& m) {
-  for (const char* name : {"wait_p50_s", "wait_p95_s", "wait_mean_s", "jct_p95_s", "rejected", "preemptions",
-                           "gpu_hours_lost", "deadline_evictions", "unfinished"}) {
-    if (m == name) return true;
-  }
-  return false;
-}
-
 class SpaceReader : public YamlReader {
  public:
   using YamlReader::YamlReader;
@@ -156,7 +147,8 @@ void Evaluate(const TuneSpace& space, const YAML::Node& base, const TuneEvaluato
     }
   };
   std::vector<std::thread> threads;
-  for (int t = 1; t < o.parallel; ++t) threads.emplace_back(work);
+  const size_t want = std::min(static_cast<size_t>(std::max(1, o.parallel)), runs.size() - from);
+  for (size_t t = 1; t < want; ++t) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
 }
@@ -219,7 +211,7 @@ Result<TuneMeasure> ParseTuneMeasure(std::string_view text, std::string_view fla
     return InvalidArgument(std::string(flag) + ": " + m.measure + " does not take " +
                            (m.scope == SloScope::kAll ? "no scope (give :tenant=NAME)" : "that scope"));
   }
-  m.higher_is_better = !LowerIsBetter(m.measure);
+  m.higher_is_better = !SloMeasureLowerIsBetter(m.measure);
   return m;
 }
 
@@ -251,7 +243,7 @@ Result<TuneResult> Tune(const TuneSpace& space, const std::string& base_config, 
   r.runs.push_back(std::move(baseline_run));
   SimReport baseline;
   Evaluate(space, base, evaluate, o, r.runs, 0, nullptr, &baseline);
-  const int random = std::max(0, (o.budget - 1 + 1) / 2);
+  const int random = o.budget / 2;
   for (int i = 0; i < random; ++i) {
     TuneRun run;
     for (const TuneParameter& p : space.parameters) run.values.push_back(Draw(p, rng));
